@@ -1,0 +1,110 @@
+"""One batch's objective Q and its pieces (method.md, "The batch objective")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .huber import huber_difference, rho
+from .types import State
+from .xp import f64
+
+
+@dataclass
+class BatchProblem:
+    """Q(β) = Σ w ρ(y − X̃β) + ½ δᵀJ̃δ − W λ̃ s̃ᵀδ + (W + Σw) λ ‖β_S‖₁,  δ = β − β̃."""
+
+    Xt: Any  # design with the intercept column last, (n, d)
+    y: Any
+    w: Any
+    sum_w: float
+    beta_prev: Any  # β̃
+    J: Any  # J̃ exactly as stored
+    W: float
+    history_pull: Any  # W λ̃ s̃ as a dtype vector (0 on the intercept)
+    lam: float
+    ridge: float
+    penalized: Any  # boolean mask of S
+    xp: Any
+
+    @classmethod
+    def build(cls, state: State, X: Any, y: Any, w: Any, config, xp: Any) -> BatchProblem:
+        n, p = X.shape
+        Xt = xp.concatenate([X, xp.ones((n, 1), dtype=X.dtype)], axis=1) if config.fit_intercept else X
+        d = Xt.shape[1]
+        penalized = xp.ones(d, dtype=bool)
+        if config.fit_intercept:
+            penalized[-1] = False
+        signs = xp.where(penalized, xp.sign(state.coef), 0).astype(X.dtype)
+        W = float(state.effective_weight)
+        return cls(
+            Xt=Xt,
+            y=y,
+            w=w,
+            sum_w=float(xp.sum(f64(w, xp))),
+            beta_prev=state.coef,
+            J=state.information,
+            W=W,
+            history_pull=(W * float(state.previous_lambda)) * signs,
+            lam=float(config.alpha),
+            ridge=float(config.ridge),
+            penalized=penalized,
+            xp=xp,
+        )
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.Xt.dtype)
+
+    @property
+    def l1_level(self) -> float:
+        """(W + Σw) λ: the L1 weight of this batch."""
+        return (self.W + self.sum_w) * self.lam
+
+    def residual(self, beta: Any) -> Any:
+        return self.y - self.Xt @ beta
+
+    def gradient(self, beta: Any, r: Any, tau: float) -> Any:
+        """∇f = −X̃ᵀ(w ∘ ψ(r)) + J̃ (β − β̃) − W λ̃ s̃."""
+        psi = self.xp.clip(r, -tau, tau)
+        return -(self.Xt.T @ (self.w * psi)) + self.J @ (beta - self.beta_prev) - self.history_pull
+
+    def weighted_gram(self, row_weights: Any) -> Any:
+        """X̃ᵀ diag(row_weights) X̃, lower triangle mirrored so it is exactly symmetric."""
+        xp = self.xp
+        G = (self.Xt * row_weights[:, None]).T @ self.Xt
+        lower = xp.tril(G)
+        return lower + xp.tril(G, -1).T
+
+    def curvature_weights(self, r: Any, tau: float) -> Any:
+        """w ∘ c(r), c(r) = 1{|r| ≤ τ}."""
+        return self.w * (self.xp.abs(r) <= tau).astype(self.dtype)
+
+    def newton_matrix(self, r: Any, tau: float) -> Any:
+        xp = self.xp
+        H = self.weighted_gram(self.curvature_weights(r, tau)) + self.J
+        if self.ridge:
+            H = H + self.ridge * xp.eye(H.shape[0], dtype=H.dtype)
+        return H
+
+    def smooth_delta(self, r: Any, beta: Any, s: Any, a: Any, tau: float) -> float:
+        """f(β + s) − f(β) with a = X̃s, evaluated without cancellation (docs/numerics.md)."""
+        xp = self.xp
+        data = float(xp.sum(f64(self.w, xp) * huber_difference(r, a, tau, xp)))
+        J64, d64, s64 = f64(self.J, xp), f64(beta - self.beta_prev, xp), f64(s, xp)
+        quad = 0.5 * float(d64 @ (J64 @ s64) + s64 @ (J64 @ d64) + s64 @ (J64 @ s64))
+        pull = float(f64(self.history_pull, xp) @ s64)
+        return data + quad - pull
+
+    def objective(self, beta: Any, tau: float) -> float:
+        """Q(β), accumulated in float64."""
+        xp = self.xp
+        r64 = f64(self.residual(beta), xp)
+        data = float(xp.sum(f64(self.w, xp) * rho(r64, tau, xp)))
+        d64 = f64(beta - self.beta_prev, xp)
+        quad = 0.5 * float(d64 @ (f64(self.J, xp) @ d64))
+        pull = float(f64(self.history_pull, xp) @ d64)
+        l1 = self.l1_level * float(xp.sum(xp.abs(f64(beta, xp)[self.penalized])))
+        return data + quad - pull + l1

@@ -1,0 +1,87 @@
+"""The two batch solvers of method.md: damped semismooth Newton (λ = 0) and LAMM (λ > 0)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import ladder
+from .problem import BatchProblem
+
+ARMIJO_C = 1e-4
+MAX_HALVINGS = 30
+MAX_DOUBLINGS = 100
+
+
+@dataclass
+class SolveResult:
+    beta: Any
+    converged: bool
+    n_iter: int
+    halvings: int  # line-search halvings (Newton) or φ doublings (LAMM)
+    solver: str
+
+
+def _converged(step: Any, beta: Any, tol: float, xp: Any) -> bool:
+    return float(xp.max(xp.abs(step))) <= tol * max(1.0, float(xp.max(xp.abs(beta))))
+
+
+def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
+    """Semismooth Newton with Armijo backtracking on Q (no L1 term: λ = 0)."""
+    xp = problem.xp
+    halvings, rung = 0, "cholesky"
+    for k in range(1, max_iter + 1):
+        r = problem.residual(beta)
+        g = problem.gradient(beta, r, tau)
+        step, rung = ladder.solve(problem.newton_matrix(r, tau), -g)
+        step = xp.asarray(step, dtype=problem.dtype)
+        a = problem.Xt @ step
+        slope = float(xp.asarray(g, dtype=xp.float64) @ xp.asarray(step, dtype=xp.float64))
+        t = 1.0
+        for trial in range(MAX_HALVINGS + 1):
+            if problem.smooth_delta(r, beta, t * step, t * a, tau) <= ARMIJO_C * t * slope:
+                break
+            if trial == MAX_HALVINGS:
+                return SolveResult(beta, False, k, halvings, rung)
+            t *= 0.5
+            halvings += 1
+        taken = t * step
+        beta = beta + taken
+        if _converged(taken, beta, tol, xp):
+            return SolveResult(beta, True, k, halvings, rung)
+    return SolveResult(beta, False, max_iter, halvings, rung)
+
+
+def soft_threshold(z: Any, level: float, mask: Any, xp: Any) -> Any:
+    shrunk = xp.sign(z) * xp.maximum(xp.abs(z) - level, 0)
+    return xp.where(mask, shrunk, z)
+
+
+def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
+    """Proximal gradient with local adaptive majorization: φ starts at 1 and only doubles."""
+    xp = problem.xp
+    phi, doublings = 1.0, 0
+    for k in range(1, max_iter + 1):
+        r = problem.residual(beta)
+        g = problem.gradient(beta, r, tau)
+        g64 = xp.asarray(g, dtype=xp.float64)
+        for trial in range(MAX_DOUBLINGS + 1):
+            candidate = soft_threshold(beta - g / phi, problem.l1_level / phi, problem.penalized, xp)
+            s = candidate - beta
+            s64 = xp.asarray(s, dtype=xp.float64)
+            bound = float(g64 @ s64) + 0.5 * phi * float(s64 @ s64)
+            if problem.smooth_delta(r, beta, s, problem.Xt @ s, tau) <= bound:
+                break
+            if trial == MAX_DOUBLINGS:
+                return SolveResult(beta, False, k, doublings, "lamm")
+            phi *= 2.0
+            doublings += 1
+        beta = candidate
+        if _converged(s, beta, tol, xp):
+            return SolveResult(beta, True, k, doublings, "lamm")
+    return SolveResult(beta, False, max_iter, doublings, "lamm")
+
+
+def solve(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
+    run = lamm if problem.lam > 0 else newton
+    return run(problem, beta, tau, max_iter, tol)

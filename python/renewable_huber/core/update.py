@@ -1,0 +1,111 @@
+"""The reference renewable Huber update: ``update(state, X, y, w, config) -> (state, diagnostics)``.
+
+Written from shared/spec/method.md to the letter, with the shared numerical choices of
+docs/numerics.md. It is the oracle: the golden corpus records it and every engine is compared
+with it. Array work follows the array namespace of X (NumPy or CuPy); the d × d ladder runs on
+the host.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import NumericalError
+from .huber import robust_scale, weighted_median, weighted_std
+from .problem import BatchProblem
+from .solvers import solve
+from .types import Config, Diagnostics, State
+from .validation import validate_batch
+from .xp import namespace
+
+
+def _pilot_scale(y: Any, w: Any) -> float:
+    s = robust_scale(y, w)
+    if math.isnan(s):
+        s = weighted_std(y, w)
+    return s if math.isfinite(s) and s > 0 else 1.0
+
+
+def _start_point(problem: BatchProblem, y: Any, w: Any, fit_intercept: bool, xp: Any) -> Any:
+    beta = xp.zeros(problem.Xt.shape[1], dtype=problem.dtype)
+    if fit_intercept:
+        beta[-1] = weighted_median(y, w)
+    return beta
+
+
+def update(
+    previous_state: State | None, X: Any, y: Any, sample_weight: Any, config: Config
+) -> tuple[State, Diagnostics]:
+    """Advance the stream by one batch. Pure: ``previous_state`` is never modified.
+
+    Raises ValueError / TypeError on bad input or parameters and NumericalError when the result
+    is not finite; in every case no new state exists, so the caller's state is untouched.
+    """
+    config.validate()
+    X, y, w = validate_batch(X, y, sample_weight, previous_state, config.fit_intercept)
+    xp = namespace(X)
+    dtype = np.dtype(X.dtype)
+    d = X.shape[1] + int(config.fit_intercept)
+    state = previous_state
+    if state is None or state.batch_count == 0:
+        state = State.empty(d, dtype, xp)
+    problem = BatchProblem.build(state, X, y, w, config, xp)
+    tol = config.resolved_tol(dtype)
+    as_tau = lambda scale: float(dtype.type(config.epsilon * scale))  # noqa: E731 — τ in the dtype
+
+    n_iter = halvings = 0
+    first = state.batch_count == 0
+    if config.tau is not None:
+        scale = float(config.tau) / float(config.epsilon)
+        tau = float(dtype.type(config.tau))
+        beta = _start_point(problem, y, w, config.fit_intercept, xp) if first else state.coef
+    elif first:
+        pilot_scale = _pilot_scale(y, w)
+        beta0 = _start_point(problem, y, w, config.fit_intercept, xp)
+        pilot = solve(problem, beta0, as_tau(pilot_scale), config.max_iter, tol)
+        n_iter, halvings = pilot.n_iter, pilot.halvings
+        beta = pilot.beta
+        scale = robust_scale(problem.residual(beta), w)
+        scale = pilot_scale if math.isnan(scale) else scale
+        tau = as_tau(scale)
+    else:
+        batch_scale = robust_scale(problem.residual(state.coef), w)
+        batch_scale = state.scale if math.isnan(batch_scale) else batch_scale
+        total = problem.W + problem.sum_w
+        scale = (problem.W * state.scale + problem.sum_w * batch_scale) / total
+        tau = as_tau(scale)
+        beta = state.coef
+
+    result = solve(problem, beta, tau, config.max_iter, tol)
+    beta = result.beta
+    r = problem.residual(beta)
+    information = state.information + problem.weighted_gram(problem.curvature_weights(r, tau))
+    objective = problem.objective(beta, tau)
+
+    if not (bool(xp.all(xp.isfinite(beta))) and bool(xp.all(xp.isfinite(information)))):
+        raise NumericalError("the batch update produced non-finite coefficients or information")
+    if not math.isfinite(objective):
+        raise NumericalError("the batch update produced a non-finite objective")
+
+    next_state = State(
+        coef=beta,
+        information=information,
+        n_samples_seen=int(state.n_samples_seen) + int(X.shape[0]),
+        effective_weight=float(state.effective_weight) + problem.sum_w,
+        batch_count=int(state.batch_count) + 1,
+        previous_lambda=float(config.alpha),
+        scale=float(scale),
+    )
+    diagnostics = Diagnostics(
+        converged=result.converged,
+        n_iter=n_iter + result.n_iter,
+        objective=objective,
+        lambda_=float(config.alpha),
+        bandwidth=tau,
+        solver=result.solver,
+        line_search_halvings=halvings + result.halvings,
+    )
+    return next_state, diagnostics

@@ -1,0 +1,81 @@
+"""Input checks of one batch (method.md, "Validation"): a clear error naming the input, or arrays
+ready for the solver. Nothing here touches the state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .types import SUPPORTED_DTYPES, State
+from .xp import namespace
+
+
+def computation_dtype(X: Any, state: State | None) -> np.dtype:
+    """The state's dtype after the first batch; otherwise X's if float32/64, else float64."""
+    if state is not None and state.batch_count > 0:
+        return state.dtype
+    dt = np.dtype(X.dtype)
+    return dt if dt in SUPPORTED_DTYPES else np.dtype(np.float64)
+
+
+def _as_real_array(name: str, a: Any, xp: Any) -> Any:
+    try:
+        arr = xp.asarray(a)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array, could not convert it: {exc}") from exc
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return arr
+
+
+def _require_finite(name: str, a: Any, xp: Any) -> None:
+    if not bool(xp.all(xp.isfinite(a))):
+        bad = int(xp.sum(~xp.isfinite(a)))
+        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or infinity)")
+
+
+def validate_batch(
+    X: Any, y: Any, sample_weight: Any, state: State | None, fit_intercept: bool
+) -> tuple[Any, Any, Any]:
+    """Return (X, y, w) converted to the computation dtype, or raise ValueError / TypeError."""
+    xp = namespace(X, y, sample_weight)
+    X = _as_real_array("X", X, xp)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D")
+    n, p = X.shape
+    if n < 1:
+        raise ValueError("X has 0 samples; a batch needs at least 1")
+    dtype = computation_dtype(X, state)
+    X = X.astype(dtype, copy=False)
+    _require_finite("X", X, xp)
+
+    y = _as_real_array("y", y, xp)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,) or a column (n_samples, 1), got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"y has {y.shape[0]} samples, but X has {n}")
+    y = y.astype(dtype, copy=False)
+    _require_finite("y", y, xp)
+
+    if sample_weight is None:
+        w = xp.ones(n, dtype=dtype)
+    else:
+        w = _as_real_array("sample_weight", sample_weight, xp)
+        if w.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},), got {tuple(w.shape)}")
+        w = w.astype(dtype, copy=False)
+        _require_finite("sample_weight", w, xp)
+        if bool(xp.any(w < 0)):
+            raise ValueError("sample_weight must be >= 0; it has negative entries")
+        if not float(xp.sum(w.astype(xp.float64))) > 0:
+            raise ValueError("sample_weight must have a positive sum; all weights are zero")
+
+    if state is not None and state.batch_count > 0:
+        d = p + int(fit_intercept)
+        if d != state.n_coef:
+            expected = state.n_coef - int(fit_intercept)
+            raise ValueError(f"X has {p} features, but the state was fitted with {expected}")
+    return X, y, w

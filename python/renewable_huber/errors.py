@@ -1,0 +1,15 @@
+"""Exceptions raised by renewable_huber beyond the built-in ValueError / TypeError."""
+
+from __future__ import annotations
+
+
+class NumericalError(ArithmeticError):
+    """A batch update produced a non-finite result; the state was left as it was."""
+
+
+class EngineNotAvailableError(ImportError):
+    """An engine asked for by name is not installed or cannot run on this machine."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is corrupted, truncated, or inconsistent."""
