@@ -1,0 +1,13 @@
+"""renewable_huber: streaming robust (Huber) regression, one batch at a time."""
+
+from ._version import __version__
+from .errors import CheckpointError, EngineNotAvailableError, NumericalError
+from .estimator import RenewableHuberRegressor
+
+__all__ = [
+    "CheckpointError",
+    "EngineNotAvailableError",
+    "NumericalError",
+    "RenewableHuberRegressor",
+    "__version__",
+]

@@ -1,0 +1,115 @@
+"""Engines behind the estimator, and how a backend name becomes one.
+
+Every engine has the same call: ``update(state | None, X, y, w, config) -> (state, diagnostics)``,
+pure and transactional. The reference engine is always there; native engines come from their own
+distributions and are imported lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol
+
+import numpy as np
+
+from .core import Config, Diagnostics, State, update
+from .core.validation import validate_batch
+from .errors import EngineNotAvailableError
+
+BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
+_MODULES = {
+    "native_cpu": ("_renewable_huber_native_cpu", "renewable-huber-native-cpu"),
+    "cuda": ("_renewable_huber_native_cuda", "renewable-huber-native-cuda"),
+}
+
+
+class Engine(Protocol):
+    name: str
+
+    def update(
+        self, state: State | None, X: Any, y: Any, w: Any, config: Config
+    ) -> tuple[State, Diagnostics]: ...
+
+
+class ReferenceEngine:
+    """The NumPy reference (core/update.py)."""
+
+    name = "numpy"
+
+    def update(self, state, X, y, w, config):
+        return update(state, X, y, w, config)
+
+
+class NativeCpuEngine:
+    """The C++ engine of renewable-huber-native-cpu.
+
+    C-contiguous arrays of the computation dtype reach C++ without a copy; any other layout or
+    dtype is converted here, once, because the binding refuses to convert anything itself.
+    """
+
+    name = "native_cpu"
+
+    def __init__(self, module: Any, threads: int = 0):
+        self._engine = module.Engine(threads=threads)
+
+    def update(self, state, X, y, w, config):
+        config.validate()
+        X, y, w = validate_batch(X, y, w, state, config.fit_intercept)
+        X, y, w = (np.ascontiguousarray(a) for a in (X, y, w))
+        d = X.shape[1] + int(config.fit_intercept)
+        if state is None or state.batch_count == 0:
+            state = State.empty(d, X.dtype)
+        native_state = {
+            "coef": np.ascontiguousarray(state.coef, dtype=X.dtype),
+            "information": np.ascontiguousarray(state.information, dtype=X.dtype),
+            "n_samples_seen": int(state.n_samples_seen),
+            "effective_weight": float(state.effective_weight),
+            "batch_count": int(state.batch_count),
+            "previous_lambda": float(state.previous_lambda),
+            "scale": float(state.scale),
+        }
+        native_config = {
+            "fit_intercept": bool(config.fit_intercept),
+            "epsilon": float(config.epsilon),
+            "tau": None if config.tau is None else float(config.tau),
+            "alpha": float(config.alpha),
+            "ridge": float(config.ridge),
+            "max_iter": int(config.max_iter),
+            "tol": config.resolved_tol(X.dtype),
+        }
+        out, diag = self._engine.update(native_state, X, y, w, native_config)
+        return State(**out), Diagnostics.from_dict(diag)
+
+
+def _import_engine_module(backend: str) -> Any:
+    module_name, distribution = _MODULES[backend]
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EngineNotAvailableError(
+            f"backend={backend!r} needs the package {distribution} "
+            f"(pip install {distribution}), which could not be imported: {exc}"
+        ) from exc
+
+
+def native_cpu_available() -> bool:
+    try:
+        _import_engine_module("native_cpu")
+    except EngineNotAvailableError:
+        return False
+    return True
+
+
+def make_engine(backend: str, device: int | None = None) -> Engine:
+    """The engine for ``backend``; "auto" prefers native_cpu and falls back to the reference."""
+    if backend == "numpy":
+        return ReferenceEngine()
+    if backend == "native_cpu":
+        return NativeCpuEngine(_import_engine_module("native_cpu"))
+    if backend == "auto":
+        return NativeCpuEngine(_import_engine_module("native_cpu")) if native_cpu_available() \
+            else ReferenceEngine()
+    if backend == "cuda":
+        module = _import_engine_module("cuda")
+        return module.make_engine(device=0 if device is None else int(device))
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

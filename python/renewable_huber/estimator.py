@@ -1,0 +1,322 @@
+"""RenewableHuberRegressor: the public, scikit-learn compatible estimator."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ._version import __version__
+from .adapters import as_host_input
+from .backends import BACKENDS, make_engine
+from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
+from .core import Config, Diagnostics, State
+from .core.xp import to_host
+
+_FITTED_ATTRIBUTES = (
+    "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
+    "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
+    "diagnostics_", "backend_",
+)
+
+
+class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
+    """Streaming Huber regression whose estimate matches a fit on all the data seen so far.
+
+    Each batch is solved once, with the information of earlier batches carried as a quadratic
+    term (the "renewable" update of ``docs/method.md``); the data of past batches is never
+    revisited.
+
+    Parameters
+    ----------
+    fit_intercept : bool, default=True
+        Fit an unpenalized intercept.
+    epsilon : float, default=1.345
+        Huber threshold in units of the running robust scale: τ = epsilon · scale.
+    tau : float or None, default=None
+        A fixed threshold for every batch instead of the adaptive one.
+    alpha : float, default=0.0
+        L1 strength per unit of sample weight; may change between batches.
+    ridge : float, default=0.0
+        Damping added to the Newton matrix only; it does not move the minimizer.
+    max_iter : int, default=500
+        Outer iterations per batch solve.
+    tol : float or None, default=None
+        Step tolerance; None means 1e-8 for float64 and 1e-5 for float32.
+    batch_size : int or None, default=None
+        Rows per batch in :meth:`fit`; None streams all of X as one batch.
+    backend : {"auto", "numpy", "native_cpu", "cuda"}, default="auto"
+        The engine. "auto" uses native_cpu when installed, else the NumPy reference.
+    device : int or None, default=None
+        CUDA device ordinal for ``backend="cuda"``.
+    precision : {"strict"}, default="strict"
+        Numerical mode; only strict float32/float64 arithmetic exists.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    scale_ : float
+        Running robust scale of the residuals.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features,)
+        Defined only when X had string column names.
+    n_samples_seen_ : int
+    n_batches_ : int
+    effective_weight_ : float
+        Σ sample weights seen.
+    previous_lambda_ : float
+        The L1 strength of the last batch.
+    information_ : ndarray of shape (d, d)
+        Accumulated curvature J̃ (d = n_features + fit_intercept; intercept last).
+    n_iter_ : int
+        Solver iterations of the last batch.
+    diagnostics_ : list of dict
+        One dict per batch since the last reset.
+    backend_ : str
+        The engine that ran.
+    """
+
+    _parameter_constraints: dict = {
+        "fit_intercept": ["boolean"],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "tau": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "ridge": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "backend": [StrOptions(set(BACKENDS))],
+        "device": [Interval(Integral, 0, None, closed="left"), None],
+        "precision": [StrOptions({"strict"})],
+    }
+
+    def __init__(
+        self,
+        *,
+        fit_intercept: bool = True,
+        epsilon: float = 1.345,
+        tau: float | None = None,
+        alpha: float = 0.0,
+        ridge: float = 0.0,
+        max_iter: int = 500,
+        tol: float | None = None,
+        batch_size: int | None = None,
+        backend: str = "auto",
+        device: int | None = None,
+        precision: str = "strict",
+    ):
+        self.fit_intercept = fit_intercept
+        self.epsilon = epsilon
+        self.tau = tau
+        self.alpha = alpha
+        self.ridge = ridge
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.backend = backend
+        self.device = device
+        self.precision = precision
+
+    # ------------------------------------------------------------------ fitting
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
+        """Forget any earlier state, then stream X in batches of ``batch_size`` rows."""
+        with self._transaction():
+            self._reset()
+            X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
+            engine = self._engine()
+            config = self._config()
+            step = X.shape[0] if self.batch_size is None else int(self.batch_size)
+            state, diagnostics = None, []
+            for start in range(0, X.shape[0], step):
+                rows = slice(start, start + step)
+                state, diag = engine.update(
+                    state, X[rows], y[rows], None if w is None else w[rows], config
+                )
+                diagnostics.append(diag.as_dict())
+            self._commit(state, diagnostics, engine.name)
+        self._warn_unconverged(diagnostics)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
+        """Advance the stream by exactly one batch."""
+        first = not hasattr(self, "_state")
+        if not first and bool(self.fit_intercept) != self._fitted_intercept:
+            raise ValueError(
+                f"fit_intercept is {self.fit_intercept}, but the stream was started with "
+                f"fit_intercept={self._fitted_intercept}; call fit to start a new stream"
+            )
+        with self._transaction():
+            X, y, w = self._validate_batch(X, y, sample_weight, reset=first)
+            engine = self._engine()
+            state, diag = engine.update(None if first else self._state, X, y, w, self._config())
+            history = [] if first else self.diagnostics_
+            self._commit(state, [*history, diag.as_dict()], engine.name)
+        self._warn_unconverged([diag.as_dict()], first_batch=self.n_batches_)
+        return self
+
+    # --------------------------------------------------------------- prediction
+
+    def predict(self, X: Any) -> np.ndarray:
+        """ŷ = X coef_ + intercept_."""
+        check_is_fitted(self)
+        X = validate_data(
+            self, as_host_input(X, "X"), reset=False, dtype=[self._state.dtype, np.float64]
+        )
+        return X @ self.coef_ + self.intercept_
+
+    # -------------------------------------------------------- state and storage
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state and everything needed to resume, as plain arrays (checkpoint keys)."""
+        check_is_fitted(self)
+        s = self._state
+        d = {
+            "format_version": np.int64(FORMAT_VERSION),
+            "coef": to_host(s.coef).copy(),
+            "information": to_host(s.information).copy(),
+            "n_samples_seen": np.int64(s.n_samples_seen),
+            "effective_weight": np.float64(s.effective_weight),
+            "batch_count": np.int64(s.batch_count),
+            "previous_lambda": np.float64(s.previous_lambda),
+            "scale": np.float64(s.scale),
+            "dtype": np.str_(s.dtype.name),
+            "fit_intercept": np.bool_(self._fitted_intercept),
+            "n_features_in": np.int64(self.n_features_in_),
+            "params": np.str_(json.dumps(self.get_params(), sort_keys=True)),
+            "library_version": np.str_(__version__),
+        }
+        if hasattr(self, "feature_names_in_"):
+            d["feature_names_in"] = np.asarray(self.feature_names_in_, dtype=str)
+        return d
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> RenewableHuberRegressor:
+        """Adopt a state written by :meth:`state_dict` (by any engine or device)."""
+        payload = validate_payload(state_dict)
+        self._adopt(payload)
+        return self
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
+        """Write a format-2 ``.npz`` checkpoint atomically (old file or new, never torn)."""
+        write_checkpoint(path, self.state_dict())
+
+    @classmethod
+    def load_checkpoint(cls, path: str | os.PathLike, **overrides: Any) -> RenewableHuberRegressor:
+        """An estimator with the parameters and state of a checkpoint; ``overrides`` replace
+        parameters (``backend="numpy"``, say) before the state is loaded."""
+        payload = read_checkpoint(path)
+        known = cls().get_params()
+        params = {k: v for k, v in payload["params"].items() if k in known}
+        estimator = cls(**{**params, **overrides})
+        estimator._adopt(payload)
+        return estimator
+
+    # ----------------------------------------------------------------- plumbing
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_engine_cache", None)  # native engines hold threads and handles
+        return state
+
+    def _config(self) -> Config:
+        return Config(
+            fit_intercept=bool(self.fit_intercept), epsilon=self.epsilon, tau=self.tau,
+            alpha=self.alpha, ridge=self.ridge, max_iter=self.max_iter, tol=self.tol,
+        )
+
+    def _engine(self):
+        key = (self.backend, self.device)
+        cached = getattr(self, "_engine_cache", None)
+        if cached is None or cached[0] != key:
+            self._engine_cache = (key, make_engine(self.backend, self.device))
+        return self._engine_cache[1]
+
+    def _validate_batch(self, X, y, sample_weight, *, reset: bool):
+        X = as_host_input(X, "X")
+        y = as_host_input(y, "y")
+        sample_weight = as_host_input(sample_weight, "sample_weight")
+        dtype = [np.float64, np.float32] if reset else self._state.dtype
+        X, y = validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        return X, y, sample_weight
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """On any error restore every attribute: an update either happens whole or not at all."""
+        saved = dict(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def _reset(self) -> None:
+        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept"):
+            self.__dict__.pop(name, None)
+
+    def _commit(self, state: State, diagnostics: list[dict], backend: str) -> None:
+        self._state = state
+        self._fitted_intercept = bool(self.fit_intercept)
+        self._publish(state)
+        self.n_iter_ = int(diagnostics[-1]["n_iter"]) if diagnostics else 0
+        self.diagnostics_ = diagnostics
+        self.backend_ = backend
+
+    def _publish(self, state: State) -> None:
+        coef = to_host(state.coef)
+        p = self.n_features_in_
+        self.coef_ = coef[:p].copy()
+        self.intercept_ = coef.dtype.type(coef[p]) if self._fitted_intercept else 0.0
+        self.scale_ = float(state.scale)
+        self.n_samples_seen_ = int(state.n_samples_seen)
+        self.n_batches_ = int(state.batch_count)
+        self.effective_weight_ = float(state.effective_weight)
+        self.previous_lambda_ = float(state.previous_lambda)
+        self.information_ = to_host(state.information).copy()
+
+    def _adopt(self, payload: dict[str, Any]) -> None:
+        self._reset()
+        self.fit_intercept = payload["fit_intercept"]
+        self.n_features_in_ = payload["n_features_in"]
+        if "feature_names_in" in payload:
+            self.feature_names_in_ = payload["feature_names_in"]
+        state = State(**{k: payload[k] for k in (
+            "coef", "information", "n_samples_seen", "effective_weight", "batch_count",
+            "previous_lambda", "scale")})
+        self._commit(state, [], self._engine().name)
+
+    def _warn_unconverged(self, diagnostics: list[dict], first_batch: int = 1) -> None:
+        for k, diag in enumerate(diagnostics, start=first_batch):
+            if not diag["converged"]:
+                warnings.warn(
+                    f"batch {k} did not converge within max_iter={self.max_iter} iterations "
+                    f"(objective {diag['objective']:.6g}); the last iterate was kept. Increase "
+                    "max_iter or tol.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+
+
+def diagnostics_from_dict(d: dict) -> Diagnostics:
+    return Diagnostics.from_dict(d)
