@@ -1,0 +1,197 @@
+"""Golden corpus v1 (method.md): four small two-batch cases, their inputs and the reference's
+answers, and the comparison every engine is held to.
+
+The generator script (scripts/generate_native_golden.py) writes what :func:`build_corpus`
+returns; tests replay the inputs through an engine and call :func:`compare_batch`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .core import Config, State, update
+
+CORPUS_VERSION = 1
+RTOL = {"float64": 1e-7, "float32": 2e-3}
+STATE_FLOATS = ("coef", "information", "effective_weight", "previous_lambda", "scale")
+STATE_COUNTERS = ("n_samples_seen", "batch_count")
+DIAG_FLOATS = ("objective", "lambda", "bandwidth")
+
+
+def _case_inputs(name: str) -> dict[str, Any]:
+    """Inputs of one case, from fixed seeds."""
+    if name == "weighted_unpenalized":
+        rng = np.random.default_rng(101)
+        beta, intercept = np.array([1.5, -2.0, 0.5, 3.0]), 0.7
+        batches = []
+        for n in (180, 160):
+            X = rng.normal(size=(n, 4))
+            y = X @ beta + intercept + rng.standard_t(3, size=n)
+            w = rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 3.0, 0.25], size=n)
+            batches.append((X, y, w))
+        config = Config(fit_intercept=True)
+        dtype = np.float64
+    elif name == "l1_history":
+        rng = np.random.default_rng(202)
+        beta, intercept = np.array([2.0, 0.0, -1.0, 0.0, 0.0, 0.5]), -1.0
+        batches = []
+        for n in (200, 150):
+            X = rng.normal(size=(n, 6))
+            y = X @ beta + intercept + 0.5 * rng.standard_normal(n)
+            batches.append((X, y, None))
+        config = Config(fit_intercept=True, alpha=0.05)
+        dtype = np.float64
+    elif name == "float32_outliers":
+        rng = np.random.default_rng(303)
+        beta = np.array([1.0, -1.0, 2.0])
+        batches = []
+        for n in (120, 100):
+            X = rng.normal(size=(n, 3)).astype(np.float32)
+            y = X.astype(np.float64) @ beta + 0.3 * rng.standard_normal(n)
+            outliers = rng.random(n) < 0.1
+            y[outliers] += rng.choice([-25.0, 40.0], size=int(outliers.sum()))
+            batches.append((X, y.astype(np.float32), None))
+        config = Config(fit_intercept=False)
+        dtype = np.float32
+    elif name == "rank_deficient":
+        rng = np.random.default_rng(404)
+        batches = []
+        for n in (90, 80):
+            Z = rng.normal(size=(n, 3))
+            X = np.column_stack([Z, Z[:, 1]])  # column 3 duplicates column 1
+            y = Z @ np.array([1.0, 2.0, -1.0]) + 0.4 + 0.2 * rng.standard_normal(n)
+            batches.append((X, y, None))
+        config = Config(fit_intercept=True, ridge=0.0)
+        dtype = np.float64
+    else:
+        raise KeyError(name)
+    probe_rng = np.random.default_rng(999)
+    p = batches[0][0].shape[1]
+    probe = probe_rng.normal(size=(5, p)).astype(dtype)
+    return {"config": config, "dtype": np.dtype(dtype).name, "batches": batches, "probe": probe}
+
+
+CASES = {
+    "weighted_unpenalized": "unpenalized, non-uniform weights (integers, fractions, zeros), "
+    "intercept, float64",
+    "l1_history": "L1 (alpha > 0), intercept, float64; batch 2 uses the historical subgradient",
+    "float32_outliers": "float32, no intercept, response outliers",
+    "rank_deficient": "duplicated column, ridge = 0: both batches take the svd rung",
+}
+
+
+def predict(state: State, probe: np.ndarray, fit_intercept: bool) -> np.ndarray:
+    coef = np.asarray(state.coef)
+    if fit_intercept:
+        return probe @ coef[:-1] + coef[-1]
+    return probe @ coef
+
+
+def state_record(state: State) -> dict[str, Any]:
+    return {
+        "coef": np.asarray(state.coef, dtype=np.float64).tolist(),
+        "information": np.asarray(state.information, dtype=np.float64).tolist(),
+        "n_samples_seen": int(state.n_samples_seen),
+        "effective_weight": float(state.effective_weight),
+        "batch_count": int(state.batch_count),
+        "previous_lambda": float(state.previous_lambda),
+        "scale": float(state.scale),
+        "dtype": state.dtype.name,
+    }
+
+
+def config_record(config: Config) -> dict[str, Any]:
+    return {k: getattr(config, k) for k in
+            ("fit_intercept", "epsilon", "tau", "alpha", "ridge", "max_iter", "tol")}
+
+
+def _list(a: Any) -> Any:
+    return None if a is None else np.asarray(a, dtype=np.float64).tolist()
+
+
+def build_case(name: str, engine: Callable = update) -> dict[str, Any]:
+    inputs = _case_inputs(name)
+    config = inputs["config"]
+    state, records = None, []
+    for X, y, w in inputs["batches"]:
+        state, diag = engine(state, X, y, w, config)
+        records.append({
+            "X": _list(X), "y": _list(y), "sample_weight": _list(w),
+            "state": state_record(state),
+            "diagnostics": diag.as_dict(),
+            "predictions": predict(state, inputs["probe"], config.fit_intercept).tolist(),
+        })
+    return {"name": name, "description": CASES[name], "dtype": inputs["dtype"],
+            "config": config_record(config), "probe": _list(inputs["probe"]), "batches": records}
+
+
+def build_corpus() -> dict[str, Any]:
+    return {
+        "corpus": "renewable-huber native core",
+        "version": CORPUS_VERSION,
+        "contract": "shared/spec/method.md",
+        "tolerance": {"rtol": RTOL, "rule": "|a - b| <= rtol * max(1, |b|)"},
+        "cases": [build_case(name) for name in CASES],
+    }
+
+
+def case_batches(case: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """The recorded inputs of a case, in the case's dtype (weights too)."""
+    dtype = np.dtype(case["dtype"])
+    out = []
+    for b in case["batches"]:
+        w = None if b["sample_weight"] is None else np.asarray(b["sample_weight"], dtype=dtype)
+        out.append((np.asarray(b["X"], dtype=dtype), np.asarray(b["y"], dtype=dtype), w))
+    return out
+
+
+def case_config(case: dict[str, Any]) -> Config:
+    return Config(**case["config"])
+
+
+def _close(a: Any, b: Any, rtol: float) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= rtol * np.maximum(1.0, np.abs(b))))
+
+
+def compare_batch(actual: dict[str, Any], expected: dict[str, Any], dtype: str,
+                  *, check_rung: bool, rtol: float | None = None) -> list[str]:
+    """Differences between an engine's batch record and the expected one, per method.md's
+    cross-engine tolerance; an empty list means the engine meets the contract."""
+    rtol = RTOL[dtype] if rtol is None else rtol
+    problems = []
+    for key in STATE_FLOATS:
+        if not _close(actual["state"][key], expected["state"][key], rtol):
+            problems.append(f"state.{key}: {actual['state'][key]} vs {expected['state'][key]}")
+    for key in (*STATE_COUNTERS, "dtype"):
+        if actual["state"][key] != expected["state"][key]:
+            problems.append(f"state.{key}: {actual['state'][key]} vs {expected['state'][key]}")
+    for key in DIAG_FLOATS:
+        a, b = actual["diagnostics"][key], expected["diagnostics"][key]
+        if not _close(a, b, rtol):
+            problems.append(f"diagnostics.{key}: {a} vs {b}")
+    if actual["diagnostics"]["converged"] != expected["diagnostics"]["converged"]:
+        problems.append("diagnostics.converged differs")
+    if check_rung and actual["diagnostics"]["solver"] != expected["diagnostics"]["solver"]:
+        problems.append(f"diagnostics.solver: {actual['diagnostics']['solver']} vs "
+                        f"{expected['diagnostics']['solver']}")
+    if not _close(actual["predictions"], expected["predictions"], rtol):
+        problems.append("predictions differ")
+    return problems
+
+
+def max_relative_difference(a: Any, b: Any) -> float:
+    """Largest |a − b| / max(1, |b|) over two nested JSON structures of numbers."""
+    if isinstance(b, dict):
+        return max((max_relative_difference(a[k], b[k]) for k in b), default=0.0)
+    if isinstance(b, list):
+        if len(a) != len(b):
+            return math.inf
+        return max((max_relative_difference(x, y) for x, y in zip(a, b)), default=0.0)
+    if isinstance(b, bool) or isinstance(b, str) or b is None:
+        return 0.0 if a == b else math.inf
+    return abs(float(a) - float(b)) / max(1.0, abs(float(b)))
