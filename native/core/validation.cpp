@@ -1,0 +1,125 @@
+#include "rh/validation.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <sstream>
+#include <string>
+
+#include "rh/error.hpp"
+
+namespace rh {
+namespace {
+
+template <class... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  std::ostringstream message;
+  (message << ... << parts);
+  throw InvalidArgument(message.str());
+}
+
+void require_at_least(const char* name, double value, double bound) {
+  if (!std::isfinite(value) || value < bound) {
+    fail(name, " must be a finite number >= ", bound, ", got ", value);
+  }
+}
+
+void require_positive(const char* name, double value) {
+  if (!std::isfinite(value) || value <= 0.0) {
+    fail(name, " must be a finite number > 0, got ", value);
+  }
+}
+
+template <class T>
+void require_finite_vector(const char* name, std::span<const T> values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) fail(name, " contains a non-finite value at index ", i);
+  }
+}
+
+template <class T>
+void validate_design(MatrixView<T> X) {
+  if (X.rows == 0) fail("X has 0 rows; a batch needs at least 1 sample");
+  if (X.cols == 0) fail("X has 0 features; at least 1 is required");
+  for (std::size_t i = 0; i < X.rows; ++i) {
+    const T* row = X.row(i);
+    for (std::size_t j = 0; j < X.cols; ++j) {
+      if (!std::isfinite(row[j])) {
+        fail("X contains a non-finite value at row ", i, ", column ", j);
+      }
+    }
+  }
+}
+
+template <class T>
+void validate_weights(std::span<const T> weights, std::size_t rows) {
+  if (weights.size() != rows) {
+    fail("sample_weight has ", weights.size(), " entries, but X has ", rows, " rows");
+  }
+  double total = 0.0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i])) {
+      fail("sample_weight contains a non-finite value at index ", i);
+    }
+    if (weights[i] < T{0}) {
+      fail("sample_weight must be >= 0, but entry ", i, " is ", weights[i]);
+    }
+    total += static_cast<double>(weights[i]);
+  }
+  if (!(total > 0.0)) fail("sample_weight sums to 0; at least one weight must be positive");
+}
+
+template <class T>
+void validate_state(const StateView<T>& state, std::size_t features, bool fit_intercept) {
+  const std::size_t intercept = fit_intercept ? 1 : 0;
+  const std::size_t d = state.dim();
+  if (d != features + intercept) {
+    if (d < intercept) {
+      fail("the state has ", d, " coefficients, but fit_intercept=True needs at least 1");
+    }
+    fail("X has ", features, " features, but the state has ", d - intercept,
+         " (its coef has ", d, " entries with fit_intercept=", fit_intercept ? "True" : "False",
+         ")");
+  }
+  if (state.information.size() != d * d) {
+    fail("the state's information matrix has ", state.information.size(), " entries, expected ",
+         d, " x ", d);
+  }
+  require_finite_vector("the state's coef", state.coef);
+  require_finite_vector("the state's information matrix", state.information);
+  if (state.n_samples_seen < 0) fail("the state's n_samples_seen is negative");
+  if (state.batch_count < 0) fail("the state's batch_count is negative");
+  require_at_least("the state's effective_weight", state.effective_weight, 0.0);
+  require_at_least("the state's previous_lambda", state.previous_lambda, 0.0);
+  if (state.batch_count > 0) require_positive("the state's scale", state.scale);
+}
+
+}  // namespace
+
+void validate_config(const Config& config) {
+  require_at_least("alpha", config.alpha, 0.0);
+  require_positive("epsilon", config.epsilon);
+  if (config.tau) require_positive("tau", *config.tau);
+  require_at_least("ridge", config.ridge, 0.0);
+  if (config.max_iter < 1) fail("max_iter must be >= 1, got ", config.max_iter);
+  if (config.tol) require_positive("tol", *config.tol);
+}
+
+template <std::floating_point T>
+void validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
+                     std::span<const T> sample_weight, const Config& config) {
+  validate_config(config);
+  validate_design(X);
+  if (y.size() != X.rows) fail("y has ", y.size(), " entries, but X has ", X.rows, " rows");
+  require_finite_vector("y", y);
+  validate_weights(sample_weight, X.rows);
+  validate_state(state, X.cols, config.fit_intercept);
+}
+
+template void validate_update<float>(const StateView<float>&, MatrixView<float>,
+                                     std::span<const float>, std::span<const float>,
+                                     const Config&);
+template void validate_update<double>(const StateView<double>&, MatrixView<double>,
+                                      std::span<const double>, std::span<const double>,
+                                      const Config&);
+
+}  // namespace rh

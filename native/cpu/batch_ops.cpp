@@ -1,0 +1,303 @@
+#include "batch_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "blas.hpp"
+#include "rh/huber.hpp"
+
+namespace rh::cpu {
+
+template <std::floating_point T>
+BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
+                      MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
+                      bool fit_intercept)
+    : ws_(workspace),
+      pool_(pool),
+      X_(X),
+      y_(y),
+      weights_(sample_weight),
+      previous_coef_(previous.coef),
+      previous_information_(previous.information),
+      intercept_(fit_intercept),
+      features_(X.cols),
+      dim_(X.cols + (fit_intercept ? 1 : 0)),
+      blocks_(X.rows),
+      effective_weight_(previous.effective_weight),
+      history_weight_(previous.effective_weight * previous.previous_lambda),
+      current_(dim_, T{0}) {
+  for (const T w : weights_) weight_sum_ += static_cast<double>(w);
+  for (std::size_t j = 0; j < dim_; ++j) {
+    const T coef = previous_coef_[j];
+    ws_.history_sign[j] = j < features_ ? static_cast<T>((coef > T{0}) - (coef < T{0})) : T{0};
+  }
+}
+
+// --- coefficient-sized vectors -----------------------------------------------------------------
+
+template <std::floating_point T>
+void BatchOps<T>::assign(std::span<const T> host, Vector& out) const {
+  out.assign(host.begin(), host.end());
+}
+
+template <std::floating_point T>
+void BatchOps<T>::copy_to_host(const Vector& v, std::span<T> host) const {
+  std::copy(v.begin(), v.end(), host.begin());
+}
+
+template <std::floating_point T>
+void BatchOps<T>::scale(double factor, Vector& out) const {
+  const auto f = static_cast<T>(factor);
+  for (T& value : out) value *= f;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::axpy(double factor, const Vector& v, Vector& out) const {
+  const auto f = static_cast<T>(factor);
+  for (std::size_t j = 0; j < dim_; ++j) out[j] += f * v[j];
+}
+
+template <std::floating_point T>
+double BatchOps<T>::dot(const Vector& a, const Vector& b) const {
+  double sum = 0.0;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    sum += static_cast<double>(a[j]) * static_cast<double>(b[j]);
+  }
+  return sum;
+}
+
+template <std::floating_point T>
+double BatchOps<T>::norm_inf(const Vector& v) const {
+  double norm = 0.0;
+  for (const T value : v) norm = std::max(norm, std::fabs(static_cast<double>(value)));
+  return norm;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::soft_threshold(const Vector& z, double level, Vector& out) const {
+  const auto threshold = static_cast<T>(level);
+  for (std::size_t j = 0; j < features_; ++j) {
+    const T shrunk = std::max(std::fabs(z[j]) - threshold, T{0});
+    out[j] = z[j] < T{0} ? -shrunk : shrunk;
+  }
+  if (intercept_) out[features_] = z[features_];  // the intercept is never penalized
+}
+
+// --- per-row passes ----------------------------------------------------------------------------
+
+template <std::floating_point T>
+void BatchOps<T>::residual_block(const T* beta, std::size_t block, T* out) const {
+  const std::size_t begin = blocks_.begin(block);
+  const std::size_t rows = blocks_.end(block) - begin;
+  blas::gemv(false, rows, features_, T{1}, X_.row(begin), features_, beta, T{0}, out + begin);
+  const T offset = intercept_ ? beta[features_] : T{0};
+  for (std::size_t i = begin; i < begin + rows; ++i) out[i] = y_[i] - (out[i] + offset);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
+  pool_.run(blocks_.count(), [&](std::size_t b) { residual_block(beta.data(), b, out.data()); });
+}
+
+template <std::floating_point T>
+void BatchOps<T>::evaluate(const Vector& beta, double tau) {
+  current_ = beta;
+  tau_ = static_cast<T>(tau);
+  const double tau64 = static_cast<double>(tau_);
+  // One pass per block: residual, psi, curvature, loss, and the block's share of X~^T (w psi).
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    residual_block(beta.data(), b, ws_.residual.data());
+    const std::size_t begin = blocks_.begin(b);
+    const std::size_t end = blocks_.end(b);
+    double loss = 0.0;
+    double score_sum = 0.0;
+    for (std::size_t i = begin; i < end; ++i) {
+      const T r = ws_.residual[i];
+      const T w = weights_[i];
+      const T psi = std::clamp(r, -tau_, tau_);
+      ws_.weighted_score[i] = w * psi;
+      ws_.weighted_curvature[i] = std::fabs(r) <= tau_ ? w : T{0};
+      loss += static_cast<double>(w) * huber_rho(static_cast<double>(r), tau64);
+      score_sum += static_cast<double>(ws_.weighted_score[i]);
+    }
+    ws_.loss_partials[b] = loss;
+    T* partial = ws_.score_partials.data() + b * dim_;
+    blas::gemv(true, end - begin, features_, T{1}, X_.row(begin), features_,
+               ws_.weighted_score.data() + begin, T{0}, partial);
+    if (intercept_) partial[features_] = static_cast<T>(score_sum);
+  });
+  for (std::size_t j = 0; j < dim_; ++j) ws_.delta[j] = current_[j] - previous_coef_[j];
+  apply_information(ws_.delta.data(), ws_.information_delta.data());
+}
+
+template <std::floating_point T>
+void BatchOps<T>::gradient(Vector& out) {
+  std::copy_n(ws_.score_partials.begin(), dim_, ws_.score.begin());
+  for (std::size_t b = 1; b < blocks_.count(); ++b) {
+    const T* partial = ws_.score_partials.data() + b * dim_;
+    for (std::size_t j = 0; j < dim_; ++j) ws_.score[j] += partial[j];
+  }
+  const auto history = static_cast<T>(history_weight_);
+  for (std::size_t j = 0; j < dim_; ++j) {
+    out[j] = -ws_.score[j] + ws_.information_delta[j] - history * ws_.history_sign[j];
+  }
+}
+
+template <std::floating_point T>
+double BatchOps<T>::objective(double lambda) const {
+  double loss = 0.0;
+  for (std::size_t b = 0; b < blocks_.count(); ++b) loss += ws_.loss_partials[b];
+  double quadratic = 0.0;
+  double history = 0.0;
+  double l1 = 0.0;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    const auto delta = static_cast<double>(ws_.delta[j]);
+    quadratic += delta * static_cast<double>(ws_.information_delta[j]);
+    history += static_cast<double>(ws_.history_sign[j]) * delta;
+  }
+  for (std::size_t j = 0; j < features_; ++j) l1 += std::fabs(static_cast<double>(current_[j]));
+  return loss + 0.5 * quadratic - history_weight_ * history +
+         (effective_weight_ + weight_sum_) * lambda * l1;
+}
+
+// --- the Newton system -------------------------------------------------------------------------
+
+template <std::floating_point T>
+void BatchOps<T>::weighted_gram(T* out) {
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    const std::size_t begin = blocks_.begin(b);
+    const std::size_t end = blocks_.end(b);
+    for (std::size_t i = begin; i < end; ++i) {
+      const T root = std::sqrt(ws_.weighted_curvature[i]);
+      const T* x = X_.row(i);
+      T* scaled = ws_.scaled_rows.data() + i * features_;
+      for (std::size_t j = 0; j < features_; ++j) scaled[j] = root * x[j];
+    }
+    T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
+    blas::syrk_lower(end - begin, features_, ws_.scaled_rows.data() + begin * features_, partial,
+                     dim_);
+    if (intercept_) {
+      // The intercept row of the lower triangle: sum w c x, and sum w c in the corner.
+      T* row = partial + features_ * dim_;
+      blas::gemv(true, end - begin, features_, T{1}, X_.row(begin), features_,
+                 ws_.weighted_curvature.data() + begin, T{0}, row);
+      double total = 0.0;
+      for (std::size_t i = begin; i < end; ++i) {
+        total += static_cast<double>(ws_.weighted_curvature[i]);
+      }
+      row[features_] = static_cast<T>(total);
+    }
+  });
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      T sum = ws_.gram_partials[i * dim_ + j];
+      for (std::size_t b = 1; b < blocks_.count(); ++b) {
+        sum += ws_.gram_partials[b * dim_ * dim_ + i * dim_ + j];
+      }
+      out[i * dim_ + j] = sum;
+      out[j * dim_ + i] = sum;
+    }
+  }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::apply_information(const T* v, T* out) const {
+  blas::gemv(false, dim_, dim_, T{1}, previous_information_.data(), dim_, v, T{0}, out);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::form_hessian(double ridge) {
+  T* H = ws_.hessian.data();
+  weighted_gram(H);
+  for (std::size_t k = 0; k < dim_ * dim_; ++k) H[k] += previous_information_[k];
+  const auto damping = static_cast<T>(ridge);
+  for (std::size_t j = 0; j < dim_; ++j) H[j * dim_ + j] += damping;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::hessian_symmetric() const {
+  const T* H = ws_.hessian.data();
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (H[i * dim_ + j] != H[j * dim_ + i]) return false;
+    }
+  }
+  return true;
+}
+
+template <std::floating_point T>
+SolveAttempt BatchOps<T>::solve_cholesky(const Vector& rhs, Vector& out) {
+  return ws_.solver.cholesky(ws_.hessian.data(), rhs.data(), out.data());
+}
+
+template <std::floating_point T>
+SolveAttempt BatchOps<T>::solve_lu(const Vector& rhs, Vector& out) {
+  return ws_.solver.lu(ws_.hessian.data(), rhs.data(), out.data());
+}
+
+template <std::floating_point T>
+void BatchOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
+  ws_.solver.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
+}
+
+// --- the objective along a step ----------------------------------------------------------------
+
+template <std::floating_point T>
+void BatchOps<T>::project(const Vector& step) {
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    const std::size_t begin = blocks_.begin(b);
+    const std::size_t rows = blocks_.end(b) - begin;
+    T* a = ws_.projection.data();
+    blas::gemv(false, rows, features_, T{1}, X_.row(begin), features_, step.data(), T{0},
+               a + begin);
+    if (intercept_) {
+      for (std::size_t i = begin; i < begin + rows; ++i) a[i] += step[features_];
+    }
+  });
+}
+
+// dQ_smooth(s) for s = t * step (docs/numerics.md): per-row Huber differences without
+// cancellation, plus the exact change of the quadratic and linear history terms.
+template <std::floating_point T>
+double BatchOps<T>::objective_change(const Vector& step, double t) {
+  const auto factor = static_cast<T>(t);
+  const double tau64 = static_cast<double>(tau_);
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    double change = 0.0;
+    for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
+      const T a = factor * ws_.projection[i];
+      change += static_cast<double>(weights_[i]) *
+                huber_rho_change(static_cast<double>(ws_.residual[i]), static_cast<double>(a),
+                                 tau64);
+    }
+    ws_.scratch_partials[b] = change;
+  });
+  double loss_change = 0.0;
+  for (std::size_t b = 0; b < blocks_.count(); ++b) loss_change += ws_.scratch_partials[b];
+
+  for (std::size_t j = 0; j < dim_; ++j) ws_.trial[j] = factor * step[j];
+  apply_information(ws_.trial.data(), ws_.information_trial.data());
+  double delta_j_s = 0.0;
+  double s_j_delta = 0.0;
+  double s_j_s = 0.0;
+  double history = 0.0;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    const auto s = static_cast<double>(ws_.trial[j]);
+    delta_j_s += static_cast<double>(ws_.delta[j]) * static_cast<double>(ws_.information_trial[j]);
+    s_j_delta += s * static_cast<double>(ws_.information_delta[j]);
+    s_j_s += s * static_cast<double>(ws_.information_trial[j]);
+    history += static_cast<double>(ws_.history_sign[j]) * s;
+  }
+  return loss_change + 0.5 * (delta_j_s + s_j_delta + s_j_s) - history_weight_ * history;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::information(std::span<T> out) {
+  weighted_gram(out.data());
+  for (std::size_t k = 0; k < dim_ * dim_; ++k) out[k] += previous_information_[k];
+}
+
+template class BatchOps<float>;
+template class BatchOps<double>;
+
+}  // namespace rh::cpu

@@ -1,0 +1,87 @@
+#pragma once
+// rh::SolverOps on the CPU: BLAS for the products, fused loops for the per-row work, row blocks
+// on the engine's thread pool. The intercept column of X~ is never materialized: it is the last
+// coefficient, handled beside the BLAS calls on X.
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "rh/ops.hpp"
+#include "rh/state.hpp"
+#include "rh/views.hpp"
+#include "row_blocks.hpp"
+#include "thread_pool.hpp"
+#include "workspace.hpp"
+
+namespace rh::cpu {
+
+template <std::floating_point T>
+class BatchOps {
+ public:
+  using Scalar = T;
+  using Vector = std::vector<T>;
+
+  // Views must outlive the object; the workspace must be reserved for this batch.
+  BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
+           MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
+           bool fit_intercept);
+
+  std::size_t dim() const { return dim_; }
+  bool intercept() const { return intercept_; }
+
+  Vector make_vector() const { return Vector(dim_, T{0}); }
+  void assign(std::span<const T> host, Vector& out) const;
+  void copy_to_host(const Vector& v, std::span<T> host) const;
+  void copy(const Vector& v, Vector& out) const { out = v; }
+  void scale(double factor, Vector& out) const;
+  void axpy(double factor, const Vector& v, Vector& out) const;
+  double dot(const Vector& a, const Vector& b) const;
+  double norm_inf(const Vector& v) const;
+  void soft_threshold(const Vector& z, double level, Vector& out) const;
+
+  double weight_sum() const { return weight_sum_; }
+  std::span<const T> host_weights() const { return weights_; }
+  void residuals_to_host(const Vector& beta, std::span<T> out);
+
+  void evaluate(const Vector& beta, double tau);
+  void gradient(Vector& out);
+  double objective(double lambda) const;
+  void form_hessian(double ridge);
+  bool hessian_symmetric() const;
+  SolveAttempt solve_cholesky(const Vector& rhs, Vector& out);
+  SolveAttempt solve_lu(const Vector& rhs, Vector& out);
+  void solve_min_norm(const Vector& rhs, double rcond, Vector& out);
+  void project(const Vector& step);
+  double objective_change(const Vector& step, double t);
+  void information(std::span<T> out);
+
+ private:
+  void residual_block(const T* beta, std::size_t block, T* out) const;
+  void weighted_gram(T* out);  // X~^T diag(w * c) X~, exactly symmetric
+  // J~ v into out, J~ as stored (row-major, never symmetrized).
+  void apply_information(const T* v, T* out) const;
+
+  Workspace<T>& ws_;
+  ThreadPool& pool_;
+  MatrixView<T> X_;
+  std::span<const T> y_;
+  std::span<const T> weights_;
+  std::span<const T> previous_coef_;
+  std::span<const T> previous_information_;
+  bool intercept_;
+  std::size_t features_;
+  std::size_t dim_;
+  RowBlocks blocks_;
+  double weight_sum_ = 0.0;
+  double effective_weight_;       // W before this batch
+  double history_weight_;         // W * previous lambda, the subgradient's scale
+  Vector current_;                // the point of the last evaluate()
+  T tau_ = 0;
+};
+
+extern template class BatchOps<float>;
+extern template class BatchOps<double>;
+
+}  // namespace rh::cpu

@@ -1,0 +1,103 @@
+#pragma once
+// Type-generic wrappers over the CBLAS / LAPACKE routines the CPU engine uses, so the engine is
+// written once for float and double. Matrices passed to BLAS are row-major; those passed to
+// LAPACK are column-major (the callers transpose where it matters).
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <cstddef>
+
+namespace rh::cpu::blas {
+
+using lapack_index = lapack_int;
+
+inline int as_int(std::size_t n) { return static_cast<int>(n); }
+
+// y = alpha * op(A) x + beta * y, A row-major rows x cols with leading dimension lda.
+inline void gemv(bool transpose, std::size_t rows, std::size_t cols, double alpha, const double* A,
+                 std::size_t lda, const double* x, double beta, double* y) {
+  cblas_dgemv(CblasRowMajor, transpose ? CblasTrans : CblasNoTrans, as_int(rows), as_int(cols),
+              alpha, A, as_int(lda), x, 1, beta, y, 1);
+}
+inline void gemv(bool transpose, std::size_t rows, std::size_t cols, float alpha, const float* A,
+                 std::size_t lda, const float* x, float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, transpose ? CblasTrans : CblasNoTrans, as_int(rows), as_int(cols),
+              alpha, A, as_int(lda), x, 1, beta, y, 1);
+}
+
+// Lower triangle of C = A^T A for row-major A (rows x cols); C is cols x cols with stride ldc.
+inline void syrk_lower(std::size_t rows, std::size_t cols, const double* A, double* C,
+                       std::size_t ldc) {
+  cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, as_int(cols), as_int(rows), 1.0, A,
+              as_int(cols), 0.0, C, as_int(ldc));
+}
+inline void syrk_lower(std::size_t rows, std::size_t cols, const float* A, float* C,
+                       std::size_t ldc) {
+  cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, as_int(cols), as_int(rows), 1.0f, A,
+              as_int(cols), 0.0f, C, as_int(ldc));
+}
+
+// Column-major LAPACK, one right-hand side.
+inline lapack_index potrf(lapack_index n, double* a) {
+  return LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, a, n);
+}
+inline lapack_index potrf(lapack_index n, float* a) {
+  return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'L', n, a, n);
+}
+
+inline lapack_index pocon(lapack_index n, const double* a, double anorm, double* rcond,
+                          double* work, lapack_index* iwork) {
+  return LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond, work, iwork);
+}
+inline lapack_index pocon(lapack_index n, const float* a, float anorm, float* rcond, float* work,
+                          lapack_index* iwork) {
+  return LAPACKE_spocon_work(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond, work, iwork);
+}
+
+inline lapack_index potrs(lapack_index n, const double* a, double* b) {
+  return LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', n, 1, a, n, b, n);
+}
+inline lapack_index potrs(lapack_index n, const float* a, float* b) {
+  return LAPACKE_spotrs_work(LAPACK_COL_MAJOR, 'L', n, 1, a, n, b, n);
+}
+
+inline lapack_index getrf(lapack_index n, double* a, lapack_index* pivots) {
+  return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, a, n, pivots);
+}
+inline lapack_index getrf(lapack_index n, float* a, lapack_index* pivots) {
+  return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, n, n, a, n, pivots);
+}
+
+inline lapack_index gecon(lapack_index n, const double* a, double anorm, double* rcond,
+                          double* work, lapack_index* iwork) {
+  return LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, a, n, anorm, rcond, work, iwork);
+}
+inline lapack_index gecon(lapack_index n, const float* a, float anorm, float* rcond, float* work,
+                          lapack_index* iwork) {
+  return LAPACKE_sgecon_work(LAPACK_COL_MAJOR, '1', n, a, n, anorm, rcond, work, iwork);
+}
+
+inline lapack_index getrs(lapack_index n, const double* a, const lapack_index* pivots,
+                          double* b) {
+  return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', n, 1, a, n, pivots, b, n);
+}
+inline lapack_index getrs(lapack_index n, const float* a, const lapack_index* pivots, float* b) {
+  return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'N', n, 1, a, n, pivots, b, n);
+}
+
+// Minimum-norm least squares by divide-and-conquer SVD; lwork = -1 queries the workspace.
+inline lapack_index gelsd(lapack_index n, double* a, double* b, double* singular_values,
+                          double rcond, lapack_index* rank, double* work, lapack_index lwork,
+                          lapack_index* iwork) {
+  return LAPACKE_dgelsd_work(LAPACK_COL_MAJOR, n, n, 1, a, n, b, n, singular_values, rcond, rank,
+                             work, lwork, iwork);
+}
+inline lapack_index gelsd(lapack_index n, float* a, float* b, float* singular_values, float rcond,
+                          lapack_index* rank, float* work, lapack_index lwork,
+                          lapack_index* iwork) {
+  return LAPACKE_sgelsd_work(LAPACK_COL_MAJOR, n, n, 1, a, n, b, n, singular_values, rcond, rank,
+                             work, lwork, iwork);
+}
+
+}  // namespace rh::cpu::blas

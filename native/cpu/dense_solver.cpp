@@ -1,0 +1,120 @@
+#include "dense_solver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "rh/error.hpp"
+
+namespace rh::cpu {
+namespace {
+
+template <class T>
+bool all_finite(const T* x, std::size_t n) {
+  return std::all_of(x, x + n, [](T v) { return std::isfinite(v); });
+}
+
+// A negative info is an argument error: a bug here, not a property of the data.
+void check_arguments(blas::lapack_index info, const char* routine) {
+  if (info < 0) {
+    throw Error(std::string("internal error: LAPACK ") + routine + " rejected argument " +
+                std::to_string(-info));
+  }
+}
+
+}  // namespace
+
+template <std::floating_point T>
+void DenseSolver<T>::resize(std::size_t dim) {
+  if (dim == dim_) return;
+  dim_ = dim;
+  factor_.resize(dim * dim);
+  condition_work_.resize(4 * dim);  // gecon needs 4d, pocon 3d
+  condition_iwork_.resize(dim);
+  pivots_.resize(dim);
+  singular_values_.clear();
+  svd_work_.clear();
+  svd_iwork_.clear();
+}
+
+// ||H||_1: the largest absolute column sum, accumulated in T like LAPACK's lange.
+template <std::floating_point T>
+T DenseSolver<T>::one_norm(const T* H) const {
+  T norm = 0;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    T column = 0;
+    for (std::size_t i = 0; i < dim_; ++i) column += std::fabs(H[i * dim_ + j]);
+    norm = std::max(norm, column);
+  }
+  return norm;
+}
+
+template <std::floating_point T>
+void DenseSolver<T>::load_column_major(const T* H) {
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j < dim_; ++j) factor_[j * dim_ + i] = H[i * dim_ + j];
+  }
+}
+
+template <std::floating_point T>
+SolveAttempt DenseSolver<T>::cholesky(const T* H, const T* rhs, T* x) {
+  const auto n = static_cast<blas::lapack_index>(dim_);
+  std::copy(H, H + dim_ * dim_, factor_.begin());  // symmetric: row- and column-major agree
+  const blas::lapack_index info = blas::potrf(n, factor_.data());
+  check_arguments(info, "potrf");
+  if (info > 0) return {};
+  T rcond = 0;
+  check_arguments(blas::pocon(n, factor_.data(), one_norm(H), &rcond, condition_work_.data(),
+                              condition_iwork_.data()),
+                  "pocon");
+  std::copy(rhs, rhs + dim_, x);
+  check_arguments(blas::potrs(n, factor_.data(), x), "potrs");
+  return {.factored = true, .rcond = static_cast<double>(rcond), .finite = all_finite(x, dim_)};
+}
+
+template <std::floating_point T>
+SolveAttempt DenseSolver<T>::lu(const T* H, const T* rhs, T* x) {
+  const auto n = static_cast<blas::lapack_index>(dim_);
+  load_column_major(H);
+  const blas::lapack_index info = blas::getrf(n, factor_.data(), pivots_.data());
+  check_arguments(info, "getrf");
+  if (info > 0) return {};
+  T rcond = 0;
+  check_arguments(blas::gecon(n, factor_.data(), one_norm(H), &rcond, condition_work_.data(),
+                              condition_iwork_.data()),
+                  "gecon");
+  std::copy(rhs, rhs + dim_, x);
+  check_arguments(blas::getrs(n, factor_.data(), pivots_.data(), x), "getrs");
+  return {.factored = true, .rcond = static_cast<double>(rcond), .finite = all_finite(x, dim_)};
+}
+
+template <std::floating_point T>
+void DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
+  const auto n = static_cast<blas::lapack_index>(dim_);
+  load_column_major(H);
+  std::copy(rhs, rhs + dim_, x);
+  blas::lapack_index rank = 0;
+  if (svd_work_.empty()) {
+    singular_values_.resize(dim_);
+    T work_size = 0;
+    blas::lapack_index iwork_size = 0;
+    check_arguments(blas::gelsd(n, factor_.data(), x, singular_values_.data(),
+                                static_cast<T>(rcond), &rank, &work_size, -1, &iwork_size),
+                    "gelsd");
+    svd_work_.resize(static_cast<std::size_t>(work_size));
+    svd_iwork_.resize(static_cast<std::size_t>(std::max<blas::lapack_index>(iwork_size, 1)));
+  }
+  const blas::lapack_index info =
+      blas::gelsd(n, factor_.data(), x, singular_values_.data(), static_cast<T>(rcond), &rank,
+                  svd_work_.data(), static_cast<blas::lapack_index>(svd_work_.size()),
+                  svd_iwork_.data());
+  check_arguments(info, "gelsd");
+  if (info > 0 || !all_finite(x, dim_)) {
+    throw NumericalError("the minimum-norm (SVD) solve of the Newton system failed to converge");
+  }
+}
+
+template class DenseSolver<float>;
+template class DenseSolver<double>;
+
+}  // namespace rh::cpu

@@ -1,0 +1,83 @@
+#include "rh/cpu/engine.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "batch_ops.hpp"
+#include "rh/update.hpp"
+#include "rh/validation.hpp"
+
+namespace rh::cpu {
+
+static_assert(SolverOps<BatchOps<float>>);
+static_assert(SolverOps<BatchOps<double>>);
+
+struct Engine::Impl {
+  explicit Impl(std::size_t threads) : pool(threads) {}
+
+  template <std::floating_point T>
+  Workspace<T>& workspace() {
+    if constexpr (std::same_as<T, float>) {
+      return single_precision;
+    } else {
+      return double_precision;
+    }
+  }
+
+  std::mutex mutex;  // one update at a time: the workspaces are shared
+  ThreadPool pool;
+  Workspace<float> single_precision;
+  Workspace<double> double_precision;
+};
+
+namespace {
+
+std::size_t resolve_threads(std::size_t requested) {
+  if (requested > 0) return requested;
+  return std::max<std::size_t>(1, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options) {
+  // The engine parallelizes over row blocks itself; threaded BLAS inside those blocks would
+  // oversubscribe the cores.
+  openblas_set_num_threads(1);
+  impl_ = std::make_unique<Impl>(resolve_threads(options.threads));
+}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+std::size_t Engine::threads() const { return impl_->pool.size(); }
+
+template <std::floating_point T>
+std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, MatrixView<T> X,
+                                                std::span<const T> y,
+                                                std::span<const T> sample_weight,
+                                                const Config& config) {
+  std::lock_guard lock(impl_->mutex);
+  validate_update(state, X, y, sample_weight, config);
+  Workspace<T>& workspace = impl_->workspace<T>();
+  const RowBlocks blocks(X.rows);
+  workspace.reserve(state.dim(), X.cols, X.rows, blocks.count());
+  BatchOps<T> ops(workspace, impl_->pool, state, X, y, sample_weight, config.fit_intercept);
+  return renewable_update(ops, state, config);
+}
+
+template std::pair<State<float>, Diagnostics> Engine::update<float>(
+    const StateView<float>&, MatrixView<float>, std::span<const float>, std::span<const float>,
+    const Config&);
+template std::pair<State<double>, Diagnostics> Engine::update<double>(
+    const StateView<double>&, MatrixView<double>, std::span<const double>,
+    std::span<const double>, const Config&);
+
+std::string blas_provider() { return openblas_get_config(); }
+
+int blas_threads() { return openblas_get_num_threads(); }
+
+}  // namespace rh::cpu

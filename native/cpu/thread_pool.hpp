@@ -1,0 +1,46 @@
+#pragma once
+// A fixed set of worker threads owned by one engine. run() hands out task indices from a shared
+// counter; the caller's thread works too and returns when every task has finished. Which thread
+// runs a task is left to timing, so tasks must write only their own output slots: the caller
+// combines the slots in index order, which keeps results independent of timing and of the
+// thread count.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rh::cpu {
+
+class ThreadPool {
+ public:
+  // threads counts the caller's thread: 1 means no workers.
+  explicit ThreadPool(std::size_t threads);
+  ~ThreadPool() = default;  // each jthread stops (waking its wait) and joins
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  std::size_t size() const { return workers_.size() + 1; }
+
+  // Runs task(0) ... task(count - 1); a task must not throw.
+  void run(std::size_t count, const std::function<void(std::size_t)>& task);
+
+ private:
+  void work(std::stop_token stop);
+  void drain();
+
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::condition_variable finished_;
+  const std::function<void(std::size_t)>* task_ = nullptr;
+  std::size_t count_ = 0;
+  std::atomic<std::size_t> next_{0};
+  std::size_t generation_ = 0;
+  std::size_t busy_ = 0;
+  std::vector<std::jthread> workers_;  // last: joined before the members they use are destroyed
+};
+
+}  // namespace rh::cpu

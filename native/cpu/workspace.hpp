@@ -1,0 +1,75 @@
+#pragma once
+// Buffers an engine keeps across batches for one dtype. They are sized for the current feature
+// count and the largest batch seen so far, so a stream of same-shaped batches allocates nothing
+// after its first batch.
+
+#include <concepts>
+#include <cstddef>
+#include <vector>
+
+#include "dense_solver.hpp"
+
+namespace rh::cpu {
+
+template <std::floating_point T>
+struct Workspace {
+  void reserve(std::size_t dim, std::size_t features, std::size_t rows, std::size_t blocks) {
+    if (dim != dim_) {
+      dim_ = dim;
+      rows_ = blocks_ = 0;  // every dim-shaped buffer below is re-sized
+      delta.assign(dim, T{0});
+      information_delta.assign(dim, T{0});
+      history_sign.assign(dim, T{0});
+      trial.assign(dim, T{0});
+      information_trial.assign(dim, T{0});
+      score.assign(dim, T{0});
+      hessian.assign(dim * dim, T{0});
+      solver.resize(dim);
+    }
+    if (rows > rows_ || features * rows > scaled_rows.size()) {
+      rows_ = rows;
+      residual.resize(rows);
+      weighted_score.resize(rows);
+      weighted_curvature.resize(rows);
+      projection.resize(rows);
+      scaled_rows.resize(rows * features);
+    }
+    if (blocks > blocks_) {
+      blocks_ = blocks;
+      score_partials.resize(blocks * dim);
+      gram_partials.resize(blocks * dim * dim);
+      loss_partials.resize(blocks);
+      scratch_partials.resize(blocks);
+    }
+  }
+
+  // One entry per row.
+  std::vector<T> residual;            // r = y - X~ beta
+  std::vector<T> weighted_score;      // w * psi(r)
+  std::vector<T> weighted_curvature;  // w * c(r)
+  std::vector<T> projection;          // X~ s for the step s being tried
+  std::vector<T> scaled_rows;         // sqrt(w * c) * x, the SYRK operand
+
+  // One slot per row block, combined in block order.
+  std::vector<T> score_partials;        // blocks x d
+  std::vector<T> gram_partials;         // blocks x d x d, lower triangles
+  std::vector<double> loss_partials;    // sum of w * rho(r) at the current point
+  std::vector<double> scratch_partials;
+
+  // Coefficient-sized.
+  std::vector<T> delta;              // beta - beta~
+  std::vector<T> information_delta;  // J~ delta
+  std::vector<T> history_sign;       // s~ = sign(beta~) on the slopes
+  std::vector<T> trial;              // the step s being tried
+  std::vector<T> information_trial;  // J~ s
+  std::vector<T> score;              // X~^T (w * psi)
+  std::vector<T> hessian;            // d x d, row-major
+  DenseSolver<T> solver;
+
+ private:
+  std::size_t dim_ = 0;  // no batch has d = 0
+  std::size_t rows_ = 0;
+  std::size_t blocks_ = 0;
+};
+
+}  // namespace rh::cpu

@@ -1,0 +1,27 @@
+#pragma once
+// The error model: every failure a caller can act on is a typed exception whose message speaks
+// the caller's language (argument names, shapes), never a bare status code.
+
+#include <stdexcept>
+
+namespace rh {
+
+// Base of every error the library throws on purpose.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bad input data, a bad parameter, or a state that does not fit the batch.
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+// The computation produced a value that is not finite; no state is produced from it.
+class NumericalError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace rh

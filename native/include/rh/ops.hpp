@@ -1,0 +1,67 @@
+#pragma once
+// The interface between the solver drivers (written once, in core) and an engine (CPU, CUDA).
+//
+// An Ops object is bound to one batch and the state before it. It owns the batch's buffers and
+// exposes whole-vector operations only: the drivers decide, the Ops compute. Every operation
+// on coefficient-sized vectors goes through Ops so that an engine may keep them on a device;
+// scalars come back as float64 (docs/numerics.md: reductions accumulate in float64).
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+
+namespace rh {
+
+// The outcome of one factorization rung of the linear-solver ladder.
+struct SolveAttempt {
+  bool factored = false;  // the factorization succeeded (no exact zero pivot, SPD for Cholesky)
+  double rcond = 0.0;     // LAPACK's 1-norm reciprocal condition estimate
+  bool finite = false;    // every entry of the solution is finite
+};
+
+// What the linear-solver ladder needs: the Newton matrix H of the current point, and its rungs.
+template <class O>
+concept LadderOps = requires(O& ops, typename O::Vector& out, const typename O::Vector& v,
+                             double x) {
+  requires std::floating_point<typename O::Scalar>;
+  { ops.dim() } -> std::same_as<std::size_t>;
+  { ops.hessian_symmetric() } -> std::same_as<bool>;
+  { ops.solve_cholesky(v, out) } -> std::same_as<SolveAttempt>;
+  { ops.solve_lu(v, out) } -> std::same_as<SolveAttempt>;
+  ops.solve_min_norm(v, x, out);  // SVD least squares, relative singular-value cut-off x
+};
+
+template <class O>
+concept SolverOps = LadderOps<O> && requires(O& ops, typename O::Vector& out, const typename O::Vector& v,
+                             std::span<typename O::Scalar> host_out,
+                             std::span<const typename O::Scalar> host_in, double x) {
+  { ops.intercept() } -> std::same_as<bool>;
+
+  // Coefficient-sized vectors.
+  { ops.make_vector() } -> std::same_as<typename O::Vector>;  // zero-filled, length dim()
+  ops.assign(host_in, out);
+  ops.copy_to_host(v, host_out);
+  ops.copy(v, out);
+  ops.scale(x, out);         // out = x * out
+  ops.axpy(x, v, out);       // out += x * v
+  { ops.dot(v, v) } -> std::same_as<double>;
+  { ops.norm_inf(v) } -> std::same_as<double>;
+  ops.soft_threshold(v, x, out);  // out = prox of x * ||.||_1 on the slopes; intercept copied
+
+  // Batch quantities.
+  { ops.weight_sum() } -> std::same_as<double>;
+  { ops.host_weights() } -> std::same_as<std::span<const typename O::Scalar>>;
+  ops.residuals_to_host(v, host_out);  // y - X~ beta
+
+  // At a point: evaluate() makes beta current (residual, psi, curvature in one fused pass with
+  // bandwidth tau); the calls below refer to the current point until the next evaluate().
+  ops.evaluate(v, x);
+  ops.gradient(out);                                  // grad f
+  { ops.objective(x) } -> std::same_as<double>;       // Q with L1 strength x
+  ops.form_hessian(x);                                // H with ridge x
+  ops.project(v);                 // remembers X~ v for objective_change
+  { ops.objective_change(v, x) } -> std::same_as<double>;  // dQ_smooth(x * v), v projected
+  ops.information(host_out);      // J~ + J_b at the current point, d x d row-major
+};
+
+}  // namespace rh

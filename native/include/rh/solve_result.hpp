@@ -1,0 +1,17 @@
+#pragma once
+
+#include <cstdint>
+
+#include "rh/diagnostics.hpp"
+
+namespace rh {
+
+// What one solve of the batch problem reports to the batch driver.
+struct SolveResult {
+  bool converged = false;
+  std::int64_t n_iter = 0;
+  std::int64_t halvings = 0;  // Armijo halvings (Newton) or phi doublings (LAMM)
+  Solver solver = Solver::cholesky;
+};
+
+}  // namespace rh

@@ -1,0 +1,100 @@
+// Unpenalized batches: the Newton solution zeroes the gradient of the batch objective.
+
+#include <gtest/gtest.h>
+#include <rh/cpu/engine.hpp>
+
+#include "problems.hpp"
+
+namespace {
+
+template <class T>
+rh::State<T> run_stream(rh::cpu::Engine& engine, const rh::State<T>& start,
+                        const rh::test::Batch<T>& batch, const rh::Config& config,
+                        rh::Diagnostics* diagnostics = nullptr) {
+  auto [next, diag] = engine.update(start, batch.design(), batch.response(), batch.weights(),
+                                    config);
+  if (diagnostics) *diagnostics = diag;
+  return next;
+}
+
+TEST(Newton, FirstBatchSolutionHasZeroGradient) {
+  rh::cpu::Engine engine;
+  const auto batch = rh::test::contaminated_batch<double>(7, 500, 5);
+  const rh::Config config;
+  const auto empty = rh::State<double>::empty(6);
+  rh::Diagnostics diag;
+  const auto next = run_stream(engine, empty, batch, config, &diag);
+
+  EXPECT_TRUE(diag.converged);
+  EXPECT_EQ(diag.solver, rh::Solver::cholesky);
+  EXPECT_NEAR(diag.bandwidth, config.epsilon * next.scale, 1e-15 * diag.bandwidth);
+  const auto g = rh::test::smooth_gradient(empty, batch, std::span<const double>(next.coef),
+                                           diag.bandwidth, true);
+  EXPECT_LT(rh::test::max_abs(g), 1e-8 * 500);
+}
+
+TEST(Newton, LaterBatchesSolveTheRenewableObjective) {
+  rh::cpu::Engine engine;
+  const rh::Config config;
+  auto state = rh::State<double>::empty(5);
+  for (std::uint64_t b = 0; b < 3; ++b) {
+    const auto batch = rh::test::contaminated_batch<double>(100 + b, 300, 4);
+    rh::Diagnostics diag;
+    auto next = run_stream(engine, state, batch, config, &diag);
+    EXPECT_TRUE(diag.converged);
+    const auto g = rh::test::smooth_gradient(state, batch, std::span<const double>(next.coef),
+                                             diag.bandwidth, true);
+    EXPECT_LT(rh::test::max_abs(g), 1e-8 * 300 * static_cast<double>(b + 1));
+    EXPECT_EQ(next.batch_count, static_cast<std::int64_t>(b + 1));
+    EXPECT_EQ(next.n_samples_seen, static_cast<std::int64_t>(300 * (b + 1)));
+    EXPECT_DOUBLE_EQ(next.effective_weight, 300.0 * static_cast<double>(b + 1));
+    state = std::move(next);
+  }
+  // The information matrix is exactly symmetric.
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t j = 0; j < 5; ++j) {
+      EXPECT_EQ(state.information[i * 5 + j], state.information[j * 5 + i]);
+    }
+  }
+}
+
+TEST(Newton, RankDeficientDesignTakesSvdAndSplitsADuplicatedColumnEvenly) {
+  auto batch = rh::test::contaminated_batch<double>(11, 200, 3);
+  for (std::size_t i = 0; i < batch.rows; ++i) batch.X[i * 3 + 2] = batch.X[i * 3 + 1];
+  rh::cpu::Engine engine;
+  rh::Diagnostics diag;
+  const auto next =
+      run_stream(engine, rh::State<double>::empty(4), batch, rh::Config{}, &diag);
+  EXPECT_EQ(diag.solver, rh::Solver::svd);
+  EXPECT_NEAR(next.coef[1], next.coef[2], 1e-9);
+}
+
+TEST(Newton, WithoutInterceptAndWithFixedTau) {
+  const auto batch = rh::test::contaminated_batch<double>(5, 400, 3);
+  rh::Config config;
+  config.fit_intercept = false;
+  config.tau = 2.0;
+  rh::cpu::Engine engine;
+  rh::Diagnostics diag;
+  const auto empty = rh::State<double>::empty(3);
+  const auto next = run_stream(engine, empty, batch, config, &diag);
+  EXPECT_EQ(diag.bandwidth, 2.0);
+  EXPECT_DOUBLE_EQ(next.scale, 2.0 / config.epsilon);
+  const auto g = rh::test::smooth_gradient(empty, batch, std::span<const double>(next.coef), 2.0,
+                                           false);
+  EXPECT_LT(rh::test::max_abs(g), 1e-8 * 400);
+}
+
+TEST(Newton, MaxIterStopsWithoutConvergenceAndKeepsTheIterate) {
+  const auto batch = rh::test::contaminated_batch<double>(3, 300, 4);
+  rh::Config config;
+  config.max_iter = 1;
+  rh::cpu::Engine engine;
+  rh::Diagnostics diag;
+  const auto next = run_stream(engine, rh::State<double>::empty(5), batch, config, &diag);
+  EXPECT_FALSE(diag.converged);
+  EXPECT_EQ(diag.n_iter, 2);  // one iteration in each of the two first-batch solves
+  for (double c : next.coef) EXPECT_TRUE(std::isfinite(c));
+}
+
+}  // namespace

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+#include <rh/weighted_stats.hpp>
+
+#include <vector>
+
+namespace {
+
+double wmedian(const std::vector<double>& v, const std::vector<double>& w) {
+  return rh::weighted_median(std::span<const double>(v), std::span<const double>(w));
+}
+
+TEST(WeightedMedian, UnitWeightsGiveTheLowerMedian) {
+  EXPECT_EQ(wmedian({4, 1, 3, 2}, {1, 1, 1, 1}), 2.0);  // cum 2 >= half 2 at value 2
+  EXPECT_EQ(wmedian({5, 1, 3}, {1, 1, 1}), 3.0);
+}
+
+TEST(WeightedMedian, WeightsMoveTheMedian) {
+  EXPECT_EQ(wmedian({1, 2, 3}, {1, 1, 5}), 3.0);
+  EXPECT_EQ(wmedian({1, 2, 3}, {3, 1, 1}), 1.0);
+}
+
+TEST(WeightedMedian, ZeroWeightsAreIgnored) {
+  EXPECT_EQ(wmedian({-100, 1, 2, 3, 100}, {0, 1, 1, 1, 0}), 2.0);
+  // A zero-weight value between the halves is never the first to reach half the total.
+  EXPECT_EQ(wmedian({1, 2, 3}, {1, 0, 1}), 1.0);
+  EXPECT_EQ(wmedian({1, 2, 3}, {0.5, 0, 1}), 3.0);
+}
+
+TEST(WeightedMedian, TiesKeepInputOrderAndTheirTotalWeight) {
+  EXPECT_EQ(wmedian({2, 1, 2, 2, 3}, {1, 1, 1, 1, 1}), 2.0);
+  EXPECT_EQ(wmedian({7, 7, 7}, {0, 0, 1}), 7.0);
+}
+
+TEST(WeightedMedian, ExactlyHalfIsReached) {
+  // cum = 1, 2, 4 with half = 2: the second value.
+  EXPECT_EQ(wmedian({10, 20, 30}, {1, 1, 2}), 20.0);
+}
+
+TEST(WeightedMedian, ComparesFloat32ValuesInFloat32) {
+  const std::vector<float> v = {0.1f, 0.3f, 0.2f};
+  const std::vector<float> w = {1, 1, 1};
+  EXPECT_EQ(rh::weighted_median(std::span<const float>(v), std::span<const float>(w)),
+            static_cast<double>(0.2f));
+}
+
+TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
+  const std::vector<double> v = {1, 2, 3, 4, 100};
+  const std::vector<double> w = {1, 1, 1, 1, 1};
+  // median 3; deviations 2, 1, 0, 1, 97 -> lower median 1.
+  EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(w)), 1.0);
+}
+
+TEST(WeightedStd, MatchesTheDefinition) {
+  const std::vector<double> v = {1, 3};
+  const std::vector<double> w = {1, 3};
+  // mean 2.5; variance (1 * 2.25 + 3 * 0.25) / 4 = 0.75.
+  EXPECT_DOUBLE_EQ(rh::weighted_std(std::span<const double>(v), std::span<const double>(w)),
+                   std::sqrt(0.75));
+}
+
+}  // namespace
