@@ -35,6 +35,10 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
         g = problem.gradient(beta, r, tau)
         step, rung = ladder.solve(problem.newton_matrix(r, tau), -g)
         step = xp.asarray(step, dtype=problem.dtype)
+        if _converged(step, beta + step, tol, xp):
+            # Already below the tolerance: Q cannot resolve a change this small, so Armijo would
+            # compare rounding noise (docs/numerics.md, "Solvers").
+            return SolveResult(beta + step, True, k, halvings, rung)
         a = problem.Xt @ step
         slope = float(xp.asarray(g, dtype=xp.float64) @ xp.asarray(step, dtype=xp.float64))
         t = 1.0

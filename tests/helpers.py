@@ -1,0 +1,18 @@
+"""Small shared helpers for the tests."""
+
+import numpy as np
+
+
+def make_problem(rng, n, p, *, outliers=0.05, dtype=np.float64, intercept=0.5):
+    X = rng.normal(size=(n, p))
+    beta = rng.normal(size=p)
+    y = X @ beta + intercept + rng.standard_t(3, size=n)
+    bad = rng.random(n) < outliers
+    y[bad] += rng.normal(0, 30, size=int(bad.sum()))
+    return X.astype(dtype), y.astype(dtype), beta
+
+
+def state_dicts_equal(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    return all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)

@@ -1,0 +1,142 @@
+"""Properties of the reference engine that do not trust the reference: invariants and the
+optimality conditions of the objective it claims to minimize."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from renewable_huber import RenewableHuberRegressor
+from renewable_huber.core import Config, State, update
+from renewable_huber.core.problem import BatchProblem
+
+from helpers import make_problem
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 60), p=st.integers(1, 5),
+       alpha=st.sampled_from([0.0, 0.02]), intercept=st.booleans())
+def test_weight_two_rows_equal_duplicated_rows(seed, n, p, alpha, intercept):
+    rng = np.random.default_rng(seed)
+    config = Config(fit_intercept=intercept, alpha=alpha)
+    s_w = s_d = None
+    for _ in range(2):
+        X, y, _ = make_problem(rng, n, p)
+        w = rng.choice([1.0, 2.0], size=n)
+        doubled = np.repeat(np.arange(n), w.astype(int))
+        s_w, _ = update(s_w, X, y, w, config)
+        s_d, _ = update(s_d, X[doubled], y[doubled], None, config)
+        np.testing.assert_allclose(s_w.coef, s_d.coef, rtol=1e-7, atol=1e-7)
+        np.testing.assert_allclose(s_w.information, s_d.information, rtol=1e-10, atol=1e-9)
+        assert s_w.effective_weight == s_d.effective_weight
+        assert s_w.scale == pytest.approx(s_d.scale, rel=1e-9)
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(30, 200), p=st.integers(1, 6))
+def test_unpenalized_solution_has_zero_gradient(seed, n, p):
+    rng = np.random.default_rng(seed)
+    X, y, _ = make_problem(rng, n, p)
+    w = rng.uniform(0.2, 3.0, size=n)
+    config = Config(tau=1.0)
+    state, diag = update(None, X, y, w, config)
+    assert diag.converged
+    Xt = np.column_stack([X, np.ones(n)])
+    gradient = -Xt.T @ (w * np.clip(y - Xt @ state.coef, -1.0, 1.0))  # independent of the engine
+    assert np.max(np.abs(gradient)) <= 1e-6 * w.sum()
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(40, 200), p=st.integers(2, 6),
+       alpha=st.floats(0.005, 0.3))
+def test_l1_solution_meets_subgradient_conditions(seed, n, p, alpha):
+    rng = np.random.default_rng(seed)
+    X, y, _ = make_problem(rng, n, p)
+    config = Config(tau=1.5, alpha=alpha, tol=1e-12, max_iter=20000)
+    state, diag = update(None, X, y, None, config)
+    assert diag.converged
+    Xt = np.column_stack([X, np.ones(n)])
+    g = -Xt.T @ np.clip(y - Xt @ state.coef, -1.5, 1.5)
+    level = n * alpha
+    slack = 1e-5 * n
+    beta = state.coef
+    assert abs(g[-1]) <= slack  # the intercept is never penalized
+    for j in range(p):
+        if beta[j] != 0:
+            assert abs(g[j] + level * np.sign(beta[j])) <= slack
+        else:
+            assert abs(g[j]) <= level + slack
+
+
+def test_second_batch_minimizes_the_renewable_objective():
+    """The second batch's β minimizes Q with the history terms (checked from scratch)."""
+    rng = np.random.default_rng(7)
+    X1, y1, _ = make_problem(rng, 300, 4)
+    X2, y2, _ = make_problem(rng, 300, 4)
+    config = Config(tau=1.2)
+    s1, _ = update(None, X1, y1, None, config)
+    s2, _ = update(s1, X2, y2, None, config)
+    Xt = np.column_stack([X2, np.ones(300)])
+    g = -Xt.T @ np.clip(y2 - Xt @ s2.coef, -1.2, 1.2) + s1.information @ (s2.coef - s1.coef)
+    assert np.max(np.abs(g)) <= 1e-6 * 600
+
+
+def test_history_subgradient_uses_previous_lambda():
+    rng = np.random.default_rng(8)
+    X1, y1, _ = make_problem(rng, 200, 5)
+    X2, y2, _ = make_problem(rng, 200, 5)
+    s1, _ = update(None, X1, y1, None, Config(alpha=0.1))
+    problem = BatchProblem.build(s1, X2, y2, np.ones(200), Config(alpha=0.0), np)
+    expected = s1.effective_weight * 0.1 * np.append(np.sign(s1.coef[:-1]), 0.0)
+    np.testing.assert_array_equal(problem.history_pull, expected)
+    s2, _ = update(s1, X2, y2, None, Config(alpha=0.0))
+    assert s2.previous_lambda == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(5, 40), alpha=st.sampled_from([0, 0.05]))
+def test_fit_with_batch_size_equals_partial_fit(seed, batch, alpha):
+    rng = np.random.default_rng(seed)
+    X, y, _ = make_problem(rng, 120, 3)
+    w = rng.uniform(0.5, 2.0, size=120)
+    fitted = RenewableHuberRegressor(backend="numpy", batch_size=batch, alpha=alpha).fit(X, y, w)
+    streamed = RenewableHuberRegressor(backend="numpy", alpha=alpha)
+    for start in range(0, 120, batch):
+        rows = slice(start, start + batch)
+        streamed.partial_fit(X[rows], y[rows], w[rows])
+    a, b = fitted.state_dict(), streamed.state_dict()
+    for key in ("coef", "information", "n_samples_seen", "effective_weight", "batch_count",
+                "previous_lambda", "scale"):
+        np.testing.assert_array_equal(a[key], b[key])
+    assert fitted.diagnostics_ == streamed.diagnostics_
+
+
+def test_streaming_matches_the_full_fit_within_5_percent_of_its_statistical_error():
+    rng = np.random.default_rng(2024)
+    n, p, tau = 200_000, 10, 1.5
+    X = rng.normal(size=(n, p))
+    beta = rng.normal(size=p)
+    y = X @ beta + 1.0 + rng.standard_t(2.5, size=n)
+    bad = rng.random(n) < 0.05
+    y[bad] += 50.0 + rng.exponential(20.0, size=int(bad.sum()))  # one-sided gross outliers
+    full = RenewableHuberRegressor(backend="numpy", tau=tau).fit(X, y)
+    stream = RenewableHuberRegressor(backend="numpy", tau=tau, batch_size=n // 10).fit(X, y)
+    assert stream.n_batches_ == 10
+    truth = np.append(beta, 1.0)
+    est_full = np.append(full.coef_, full.intercept_)
+    est_stream = np.append(stream.coef_, stream.intercept_)
+    statistical_error = np.linalg.norm(est_full - truth)
+    assert np.linalg.norm(est_stream - est_full) <= 0.05 * statistical_error
+
+
+def test_float32_is_computed_as_float32():
+    rng = np.random.default_rng(3)
+    X, y, _ = make_problem(rng, 500, 4, dtype=np.float32)
+    state, _ = update(None, X, y, None, Config())
+    assert state.coef.dtype == np.float32 and state.information.dtype == np.float32
+    s64, _ = update(None, X.astype(np.float64), y.astype(np.float64), None, Config())
+    np.testing.assert_allclose(state.coef, s64.coef, rtol=2e-3, atol=2e-3)
+
+
+def test_empty_state_is_all_zeros():
+    s = State.empty(3)
+    assert not s.coef.any() and not s.information.any()
+    assert (s.n_samples_seen, s.effective_weight, s.batch_count, s.previous_lambda, s.scale) == (
+        0, 0.0, 0, 0.0, 0.0)
