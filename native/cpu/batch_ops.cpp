@@ -23,10 +23,19 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       features_(X.cols),
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
+      information64_(nullptr),
       effective_weight_(previous.effective_weight),
-      history_weight_(previous.effective_weight * previous.previous_lambda),
+      history_weight_(static_cast<double>(
+          static_cast<T>(previous.effective_weight * previous.previous_lambda))),
       current_(dim_, T{0}) {
   for (const T w : weights_) weight_sum_ += static_cast<double>(w);
+  if constexpr (std::same_as<T, double>) {
+    information64_ = previous_information_.data();
+  } else {
+    std::copy(previous_information_.begin(), previous_information_.end(),
+              ws_.information64.begin());
+    information64_ = ws_.information64.data();
+  }
   for (std::size_t j = 0; j < dim_; ++j) {
     const T coef = previous_coef_[j];
     ws_.history_sign[j] = j < features_ ? static_cast<T>((coef > T{0}) - (coef < T{0})) : T{0};
@@ -126,8 +135,12 @@ void BatchOps<T>::evaluate(const Vector& beta, double tau) {
                ws_.weighted_score.data() + begin, T{0}, partial);
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
-  for (std::size_t j = 0; j < dim_; ++j) ws_.delta[j] = current_[j] - previous_coef_[j];
+  for (std::size_t j = 0; j < dim_; ++j) {
+    ws_.delta[j] = current_[j] - previous_coef_[j];
+    ws_.delta64[j] = static_cast<double>(ws_.delta[j]);
+  }
   apply_information(ws_.delta.data(), ws_.information_delta.data());
+  apply_information64(ws_.delta64.data(), ws_.information_delta64.data());
 }
 
 template <std::floating_point T>
@@ -151,9 +164,8 @@ double BatchOps<T>::objective(double lambda) const {
   double history = 0.0;
   double l1 = 0.0;
   for (std::size_t j = 0; j < dim_; ++j) {
-    const auto delta = static_cast<double>(ws_.delta[j]);
-    quadratic += delta * static_cast<double>(ws_.information_delta[j]);
-    history += static_cast<double>(ws_.history_sign[j]) * delta;
+    quadratic += ws_.delta64[j] * ws_.information_delta64[j];
+    history += static_cast<double>(ws_.history_sign[j]) * ws_.delta64[j];
   }
   for (std::size_t j = 0; j < features_; ++j) l1 += std::fabs(static_cast<double>(current_[j]));
   return loss + 0.5 * quadratic - history_weight_ * history +
@@ -203,6 +215,11 @@ void BatchOps<T>::weighted_gram(T* out) {
 template <std::floating_point T>
 void BatchOps<T>::apply_information(const T* v, T* out) const {
   blas::gemv(false, dim_, dim_, T{1}, previous_information_.data(), dim_, v, T{0}, out);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::apply_information64(const double* v, double* out) const {
+  blas::gemv(false, dim_, dim_, 1.0, information64_, dim_, v, 0.0, out);
 }
 
 template <std::floating_point T>
@@ -275,17 +292,19 @@ double BatchOps<T>::objective_change(const Vector& step, double t) {
   double loss_change = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) loss_change += ws_.scratch_partials[b];
 
-  for (std::size_t j = 0; j < dim_; ++j) ws_.trial[j] = factor * step[j];
-  apply_information(ws_.trial.data(), ws_.information_trial.data());
+  for (std::size_t j = 0; j < dim_; ++j) {
+    ws_.trial64[j] = static_cast<double>(factor * step[j]);  // s is formed in T
+  }
+  apply_information64(ws_.trial64.data(), ws_.information_trial64.data());
   double delta_j_s = 0.0;
   double s_j_delta = 0.0;
   double s_j_s = 0.0;
   double history = 0.0;
   for (std::size_t j = 0; j < dim_; ++j) {
-    const auto s = static_cast<double>(ws_.trial[j]);
-    delta_j_s += static_cast<double>(ws_.delta[j]) * static_cast<double>(ws_.information_trial[j]);
-    s_j_delta += s * static_cast<double>(ws_.information_delta[j]);
-    s_j_s += s * static_cast<double>(ws_.information_trial[j]);
+    const double s = ws_.trial64[j];
+    delta_j_s += ws_.delta64[j] * ws_.information_trial64[j];
+    s_j_delta += s * ws_.information_delta64[j];
+    s_j_s += s * ws_.information_trial64[j];
     history += static_cast<double>(ws_.history_sign[j]) * s;
   }
   return loss_change + 0.5 * (delta_j_s + s_j_delta + s_j_s) - history_weight_ * history;

@@ -60,8 +60,9 @@ class BatchOps {
  private:
   void residual_block(const T* beta, std::size_t block, T* out) const;
   void weighted_gram(T* out);  // X~^T diag(w * c) X~, exactly symmetric
-  // J~ v into out, J~ as stored (row-major, never symmetrized).
+  // J~ v into out, J~ as stored (row-major, never symmetrized); in T and in float64.
   void apply_information(const T* v, T* out) const;
+  void apply_information64(const double* v, double* out) const;
 
   Workspace<T>& ws_;
   ThreadPool& pool_;
@@ -75,8 +76,9 @@ class BatchOps {
   std::size_t dim_;
   RowBlocks blocks_;
   double weight_sum_ = 0.0;
+  const double* information64_;   // J~ in float64: the state's own array for a float64 batch
   double effective_weight_;       // W before this batch
-  double history_weight_;         // W * previous lambda, the subgradient's scale
+  double history_weight_;         // W * previous lambda in T: the subgradient's scale
   Vector current_;                // the point of the last evaluate()
   T tau_ = 0;
 };

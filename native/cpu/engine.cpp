@@ -62,11 +62,14 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                                                 const Config& config) {
   std::lock_guard lock(impl_->mutex);
   validate_update(state, X, y, sample_weight, config);
+  // Before its first batch a state is the empty state, whatever else it holds.
+  const State<T> empty = state.batch_count == 0 ? State<T>::empty(state.dim()) : State<T>{};
+  const StateView<T> previous = state.batch_count == 0 ? empty.view() : state;
   Workspace<T>& workspace = impl_->workspace<T>();
   const RowBlocks blocks(X.rows);
-  workspace.reserve(state.dim(), X.cols, X.rows, blocks.count());
-  BatchOps<T> ops(workspace, impl_->pool, state, X, y, sample_weight, config.fit_intercept);
-  return renewable_update(ops, state, config);
+  workspace.reserve(previous.dim(), X.cols, X.rows, blocks.count());
+  BatchOps<T> ops(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept);
+  return renewable_update(ops, previous, config);
 }
 
 template std::pair<State<float>, Diagnostics> Engine::update<float>(

@@ -20,10 +20,13 @@ struct Workspace {
       delta.assign(dim, T{0});
       information_delta.assign(dim, T{0});
       history_sign.assign(dim, T{0});
-      trial.assign(dim, T{0});
-      information_trial.assign(dim, T{0});
       score.assign(dim, T{0});
       hessian.assign(dim * dim, T{0});
+      delta64.assign(dim, 0.0);
+      information_delta64.assign(dim, 0.0);
+      trial64.assign(dim, 0.0);
+      information_trial64.assign(dim, 0.0);
+      if constexpr (!std::same_as<T, double>) information64.assign(dim * dim, 0.0);
       solver.resize(dim);
     }
     if (rows > rows_ || features * rows > scaled_rows.size()) {
@@ -60,10 +63,14 @@ struct Workspace {
   std::vector<T> delta;              // beta - beta~
   std::vector<T> information_delta;  // J~ delta
   std::vector<T> history_sign;       // s~ = sign(beta~) on the slopes
-  std::vector<T> trial;              // the step s being tried
-  std::vector<T> information_trial;  // J~ s
   std::vector<T> score;              // X~^T (w * psi)
   std::vector<T> hessian;            // d x d, row-major
+  // The objective's quadratic terms are evaluated in float64 (docs/numerics.md).
+  std::vector<double> delta64;
+  std::vector<double> information_delta64;  // J~ delta in float64
+  std::vector<double> trial64;              // the step s being tried
+  std::vector<double> information_trial64;  // J~ s in float64
+  std::vector<double> information64;        // J~ in float64, for a float32 batch only
   DenseSolver<T> solver;
 
  private:

@@ -23,6 +23,12 @@ namespace detail {
 
 inline bool finite_positive(double value) { return std::isfinite(value) && value > 0.0; }
 
+// tau enters the arrays, so it is rounded to the dtype once; the bandwidth reports that value.
+template <class T>
+double dtype_tau(double tau) {
+  return static_cast<double>(static_cast<T>(tau));
+}
+
 // MAD_K * wMAD(y - X~ beta), or fallback when that is not a finite positive number.
 template <SolverOps O>
 double residual_scale(O& ops, const typename O::Vector& beta, double fallback) {
@@ -89,7 +95,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
       scale = *config.tau / config.epsilon;
     } else {
       const double pilot_s = detail::pilot_scale(std::span<const T>(y), weights);
-      pilot = detail::solve_batch(ops, beta, config.epsilon * pilot_s, weight_total, config, tol);
+      pilot = detail::solve_batch(ops, beta, detail::dtype_tau<T>(config.epsilon * pilot_s),
+                                  weight_total, config, tol);
       scale = detail::residual_scale(ops, beta, pilot_s);
     }
   } else {
@@ -102,7 +109,7 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
               weight_total;
     }
   }
-  const double tau = config.tau ? *config.tau : config.epsilon * scale;
+  const double tau = detail::dtype_tau<T>(config.tau ? *config.tau : config.epsilon * scale);
   const SolveResult solve = detail::solve_batch(ops, beta, tau, weight_total, config, tol);
 
   ops.evaluate(beta, tau);

@@ -1,0 +1,76 @@
+// Where time comes from. The profiler reads the CPU clock inline on its hot path; any other clock
+// (CUDA events, a test's manual clock) goes through ClockSource, whose marks may resolve later.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define RH_BRICKS_HAS_TSC 1
+#else
+#define RH_BRICKS_HAS_TSC 0
+#endif
+
+namespace rh::bricks {
+
+// A clock whose readings ("marks") may only be known later, as with CUDA events recorded on a
+// stream: mark() at scope start and stop returns tokens; the profiler asks for their times after
+// synchronize(), when the sync mode says so (after each brick, each batch, or at flush).
+class ClockSource {
+ public:
+  using Token = std::uint64_t;
+  virtual ~ClockSource() = default;
+
+  virtual std::string_view name() const noexcept = 0;
+  // Records a mark at this point of the clock's timeline (for CUDA: an event on the stream).
+  virtual Token mark() = 0;
+  // Waits until every mark returned so far has happened, so resolve_ns() may be called on them.
+  virtual void synchronize() = 0;
+  // Time of a completed mark in ns on the profiler's timeline (the same epoch as now_ns()).
+  virtual std::int64_t resolve_ns(Token token) = 0;
+  // Every token issued so far has been resolved; the source may reuse their storage (event pools).
+  virtual void recycle() = 0;
+};
+
+struct CpuFeatures {
+  bool tsc = false;            // cpuid.1:EDX[4]
+  bool invariant_tsc = false;  // cpuid.80000007:EDX[8]: constant rate, ticks through C-states
+  bool rdtscp = false;         // cpuid.80000001:EDX[27]
+};
+CpuFeatures detect_cpu_features() noexcept;
+
+// The CPU timebase. With an invariant TSC it reads the time-stamp counter (one rdtsc, about 11 ns
+// on the reference machine, against about 29 ns for steady_clock) and converts ticks to ns with a
+// factor calibrated once against steady_clock; ticks are then also the reported "cycles". Without
+// one it reads steady_clock and reports 0 cycles.
+class CpuClock {
+ public:
+  CpuClock() noexcept;
+
+  bool uses_tsc() const noexcept { return use_tsc_; }
+  double tsc_ghz() const noexcept { return use_tsc_ ? 1.0 / ns_per_tick_ : 0.0; }
+
+  // Raw reading: TSC ticks, or steady_clock ns.
+  std::uint64_t ticks() const noexcept {
+#if RH_BRICKS_HAS_TSC
+    if (use_tsc_) return __rdtsc();
+#endif
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  // Converts a tick difference to ns; 128-bit fixed point so long spans do not overflow.
+  std::int64_t to_ns(std::uint64_t dticks) const noexcept {
+    if (!use_tsc_) return static_cast<std::int64_t>(dticks);
+    return static_cast<std::int64_t>((static_cast<unsigned __int128>(dticks) * mult_) >> 32);
+  }
+  // Cycles elapsed over a tick difference (0 when there is no TSC).
+  std::uint64_t to_cycles(std::uint64_t dticks) const noexcept { return use_tsc_ ? dticks : 0; }
+
+ private:
+  bool use_tsc_;
+  double ns_per_tick_ = 1.0;
+  std::uint64_t mult_ = 0;  // ns per tick, Q32.32
+};
+
+}  // namespace rh::bricks

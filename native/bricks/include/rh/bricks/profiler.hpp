@@ -1,0 +1,250 @@
+// The brick profiler: per-thread counters and event rings written without locks or allocation,
+// merged when read. Scopes are opened with the macros of scope.hpp.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "rh/bricks/brick_table.hpp"
+#include "rh/bricks/breakdown.hpp"
+#include "rh/bricks/clock.hpp"
+#include "rh/bricks/event.hpp"
+#include "rh/bricks/stats.hpp"
+
+#ifndef RH_BRICKS_NVTX
+#define RH_BRICKS_NVTX 0
+#endif
+
+namespace rh::bricks {
+
+class ExecutionGraph;
+struct Report;
+
+// When the marks of an asynchronous clock are turned into durations. A synchronous clock (the CPU
+// clock) resolves at once in every mode except `off`.
+enum class SyncMode : std::uint8_t {
+  immediate,  // synchronize the clock after every scope: exact per brick, slowest on a device
+  per_batch,  // keep the marks, synchronize once at end_batch()
+  deferred,   // keep the marks until flush() (report() flushes); the clock is never forced sooner
+              // unless a thread's pending buffer fills
+  off,        // record nothing; a scope costs one predictable branch
+};
+std::string_view to_string(SyncMode m) noexcept;
+SyncMode sync_mode_from_string(std::string_view name);
+
+struct Options {
+  SyncMode sync_mode = SyncMode::immediate;
+  std::size_t brick_capacity = 256;      // known + interned bricks; sizes per-thread counters
+  std::size_t trace_capacity = 0;        // events kept per thread (newest win); 0 disables tracing
+  std::size_t pending_capacity = 16384;  // unresolved asynchronous scopes per thread
+  bool track_page_faults = true;         // read /proc/self/stat at begin_batch()/end_batch()
+  bool nvtx = false;                     // NVTX ranges too (only when built with RH_BRICKS_NVTX)
+};
+
+namespace detail {
+
+struct PendingScope {
+  ClockSource::Token start, stop;
+  std::uint64_t elements, bytes, flops;
+  const CallSite* site;
+  std::uint32_t batch, iteration;
+  BrickId brick;
+  std::uint8_t depth;
+  EventKind kind;
+  Direction direction;
+};
+
+// Everything one thread writes. Owned by the profiler, so it outlives the thread and its counters
+// still count when the profiler is read after the thread has ended.
+struct ThreadState {
+  std::unique_ptr<BrickCounters[]> counters;
+  std::unique_ptr<Event[]> ring;
+  std::uint64_t ring_mask = 0;
+  std::atomic<std::uint64_t> ring_head{0};  // events ever written; the ring keeps the newest
+  std::vector<PendingScope> pending;         // reserved up front; never grows
+  std::uint32_t index = 0;
+  std::uint32_t depth = 0;
+  std::thread::id owner;
+  std::int64_t os_tid = 0;
+  std::string name;
+};
+
+// The state of one open scope, kept on the caller's stack by Scope.
+struct OpenScope {
+  ThreadState* ts;  // nullptr: not recording
+  std::uint64_t start;  // CPU ticks, or a ClockSource token
+  std::uint64_t elements, bytes, flops;
+  const CallSite* site;
+  std::uint32_t batch, iteration;
+  BrickId brick;
+  std::uint8_t depth;
+  EventKind kind;
+  Direction direction;
+};
+
+#if RH_BRICKS_NVTX
+void nvtx_push(const char* name) noexcept;
+void nvtx_pop() noexcept;
+#endif
+
+}  // namespace detail
+
+class Profiler {
+ public:
+  // `clock` replaces the CPU clock (for CUDA events); null keeps the CPU clock.
+  explicit Profiler(BrickTable table, Options options = {},
+                    std::unique_ptr<ClockSource> clock = nullptr);
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  // --- control (any thread) ---
+  SyncMode sync_mode() const noexcept { return mode_.load(std::memory_order_relaxed); }
+  // Switching away from an asynchronous mode flushes first so no marks are stranded.
+  void set_sync_mode(SyncMode mode);
+  bool recording() const noexcept { return sync_mode() != SyncMode::off; }
+  bool tracing() const noexcept { return tracing_.load(std::memory_order_relaxed); }
+  // Only effective when Options::trace_capacity > 0, since rings are sized when a thread starts.
+  void set_tracing(bool on) noexcept;
+
+  // --- batches (the driver thread; other recording threads quiescent at end_batch) ---
+  void begin_batch(std::uint64_t rows = 0);
+  void set_iteration(std::uint32_t index) noexcept;
+  void end_batch();
+  // Time before the first batch; by default from construction to the first begin_batch().
+  void set_setup_ns(std::int64_t ns) noexcept;
+
+  // --- slow paths ---
+  BrickId intern(std::string_view name, Category category);
+  void name_thread(std::string_view name);
+  // A key/value copied into every report's metadata (engine, shape, git revision, ...).
+  void set_metadata(std::string key, std::string value);
+  // Resolves pending asynchronous marks (synchronizing the clock once). Idempotent; with the CPU
+  // clock there is never anything pending. Recording threads must be quiescent.
+  void flush();
+  // Clears counters, events, batches; keeps bricks and threads.
+  void reset();
+
+  // --- reads (merge over threads) ---
+  const BrickTable& bricks() const noexcept { return table_; }
+  BrickStats stats(BrickId id) const;
+  // Events in the rings, sorted by (thread, start, longest first). Recording threads quiescent.
+  std::vector<Event> events() const;
+  std::vector<std::pair<std::uint32_t, std::string>> thread_names() const;
+  PerfBreakdown breakdown() const;
+  Report report();
+  std::string to_json();
+  std::string to_chrome_trace() const;
+  ExecutionGraph graph() const;
+  std::string clock_name() const;
+  const CpuClock& cpu_clock() const noexcept { return cpu_; }
+
+  // --- hot path (used by Scope) ---
+  bool start(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
+             std::uint64_t bytes, std::uint64_t flops, EventKind kind = EventKind::brick,
+             Direction direction = Direction::none) noexcept;
+  void stop(detail::OpenScope& s) noexcept;
+
+ private:
+  detail::ThreadState& local() noexcept;
+  detail::ThreadState& register_thread() noexcept;
+  void commit(detail::ThreadState& ts, const detail::OpenScope& s, std::int64_t start_ns,
+              std::int64_t duration_ns, std::uint64_t cycles) noexcept;
+  void resolve_pending(detail::ThreadState& ts);
+  void flush_locked();
+  void stop_async(detail::OpenScope& s) noexcept;
+
+  const std::uint64_t serial_;  // identifies this profiler in the per-thread cache
+  BrickTable table_;
+  const Options options_;
+  CpuClock cpu_;
+  const std::uint64_t epoch_ticks_;
+  std::unique_ptr<ClockSource> clock_;  // null: the CPU clock
+  std::atomic<SyncMode> mode_;
+  std::atomic<bool> tracing_;
+  std::atomic<std::uint32_t> batch_{kNoBatch};
+  std::atomic<std::uint32_t> iteration_{0};
+
+  mutable std::mutex mutex_;  // guards threads_, the table's interned part, batches and metadata
+  std::vector<std::unique_ptr<detail::ThreadState>> threads_;
+  std::atomic<std::uint64_t> forced_flushes_{0};
+  std::map<std::string, std::string> metadata_;
+  detail::BatchClock batch_clock_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Hot path, inline so a scope compiles to a TLS check, two clock reads and counter stores.
+
+namespace detail {
+struct TlsCache {
+  std::uint64_t serial = 0;
+  ThreadState* state = nullptr;
+};
+inline thread_local TlsCache tls_cache;
+}  // namespace detail
+
+inline detail::ThreadState& Profiler::local() noexcept {
+  detail::TlsCache& c = detail::tls_cache;
+  if (c.serial == serial_) [[likely]] return *c.state;
+  return register_thread();
+}
+
+inline bool Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite* site,
+                            std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops,
+                            EventKind kind, Direction direction) noexcept {
+  detail::ThreadState& ts = local();
+  s.ts = &ts;
+  s.elements = elements;
+  s.bytes = bytes;
+  s.flops = flops;
+  s.site = site;
+  s.batch = batch_.load(std::memory_order_relaxed);
+  s.iteration = iteration_.load(std::memory_order_relaxed);
+  s.brick = brick;
+  s.depth = static_cast<std::uint8_t>(ts.depth++);
+  s.kind = kind;
+  s.direction = direction;
+#if RH_BRICKS_NVTX
+  if (options_.nvtx) detail::nvtx_push(site && site->label ? site->label : table_[brick].name.c_str());
+#endif
+  s.start = clock_ ? clock_->mark() : cpu_.ticks();
+  return true;
+}
+
+inline void Profiler::stop(detail::OpenScope& s) noexcept {
+  if (clock_) return stop_async(s);
+  const std::uint64_t dt = cpu_.ticks() - s.start;
+  detail::ThreadState& ts = *s.ts;
+  --ts.depth;
+  commit(ts, s, cpu_.to_ns(s.start - epoch_ticks_), cpu_.to_ns(dt), cpu_.to_cycles(dt));
+#if RH_BRICKS_NVTX
+  if (options_.nvtx) detail::nvtx_pop();
+#endif
+}
+
+inline void Profiler::commit(detail::ThreadState& ts, const detail::OpenScope& s,
+                             std::int64_t start_ns, std::int64_t duration_ns,
+                             std::uint64_t cycles) noexcept {
+  // Kernels are parts of a brick already counted by the brick; they live only in the trace.
+  if (s.kind != EventKind::kernel) {
+    ts.counters[s.brick].record(static_cast<std::uint64_t>(duration_ns), cycles, s.elements,
+                                s.bytes, s.flops);
+  }
+  if (ts.ring && tracing()) {
+    const std::uint64_t head = ts.ring_head.load(std::memory_order_relaxed);
+    ts.ring[head & ts.ring_mask] = Event{start_ns,  duration_ns, s.elements,  s.bytes,
+                                         s.flops,   s.site,      s.batch,     s.iteration,
+                                         ts.index,  s.brick,     s.depth,     s.kind,
+                                         s.direction};
+    ts.ring_head.store(head + 1, std::memory_order_release);
+  }
+}
+
+}  // namespace rh::bricks

@@ -1,0 +1,119 @@
+// RAII scopes and the one-line macros that open them, in the manner of NVTX3 and Tracy:
+//
+//   void gram(...) {
+//     RH_BRICK_SCOPE(profiler, Brick::gram, n, n * d * sizeof(double), n * d * d);
+//     ...
+//   }
+//
+// Each macro declares a static per-call-site CallSite (file, line, function) and a Scope. With
+// RH_BRICKS_ENABLED=0 every macro expands to nothing and its arguments are not evaluated; at run
+// time SyncMode::off makes a scope one predictable branch.
+#pragma once
+
+#include <source_location>
+#include <string_view>
+
+#include "rh/bricks/profiler.hpp"
+
+#ifndef RH_BRICKS_ENABLED
+#define RH_BRICKS_ENABLED 1
+#endif
+
+namespace rh::bricks {
+
+class Scope {
+ public:
+  Scope(Profiler& p, BrickId brick, const CallSite* site, std::uint64_t elements = 0,
+        std::uint64_t bytes = 0, std::uint64_t flops = 0) noexcept
+      : p_(p) {
+    s_.ts = nullptr;
+    if (p.recording()) [[likely]] p.start(s_, brick, site, elements, bytes, flops);
+  }
+  // A transfer of `bytes` in `direction`, counted for `brick`.
+  Scope(Profiler& p, BrickId brick, Direction direction, std::uint64_t bytes,
+        const CallSite* site) noexcept
+      : p_(p) {
+    s_.ts = nullptr;
+    if (p.recording()) [[likely]] p.start(s_, brick, site, 0, bytes, 0, EventKind::transfer, direction);
+  }
+  // A kernel named by site->label, inside the current brick. Traced only: the enclosing brick
+  // already counts its time.
+  Scope(Profiler& p, const CallSite* site) noexcept : p_(p) {
+    s_.ts = nullptr;
+    if (p.recording() && p.tracing()) p.start(s_, kNoBrick, site, 0, 0, 0, EventKind::kernel);
+  }
+  // The slow path for bricks outside the known table: a locked string lookup per scope.
+  Scope(Profiler& p, std::string_view name, Category category, const CallSite* site,
+        std::uint64_t elements = 0, std::uint64_t bytes = 0, std::uint64_t flops = 0)
+      : p_(p) {
+    s_.ts = nullptr;
+    if (p.recording()) p.start(s_, p.intern(name, category), site, elements, bytes, flops);
+  }
+  ~Scope() {
+    if (s_.ts) p_.stop(s_);
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  Profiler& p_;
+  detail::OpenScope s_;
+};
+
+}  // namespace rh::bricks
+
+#define RH_BRICKS_CONCAT_(a, b) a##b
+#define RH_BRICKS_CONCAT(a, b) RH_BRICKS_CONCAT_(a, b)
+
+#if RH_BRICKS_ENABLED
+
+#define RH_BRICKS_SITE_(n, label)                                                 \
+  static constexpr ::rh::bricks::CallSite RH_BRICKS_CONCAT(rh_bricks_site_, n) { \
+    std::source_location::current(), label                                       \
+  }
+#define RH_BRICK_SCOPE_(n, prof, brick, elements, bytes, flops)                                \
+  RH_BRICKS_SITE_(n, nullptr);                                                                 \
+  ::rh::bricks::Scope RH_BRICKS_CONCAT(rh_bricks_scope_, n) {                                  \
+    (prof), static_cast<::rh::bricks::BrickId>(brick), &RH_BRICKS_CONCAT(rh_bricks_site_, n),  \
+        static_cast<std::uint64_t>(elements), static_cast<std::uint64_t>(bytes),               \
+        static_cast<std::uint64_t>(flops)                                                      \
+  }
+#define RH_BRICK_TRANSFER_(n, prof, brick, direction, bytes)                                    \
+  RH_BRICKS_SITE_(n, nullptr);                                                                  \
+  ::rh::bricks::Scope RH_BRICKS_CONCAT(rh_bricks_scope_, n) {                                   \
+    (prof), static_cast<::rh::bricks::BrickId>(brick), (direction),                             \
+        static_cast<std::uint64_t>(bytes), &RH_BRICKS_CONCAT(rh_bricks_site_, n)                \
+  }
+#define RH_BRICK_KERNEL_(n, prof, name)                                                         \
+  RH_BRICKS_SITE_(n, name);                                                                     \
+  ::rh::bricks::Scope RH_BRICKS_CONCAT(rh_bricks_scope_, n) {                                   \
+    (prof), &RH_BRICKS_CONCAT(rh_bricks_site_, n)                                               \
+  }
+#define RH_BRICK_SCOPE_NAMED_(n, prof, name, category, elements, bytes, flops)                  \
+  RH_BRICKS_SITE_(n, nullptr);                                                                  \
+  ::rh::bricks::Scope RH_BRICKS_CONCAT(rh_bricks_scope_, n) {                                   \
+    (prof), (name), (category), &RH_BRICKS_CONCAT(rh_bricks_site_, n),                          \
+        static_cast<std::uint64_t>(elements), static_cast<std::uint64_t>(bytes),                \
+        static_cast<std::uint64_t>(flops)                                                       \
+  }
+
+// A known brick: profiler, brick id (an enum or integer), elements, bytes moved, flops.
+#define RH_BRICK_SCOPE(prof, brick, elements, bytes, flops) \
+  RH_BRICK_SCOPE_(__COUNTER__, prof, brick, elements, bytes, flops)
+// A transfer counted for `brick`: direction is rh::bricks::Direction::h2d, d2h or d2d.
+#define RH_BRICK_TRANSFER(prof, brick, direction, bytes) \
+  RH_BRICK_TRANSFER_(__COUNTER__, prof, brick, direction, bytes)
+// A kernel launched inside the enclosing brick; `name` must be a string literal.
+#define RH_BRICK_KERNEL(prof, name) RH_BRICK_KERNEL_(__COUNTER__, prof, name)
+// A brick outside the known table, found by name (slow path).
+#define RH_BRICK_SCOPE_NAMED(prof, name, category, elements, bytes, flops) \
+  RH_BRICK_SCOPE_NAMED_(__COUNTER__, prof, name, category, elements, bytes, flops)
+
+#else
+
+#define RH_BRICK_SCOPE(prof, brick, elements, bytes, flops) static_cast<void>(0)
+#define RH_BRICK_TRANSFER(prof, brick, direction, bytes) static_cast<void>(0)
+#define RH_BRICK_KERNEL(prof, name) static_cast<void>(0)
+#define RH_BRICK_SCOPE_NAMED(prof, name, category, elements, bytes, flops) static_cast<void>(0)
+
+#endif

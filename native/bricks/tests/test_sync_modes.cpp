@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include "rh/bricks/report.hpp"
+#include "rh/bricks/scope.hpp"
+#include "support.hpp"
+
+namespace rh::bricks {
+namespace {
+
+using testing::B;
+using testing::ManualClock;
+
+struct Fixture {
+  ManualClock::Counters counters;
+  ManualClock* clock = nullptr;
+  std::unique_ptr<Profiler> p;
+
+  explicit Fixture(SyncMode mode, std::size_t pending = 64) {
+    auto c = std::make_unique<ManualClock>(&counters);
+    clock = c.get();
+    Options o;
+    o.sync_mode = mode;
+    o.trace_capacity = 64;
+    o.pending_capacity = pending;
+    o.track_page_faults = false;
+    p = std::make_unique<Profiler>(testing::test_table(), o, std::move(c));
+  }
+  // One batch: an outer gemm of 100 ns holding a nested factor of 30 ns, then a load of 7 ns.
+  void run_batch() {
+    p->begin_batch(10);
+    {
+      RH_BRICK_SCOPE(*p, B::gemm, 1, 2, 3);
+      clock->advance(50);
+      {
+        RH_BRICK_SCOPE(*p, B::factor, 0, 0, 9);
+        clock->advance(30);
+      }
+      clock->advance(20);
+    }
+    {
+      RH_BRICK_SCOPE(*p, B::load, 0, 64, 0);
+      clock->advance(7);
+    }
+    p->end_batch();
+  }
+  BrickStats stats(B b) { return p->stats(static_cast<BrickId>(b)); }
+};
+
+TEST(SyncModes, ImmediateSynchronizesAfterEveryScope) {
+  Fixture f(SyncMode::immediate);
+  f.run_batch();
+  EXPECT_EQ(f.counters.syncs, 3);
+  EXPECT_EQ(f.stats(B::gemm).total_ns, 100u);
+  EXPECT_EQ(f.stats(B::factor).total_ns, 30u);
+  EXPECT_EQ(f.stats(B::load).total_ns, 7u);
+  // The outer scope's start mark must survive the inner scope: recycle only back at depth 0.
+  EXPECT_EQ(f.counters.recycles, 2);
+}
+
+TEST(SyncModes, PerBatchSynchronizesOnceAtEndBatch) {
+  Fixture f(SyncMode::per_batch);
+  f.p->begin_batch(1);
+  { RH_BRICK_SCOPE(*f.p, B::gemm, 0, 0, 0); f.clock->advance(5); }
+  EXPECT_EQ(f.counters.syncs, 0);
+  EXPECT_EQ(f.stats(B::gemm).count, 0u);  // not resolved yet
+  f.p->end_batch();
+  EXPECT_EQ(f.counters.syncs, 1);
+  EXPECT_EQ(f.stats(B::gemm).total_ns, 5u);
+  f.run_batch();
+  EXPECT_EQ(f.counters.syncs, 2);
+  EXPECT_EQ(f.stats(B::factor).total_ns, 30u);
+}
+
+TEST(SyncModes, DeferredWaitsForFlushAndFlushIsIdempotent) {
+  Fixture f(SyncMode::deferred);
+  f.run_batch();
+  f.run_batch();
+  EXPECT_EQ(f.counters.syncs, 0);
+  EXPECT_EQ(f.stats(B::gemm).count, 0u);
+  f.p->flush();
+  EXPECT_EQ(f.counters.syncs, 1);
+  const BrickStats once = f.stats(B::gemm);
+  EXPECT_EQ(once.count, 2u);
+  EXPECT_EQ(once.total_ns, 200u);
+  f.p->flush();
+  f.p->flush();
+  EXPECT_EQ(f.counters.syncs, 1);
+  EXPECT_EQ(f.stats(B::gemm).total_ns, once.total_ns);
+  // report() flushes too, and the result matches immediate mode.
+  f.run_batch();
+  const Report r = f.p->report();
+  EXPECT_EQ(r.bricks[static_cast<std::size_t>(B::gemm)].stats.total_ns, 300u);
+  EXPECT_EQ(r.metadata.clock, "manual");
+  EXPECT_EQ(r.metadata.sync_mode, "deferred");
+  EXPECT_FALSE(r.metadata.cycles_available);
+}
+
+TEST(SyncModes, DeferredEventsNestLikeImmediateOnes) {
+  Fixture f(SyncMode::deferred);
+  f.run_batch();
+  f.p->flush();
+  const auto ev = f.p->events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].brick, static_cast<BrickId>(B::gemm));
+  EXPECT_EQ(ev[0].start_ns, 0);
+  EXPECT_EQ(ev[0].duration_ns, 100);
+  EXPECT_EQ(ev[1].brick, static_cast<BrickId>(B::factor));
+  EXPECT_EQ(ev[1].start_ns, 50);
+  EXPECT_EQ(ev[1].depth, 1);
+  EXPECT_EQ(ev[2].start_ns, 100);
+}
+
+TEST(SyncModes, AFullPendingBufferForcesAFlushInsteadOfGrowing) {
+  Fixture f(SyncMode::deferred, /*pending=*/2);
+  f.run_batch();  // three scopes into a buffer of two
+  EXPECT_EQ(f.counters.syncs, 1);
+  EXPECT_EQ(f.p->report().metadata.forced_flushes, 1u);
+  EXPECT_EQ(f.stats(B::gemm).total_ns, 100u);
+  EXPECT_EQ(f.stats(B::load).total_ns, 7u);
+}
+
+TEST(SyncModes, LeavingAnAsynchronousModeFlushesFirst) {
+  Fixture f(SyncMode::deferred);
+  f.run_batch();
+  f.p->set_sync_mode(SyncMode::off);
+  EXPECT_EQ(f.stats(B::load).count, 1u);
+  f.run_batch();
+  EXPECT_EQ(f.stats(B::load).count, 1u);
+}
+
+}  // namespace
+}  // namespace rh::bricks
