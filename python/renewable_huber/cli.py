@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         0 on success, 2 on a usage or data error (the message is on stderr), 130 when
-        interrupted.
+        interrupted, 141 when stdout is closed early (a pipe into ``head``).
     """
     parser = _build_parser()
     try:
@@ -67,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         # DataFileError, CheckpointError and the estimator's parameter errors are ValueErrors,
         # NumericalError an ArithmeticError, EngineNotAvailableError an ImportError.
         return _fail(str(exc))
+    except BrokenPipeError:
+        # The reader of stdout went away (``rhuber predict ... | head``): stop quietly, as a
+        # command killed by SIGPIPE would, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}")
