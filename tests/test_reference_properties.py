@@ -6,11 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers import make_problem
 from renewable_huber import RenewableHuberRegressor
 from renewable_huber.core import Config, State, update
 from renewable_huber.core.problem import BatchProblem
-
-from helpers import make_problem
 
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 60), p=st.integers(1, 5),

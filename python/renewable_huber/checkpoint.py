@@ -98,7 +98,9 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
                               f"version {FORMAT_VERSION}")
     dtype = str(raw["dtype"].item()) if raw["dtype"].shape == () else None
     if dtype not in ("float32", "float64"):
-        raise CheckpointError(f"{source}: 'dtype' must be 'float32' or 'float64', got {raw['dtype']!r}")
+        raise CheckpointError(
+            f"{source}: 'dtype' must be 'float32' or 'float64', got {raw['dtype']!r}"
+        )
     fit_intercept = _scalar(raw, "fit_intercept", "b", source)
     n_features = _scalar(raw, "n_features_in", "iu", source)
     if n_features < 1:
@@ -114,7 +116,9 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
                                   f"features{' plus an intercept' if fit_intercept else ''}, "
                                   f"got {a.shape}")
         if a.dtype != np.dtype(dtype):
-            raise CheckpointError(f"{source}: '{key}' has dtype {a.dtype}, but 'dtype' says {dtype}")
+            raise CheckpointError(
+                f"{source}: '{key}' has dtype {a.dtype}, but 'dtype' says {dtype}"
+            )
         if not np.all(np.isfinite(a)):
             raise CheckpointError(f"{source}: '{key}' contains non-finite values")
         out[key] = np.array(a, copy=True)

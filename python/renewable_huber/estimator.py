@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -20,7 +20,7 @@ from ._version import __version__
 from .adapters import as_host_input
 from .backends import BACKENDS, make_engine
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
-from .core import Config, Diagnostics, State
+from .core import Config, State
 from .core.xp import to_host
 
 _FITTED_ATTRIBUTES = (
@@ -87,7 +87,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         The engine that ran.
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: ClassVar[dict] = {
         "fit_intercept": ["boolean"],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "tau": [Interval(Real, 0, None, closed="neither"), None],
@@ -153,6 +153,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
         """Advance the stream by exactly one batch."""
+        self._validate_params()  # _fit_context skips this once fitted; parameters may change
         first = not hasattr(self, "_state")
         if not first and bool(self.fit_intercept) != self._fitted_intercept:
             raise ValueError(
@@ -316,7 +317,3 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                     ConvergenceWarning,
                     stacklevel=3,
                 )
-
-
-def diagnostics_from_dict(d: dict) -> Diagnostics:
-    return Diagnostics.from_dict(d)

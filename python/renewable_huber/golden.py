@@ -191,7 +191,7 @@ def max_relative_difference(a: Any, b: Any) -> float:
     if isinstance(b, list):
         if len(a) != len(b):
             return math.inf
-        return max((max_relative_difference(x, y) for x, y in zip(a, b)), default=0.0)
-    if isinstance(b, bool) or isinstance(b, str) or b is None:
+        return max((max_relative_difference(x, y) for x, y in zip(a, b, strict=True)), default=0.0)
+    if isinstance(b, (bool, str)) or b is None:
         return 0.0 if a == b else math.inf
     return abs(float(a) - float(b)) / max(1.0, abs(float(b)))

@@ -31,8 +31,9 @@ class BatchProblem:
 
     @classmethod
     def build(cls, state: State, X: Any, y: Any, w: Any, config, xp: Any) -> BatchProblem:
-        n, p = X.shape
-        Xt = xp.concatenate([X, xp.ones((n, 1), dtype=X.dtype)], axis=1) if config.fit_intercept else X
+        Xt = X
+        if config.fit_intercept:
+            Xt = xp.concatenate([X, xp.ones((X.shape[0], 1), dtype=X.dtype)], axis=1)
         d = Xt.shape[1]
         penalized = xp.ones(d, dtype=bool)
         if config.fit_intercept:

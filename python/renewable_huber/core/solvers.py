@@ -70,7 +70,8 @@ def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float
         g = problem.gradient(beta, r, tau)
         g64 = xp.asarray(g, dtype=xp.float64)
         for trial in range(MAX_DOUBLINGS + 1):
-            candidate = soft_threshold(beta - g / phi, problem.l1_level / phi, problem.penalized, xp)
+            z = beta - g / phi
+            candidate = soft_threshold(z, problem.l1_level / phi, problem.penalized, xp)
             s = candidate - beta
             s64 = xp.asarray(s, dtype=xp.float64)
             bound = float(g64 @ s64) + 0.5 * phi * float(s64 @ s64)

@@ -54,7 +54,9 @@ def validate_batch(
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D (n_samples,) or a column (n_samples, 1), got shape {y.shape}")
+        raise ValueError(
+            f"y must be 1-D (n_samples,) or a column (n_samples, 1), got shape {y.shape}"
+        )
     if y.shape[0] != n:
         raise ValueError(f"y has {y.shape[0]} samples, but X has {n}")
     y = y.astype(dtype, copy=False)
