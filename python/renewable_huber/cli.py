@@ -222,12 +222,19 @@ def _add_fit(commands: Any) -> None:
             "columns are every column but the target, unless --features names them."
         ),
     )
-    parser.add_argument("file", type=Path, metavar="FILE")
+    parser.add_argument(
+        "file", type=Path, metavar="FILE", help="a .csv (.csv.gz, .tsv), .parquet, .npy or .npz"
+    )
     _add_column_options(parser, target_help="the response column (a name, or an index for .npy)")
     _add_engine_options(parser, DEFAULT_BATCH_SIZE)
-    parser.add_argument("--alpha", type=float, default=0.0, help="L1 strength (default 0)")
     parser.add_argument(
-        "--epsilon", type=float, default=1.345, help="Huber threshold in robust scales"
+        "--alpha", type=float, default=0.0, help="L1 strength per unit of weight (default 0)"
+    )
+    parser.add_argument(
+        "--epsilon",
+        type=float,
+        default=1.345,
+        help="Huber threshold in robust scales (default 1.345, 95%% Gaussian efficiency)",
     )
     parser.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
     parser.add_argument(
@@ -327,8 +334,8 @@ def _add_predict(commands: Any) -> None:
             "column but --target is a feature."
         ),
     )
-    parser.add_argument("checkpoint", type=Path, metavar="CHECKPOINT")
-    parser.add_argument("file", type=Path, metavar="FILE")
+    parser.add_argument("checkpoint", type=Path, metavar="CHECKPOINT", help="from rhuber fit")
+    parser.add_argument("file", type=Path, metavar="FILE", help="the rows to predict")
     _add_column_options(parser, target_help="a response column to leave out, if present")
     parser.add_argument(
         "--batch-size",
