@@ -254,6 +254,21 @@ TEST(Profiler, BatchesFeedTheBreakdown) {
   EXPECT_THROW(p.end_batch(), std::logic_error);
 }
 
+TEST(Profiler, NvtxRangesDoNotChangeWhatIsRecorded) {
+  // With RH_BRICKS_NVTX the scopes also push NVTX ranges (no-ops without an attached tool);
+  // without it the option is ignored. Either way the counters are the same.
+  Options o;
+  o.nvtx = true;
+  o.trace_capacity = 8;
+  Profiler p(test_table(), o);
+  {
+    RH_BRICK_SCOPE(p, B::gemm, 1, 1, 1);
+    RH_BRICK_KERNEL(p, "k");
+  }
+  EXPECT_EQ(p.stats(static_cast<BrickId>(B::gemm)).count, 1u);
+  EXPECT_EQ(p.events().size(), 2u);
+}
+
 TEST(BrickTable, RejectsGapsAndDuplicates) {
   EXPECT_THROW(BrickTable({{0, "a", Category::data}, {2, "b", Category::data}}, 8),
                std::invalid_argument);

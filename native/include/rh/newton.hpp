@@ -23,6 +23,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
   auto gradient = ops.make_vector();
   auto rhs = ops.make_vector();
   auto step = ops.make_vector();
+  auto full = ops.make_vector();
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     ops.evaluate(beta, tau);
@@ -31,6 +32,16 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     ops.copy(gradient, rhs);
     ops.scale(-1.0, rhs);
     result.solver = solve_ladder(ops, rhs, step);
+
+    // A full step already below the tolerance changes Q by less than its rounding, so Armijo
+    // would compare noise (and could refuse every halving at the optimum): take it and stop.
+    ops.copy(beta, full);
+    ops.axpy(1.0, step, full);
+    if (ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full))) {
+      ops.copy(full, beta);
+      result.converged = true;
+      return result;
+    }
 
     ops.project(step);
     const double slope = ops.dot(gradient, step);
