@@ -132,14 +132,20 @@ def _add_demo(commands: Any) -> None:
         "demo",
         help="stream a seeded, contaminated data set and compare with least squares",
         description=(
-            "Stream the built-in reference workload (Student-t noise, 5 %% gross response "
+            "Stream the built-in reference workload (Student-t noise, 5 % gross response "
             "outliers) through the estimator, then compare its coefficient error with a "
             "streaming least-squares fit of the same data."
         ),
     )
-    parser.add_argument("--rows", type=_positive_int, default=100_000, metavar="N")
-    parser.add_argument("--features", type=_positive_int, default=90, metavar="P")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rows", type=_positive_int, default=100_000, metavar="N", help="rows (default 100,000)"
+    )
+    parser.add_argument(
+        "--features", type=_positive_int, default=90, metavar="P", help="features (default 90)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the coefficients and data (default 0)"
+    )
     _add_engine_options(parser, DEFAULT_BATCH_SIZE)
     parser.add_argument(
         "-o",
