@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from renewable_huber.io import DataFileError, detect_format, read_batches
 
 ROWS, BATCH = 23, 5
@@ -184,16 +185,16 @@ def test_unreadable_files(tmp_path):
     with pytest.raises(DataFileError, match="empty"):
         read_batches(tmp_path / "empty.csv", target="y")
     (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
-    with pytest.raises(DataFileError, match="junk.parquet: cannot be read as Parquet"):
+    with pytest.raises(DataFileError, match=r"junk\.parquet: cannot be read as Parquet"):
         read_batches(tmp_path / "junk.parquet", target="y")
     (tmp_path / "junk.npy").write_bytes(b"\x00garbage")
-    with pytest.raises(DataFileError, match="junk.npy: cannot be read"):
+    with pytest.raises(DataFileError, match=r"junk\.npy: cannot be read"):
         read_batches(tmp_path / "junk.npy", target=0)
     (tmp_path / "junk.npz").write_bytes(b"PK garbage")
-    with pytest.raises(DataFileError, match="junk.npz: cannot be read"):
+    with pytest.raises(DataFileError, match=r"junk\.npz: cannot be read"):
         read_batches(tmp_path / "junk.npz")
     (tmp_path / "latin.csv").write_bytes("a,y\n1,2\n\xe9,3\n".encode("latin-1"))
-    with pytest.raises(DataFileError, match="latin.csv"):
+    with pytest.raises(DataFileError, match=r"latin\.csv"):
         list(read_batches(tmp_path / "latin.csv", target="y"))
 
 

@@ -75,7 +75,7 @@ class CSVReader(_TableReader):
         try:
             return pd.read_csv(self.path, sep=self._sep, skip_blank_lines=False, **kwargs)
         except pd.errors.EmptyDataError:
-            raise self.error("the file is empty; expected a header line of column names")
+            raise self.error("the file is empty; expected a header line of column names") from None
         except (UnicodeDecodeError, pd.errors.ParserError) as exc:
             raise self.error(f"cannot be read as CSV: {exc}") from None
 
