@@ -194,7 +194,7 @@ def test_unreadable_files(tmp_path):
     with pytest.raises(DataFileError, match=r"junk\.npz: cannot be read"):
         read_batches(tmp_path / "junk.npz")
     (tmp_path / "latin.csv").write_bytes("a,y\n1,2\n\xe9,3\n".encode("latin-1"))
-    with pytest.raises(DataFileError, match=r"latin\.csv"):
+    with pytest.raises(DataFileError, match=r"latin\.csv: is not UTF-8 text"):
         list(read_batches(tmp_path / "latin.csv", target="y"))
 
 

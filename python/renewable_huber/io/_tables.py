@@ -92,7 +92,7 @@ class CSVReader(_TableReader):
                 except pd.errors.ParserError as exc:
                     raise self._parser_error(exc) from None
                 except UnicodeDecodeError as exc:
-                    raise self.error(f"cannot be decoded as text ({exc.reason})") from None
+                    raise self.error(f"is not UTF-8 text ({exc.reason})") from None
                 yield self._batch({str(c): chunk[c].to_numpy() for c in chunk.columns}, row_offset)
                 row_offset += len(chunk)
 
