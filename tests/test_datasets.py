@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from renewable_huber.datasets import make_contaminated_stream
 
 
