@@ -176,29 +176,21 @@ double BatchOps<T>::objective(double lambda) const {
 
 template <std::floating_point T>
 void BatchOps<T>::weighted_gram(T* out) {
+  // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so
+  // every entry of the Gram, intercept row included, comes from one kernel with one summation
+  // order: exactly duplicated columns then give an exactly singular Gram, as in the reference.
   pool_.run(blocks_.count(), [&](std::size_t b) {
     const std::size_t begin = blocks_.begin(b);
     const std::size_t end = blocks_.end(b);
     for (std::size_t i = begin; i < end; ++i) {
       const T root = std::sqrt(ws_.weighted_curvature[i]);
       const T* x = X_.row(i);
-      T* scaled = ws_.scaled_rows.data() + i * features_;
+      T* scaled = ws_.scaled_rows.data() + i * dim_;
       for (std::size_t j = 0; j < features_; ++j) scaled[j] = root * x[j];
+      if (intercept_) scaled[features_] = root;
     }
-    T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
-    blas::syrk_lower(end - begin, features_, ws_.scaled_rows.data() + begin * features_, partial,
-                     dim_);
-    if (intercept_) {
-      // The intercept row of the lower triangle: sum w c x, and sum w c in the corner.
-      T* row = partial + features_ * dim_;
-      blas::gemv(true, end - begin, features_, T{1}, X_.row(begin), features_,
-                 ws_.weighted_curvature.data() + begin, T{0}, row);
-      double total = 0.0;
-      for (std::size_t i = begin; i < end; ++i) {
-        total += static_cast<double>(ws_.weighted_curvature[i]);
-      }
-      row[features_] = static_cast<T>(total);
-    }
+    blas::syrk_lower(end - begin, dim_, ws_.scaled_rows.data() + begin * dim_,
+                     ws_.gram_partials.data() + b * dim_ * dim_, dim_);
   });
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {

@@ -67,7 +67,7 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   const StateView<T> previous = state.batch_count == 0 ? empty.view() : state;
   Workspace<T>& workspace = impl_->workspace<T>();
   const RowBlocks blocks(X.rows);
-  workspace.reserve(previous.dim(), X.cols, X.rows, blocks.count());
+  workspace.reserve(previous.dim(), X.rows, blocks.count());
   BatchOps<T> ops(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept);
   return renewable_update(ops, previous, config);
 }

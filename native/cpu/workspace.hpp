@@ -13,7 +13,7 @@ namespace rh::cpu {
 
 template <std::floating_point T>
 struct Workspace {
-  void reserve(std::size_t dim, std::size_t features, std::size_t rows, std::size_t blocks) {
+  void reserve(std::size_t dim, std::size_t rows, std::size_t blocks) {
     if (dim != dim_) {
       dim_ = dim;
       rows_ = blocks_ = 0;  // every dim-shaped buffer below is re-sized
@@ -29,13 +29,13 @@ struct Workspace {
       if constexpr (!std::same_as<T, double>) information64.assign(dim * dim, 0.0);
       solver.resize(dim);
     }
-    if (rows > rows_ || features * rows > scaled_rows.size()) {
+    if (rows > rows_) {
       rows_ = rows;
       residual.resize(rows);
       weighted_score.resize(rows);
       weighted_curvature.resize(rows);
       projection.resize(rows);
-      scaled_rows.resize(rows * features);
+      scaled_rows.resize(rows * dim);
     }
     if (blocks > blocks_) {
       blocks_ = blocks;
@@ -51,7 +51,7 @@ struct Workspace {
   std::vector<T> weighted_score;      // w * psi(r)
   std::vector<T> weighted_curvature;  // w * c(r)
   std::vector<T> projection;          // X~ s for the step s being tried
-  std::vector<T> scaled_rows;         // sqrt(w * c) * x, the SYRK operand
+  std::vector<T> scaled_rows;         // sqrt(w * c) * x~, the SYRK operand (rows x d)
 
   // One slot per row block, combined in block order.
   std::vector<T> score_partials;        // blocks x d

@@ -1,0 +1,155 @@
+"""The binding's contract: zero-copy inputs, the GIL released, strict dtypes, errors mapped to
+Python exceptions, and the caller's state never touched."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from native_cpu_support import batch, config_dict, empty_state, native
+
+from renewable_huber.core import Config
+
+F64 = np.float64
+F32 = np.float32
+
+
+def run(engine, state, X, y, w, config=None):
+    return engine.update(state, X, y, w, config_dict(config or Config(), X.dtype))
+
+
+def test_module_metadata():
+    assert native.__version__ == "0.1.0"
+    info = native.blas_info()
+    assert "OpenBLAS" in info["provider"]
+    assert isinstance(info["threads"], int)
+    assert native.Engine(threads=3).threads == 3
+    assert native.Engine().threads >= 1
+    native.Engine()
+    assert native.blas_info()["threads"] == 1  # an engine runs BLAS single-threaded
+
+
+def test_inputs_reach_cpp_without_a_copy():
+    X, _, _ = batch(0, 50, 3)
+    assert native._data_pointer(X) == X.ctypes.data
+    X32 = X.astype(F32)
+    assert native._data_pointer(X32) == X32.ctypes.data
+
+
+def test_layouts_that_would_need_a_copy_are_refused():
+    X, y, w = batch(1, 50, 3)
+    engine = native.Engine()
+    with pytest.raises(TypeError):
+        run(engine, empty_state(4, F64), np.asfortranarray(X), y, w)
+    with pytest.raises(TypeError):
+        run(engine, empty_state(4, F64), X[::2], y[::2], w[::2])
+    with pytest.raises(TypeError):
+        native._data_pointer(np.asfortranarray(X))
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_the_computation_dtype_is_the_input_dtype(dtype):
+    X, y, w = batch(2, 80, 3, dtype)
+    state, diag = run(native.Engine(), empty_state(4, dtype), X, y, w)
+    assert state["coef"].dtype == dtype and state["coef"].shape == (4,)
+    assert state["information"].dtype == dtype and state["information"].shape == (4, 4)
+    assert state["information"].flags.c_contiguous
+    assert isinstance(state["n_samples_seen"], int) and state["n_samples_seen"] == 80
+    assert isinstance(state["batch_count"], int) and state["batch_count"] == 1
+    for key in ("effective_weight", "previous_lambda", "scale"):
+        assert isinstance(state[key], float)
+    assert set(diag) == {
+        "converged",
+        "n_iter",
+        "objective",
+        "lambda",
+        "bandwidth",
+        "solver",
+        "line_search_halvings",
+    }
+    assert diag["converged"] is True and diag["solver"] == "cholesky"
+
+
+def test_mixed_or_unsupported_dtypes_are_refused():
+    X, y, w = batch(3, 40, 2)
+    engine = native.Engine()
+    with pytest.raises(TypeError):
+        run(engine, empty_state(3, F64), X, y.astype(F32), w)
+    with pytest.raises(TypeError):
+        run(engine, empty_state(3, F64), X.astype(np.int64), y, w)
+    with pytest.raises(ValueError, match=r"state\['coef'\] must be a C-contiguous float32"):
+        run(engine, empty_state(3, F64), X.astype(F32), y.astype(F32), w.astype(F32))
+
+
+def test_input_errors_are_value_errors_in_the_callers_terms():
+    X, y, w = batch(4, 40, 2)
+    engine = native.Engine()
+    bad_y = y.copy()
+    bad_y[5] = np.nan
+    with pytest.raises(ValueError, match="y contains a non-finite value at index 5"):
+        run(engine, empty_state(3, F64), X, bad_y, w)
+    with pytest.raises(ValueError, match="alpha must be a finite number >= 0"):
+        run(engine, empty_state(3, F64), X, y, w, Config(alpha=-1.0))
+    with pytest.raises(ValueError, match="X has 2 features, but the state has 3"):
+        run(engine, empty_state(4, F64), X, y, w)
+    with pytest.raises(ValueError, match="sample_weight sums to 0"):
+        run(engine, empty_state(3, F64), X, y, np.zeros_like(w))
+    with pytest.raises(ValueError, match="config is missing the key 'ridge'"):
+        config = config_dict(Config(), F64)
+        del config["ridge"]
+        native.Engine().update(empty_state(3, F64), X, y, w, config)
+    state = empty_state(3, F64)
+    state["information"] = np.zeros((3, 2))
+    with pytest.raises(ValueError, match=r"state\['information'\] has shape \(3, 2\)"):
+        run(engine, state, X, y, w)
+
+
+def test_error_classes_subclass_the_builtin_ones():
+    assert issubclass(native.InvalidArgument, ValueError)
+    assert issubclass(native.NumericalError, RuntimeError)
+
+
+def test_the_callers_state_is_never_modified():
+    X, y, w = batch(5, 60, 3)
+    engine = native.Engine()
+    state, _ = run(engine, empty_state(4, F64), X, y, w)
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+
+    X2, y2, w2 = batch(6, 60, 3)
+    bad_w = w2.copy()
+    bad_w[0] = -1.0
+    with pytest.raises(ValueError):
+        run(engine, state, X2, y2, bad_w)
+    after, _ = run(engine, state, X2, y2, w2)
+
+    for key, value in before.items():
+        np.testing.assert_array_equal(state[key], value)
+    assert after["coef"] is not state["coef"]
+    assert not np.shares_memory(after["information"], state["information"])
+    after["coef"][0] = 123.0  # outputs are the caller's own, writeable arrays
+    np.testing.assert_array_equal(state["coef"], before["coef"])
+
+
+def test_updates_release_the_gil():
+    X, y, w = batch(7, 60_000, 30)
+    engines = [native.Engine(threads=1), native.Engine(threads=1)]
+    run(engines[0], empty_state(31, F64), X[:1000], y[:1000], w[:1000])  # warm up
+    barrier = threading.Barrier(2)
+    spans = [None, None]
+
+    def work(i):
+        barrier.wait()
+        start = time.perf_counter()
+        run(engines[i], empty_state(31, F64), X, y, w)
+        spans[i] = (start, time.perf_counter())
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (a0, a1), (b0, b1) = spans
+    # Holding the GIL would serialize the calls: one would start only after the other ended.
+    assert a0 < b1 and b0 < a1, spans
