@@ -13,7 +13,6 @@ CpuFeatures detect_cpu_features() noexcept {
 #if RH_BRICKS_HAS_TSC
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d)) f.tsc = (d >> 4) & 1u;
-  if (__get_cpuid(0x80000001u, &a, &b, &c, &d)) f.rdtscp = (d >> 27) & 1u;
   if (__get_cpuid(0x80000007u, &a, &b, &c, &d)) f.invariant_tsc = (d >> 8) & 1u;
 #endif
   return f;

@@ -153,6 +153,7 @@ void Profiler::set_tracing(bool on) noexcept {
 void Profiler::begin_batch(std::uint64_t rows) {
   std::lock_guard lock(mutex_);
   detail::BatchClock& bc = batch_clock_;
+  if (bc.in_batch) throw std::logic_error("begin_batch() called twice without end_batch()");
   const std::int64_t now = detail::steady_now_ns();
   if (bc.setup_ns < 0) bc.setup_ns = now - bc.created_ns;
   bc.in_batch = true;

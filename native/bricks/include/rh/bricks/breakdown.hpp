@@ -49,7 +49,6 @@ struct BatchClock {
   std::int64_t setup_ns = -1;  // -1: not set; taken at the first begin_batch()
   std::int64_t batch_start_ns = 0;
   std::uint64_t batch_rows = 0;
-  std::uint32_t max_iteration = 0;
   bool in_batch = false;
   PageFaults faults_at_start;
   std::vector<BatchSample> samples;

@@ -147,7 +147,7 @@ class Profiler {
   const CpuClock& cpu_clock() const noexcept { return cpu_; }
 
   // --- hot path (used by Scope) ---
-  bool start(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
+  void start(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
              std::uint64_t bytes, std::uint64_t flops, EventKind kind = EventKind::brick,
              Direction direction = Direction::none) noexcept;
   void stop(detail::OpenScope& s) noexcept;
@@ -196,7 +196,7 @@ inline detail::ThreadState& Profiler::local() noexcept {
   return register_thread();
 }
 
-inline bool Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite* site,
+inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite* site,
                             std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops,
                             EventKind kind, Direction direction) noexcept {
   detail::ThreadState& ts = local();
@@ -208,14 +208,15 @@ inline bool Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite*
   s.batch = batch_.load(std::memory_order_relaxed);
   s.iteration = iteration_.load(std::memory_order_relaxed);
   s.brick = brick;
-  s.depth = static_cast<std::uint8_t>(ts.depth++);
+  // Events store depth in a byte; deeper nesting than 255 saturates rather than wraps.
+  s.depth = static_cast<std::uint8_t>(ts.depth < 255 ? ts.depth : 255);
+  ++ts.depth;
   s.kind = kind;
   s.direction = direction;
 #if RH_BRICKS_NVTX
   if (options_.nvtx) detail::nvtx_push(site && site->label ? site->label : table_[brick].name.c_str());
 #endif
   s.start = clock_ ? clock_->mark() : cpu_.ticks();
-  return true;
 }
 
 inline void Profiler::stop(detail::OpenScope& s) noexcept {
