@@ -76,13 +76,12 @@ void validate_state(const StateView<T>& state, std::size_t features, bool fit_in
     if (d < intercept) {
       fail("the state has ", d, " coefficients, but fit_intercept=True needs at least 1");
     }
-    fail("X has ", features, " features, but the state has ", d - intercept,
-         " (its coef has ", d, " entries with fit_intercept=", fit_intercept ? "True" : "False",
-         ")");
+    fail("X has ", features, " features, but the state has ", d - intercept, " (its coef has ", d,
+         " entries with fit_intercept=", fit_intercept ? "True" : "False", ")");
   }
   if (state.information.size() != d * d) {
-    fail("the state's information matrix has ", state.information.size(), " entries, expected ",
-         d, " x ", d);
+    fail("the state's information matrix has ", state.information.size(), " entries, expected ", d,
+         " x ", d);
   }
   require_finite_vector("the state's coef", state.coef);
   require_finite_vector("the state's information matrix", state.information);
@@ -116,8 +115,7 @@ void validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const
 }
 
 template void validate_update<float>(const StateView<float>&, MatrixView<float>,
-                                     std::span<const float>, std::span<const float>,
-                                     const Config&);
+                                     std::span<const float>, std::span<const float>, const Config&);
 template void validate_update<double>(const StateView<double>&, MatrixView<double>,
                                       std::span<const double>, std::span<const double>,
                                       const Config&);

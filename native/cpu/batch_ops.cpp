@@ -275,9 +275,9 @@ double BatchOps<T>::objective_change(const Vector& step, double t) {
     double change = 0.0;
     for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
       const T a = factor * ws_.projection[i];
-      change += static_cast<double>(weights_[i]) *
-                huber_rho_change(static_cast<double>(ws_.residual[i]), static_cast<double>(a),
-                                 tau64);
+      change +=
+          static_cast<double>(weights_[i]) *
+          huber_rho_change(static_cast<double>(ws_.residual[i]), static_cast<double>(a), tau64);
     }
     ws_.scratch_partials[b] = change;
   });

@@ -24,9 +24,8 @@ class BatchOps {
   using Vector = std::vector<T>;
 
   // Views must outlive the object; the workspace must be reserved for this batch.
-  BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
-           MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
-           bool fit_intercept);
+  BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
+           std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept);
 
   std::size_t dim() const { return dim_; }
   bool intercept() const { return intercept_; }
@@ -76,10 +75,10 @@ class BatchOps {
   std::size_t dim_;
   RowBlocks blocks_;
   double weight_sum_ = 0.0;
-  const double* information64_;   // J~ in float64: the state's own array for a float64 batch
-  double effective_weight_;       // W before this batch
-  double history_weight_;         // W * previous lambda in T: the subgradient's scale
-  Vector current_;                // the point of the last evaluate()
+  const double* information64_;  // J~ in float64: the state's own array for a float64 batch
+  double effective_weight_;      // W before this batch
+  double history_weight_;        // W * previous lambda in T: the subgradient's scale
+  Vector current_;               // the point of the last evaluate()
   T tau_ = 0;
 };
 

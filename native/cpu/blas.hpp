@@ -78,8 +78,7 @@ inline lapack_index gecon(lapack_index n, const float* a, float anorm, float* rc
   return LAPACKE_sgecon_work(LAPACK_COL_MAJOR, '1', n, a, n, anorm, rcond, work, iwork);
 }
 
-inline lapack_index getrs(lapack_index n, const double* a, const lapack_index* pivots,
-                          double* b) {
+inline lapack_index getrs(lapack_index n, const double* a, const lapack_index* pivots, double* b) {
   return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', n, 1, a, n, pivots, b, n);
 }
 inline lapack_index getrs(lapack_index n, const float* a, const lapack_index* pivots, float* b) {

@@ -104,10 +104,9 @@ void DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
     svd_work_.resize(static_cast<std::size_t>(work_size));
     svd_iwork_.resize(static_cast<std::size_t>(std::max<blas::lapack_index>(iwork_size, 1)));
   }
-  const blas::lapack_index info =
-      blas::gelsd(n, factor_.data(), x, singular_values_.data(), static_cast<T>(rcond), &rank,
-                  svd_work_.data(), static_cast<blas::lapack_index>(svd_work_.size()),
-                  svd_iwork_.data());
+  const blas::lapack_index info = blas::gelsd(
+      n, factor_.data(), x, singular_values_.data(), static_cast<T>(rcond), &rank, svd_work_.data(),
+      static_cast<blas::lapack_index>(svd_work_.size()), svd_iwork_.data());
   check_arguments(info, "gelsd");
   if (info > 0 || !all_finite(x, dim_)) {
     throw NumericalError("the minimum-norm (SVD) solve of the Newton system failed to converge");

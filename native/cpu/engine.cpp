@@ -72,12 +72,16 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   return renewable_update(ops, previous, config);
 }
 
-template std::pair<State<float>, Diagnostics> Engine::update<float>(
-    const StateView<float>&, MatrixView<float>, std::span<const float>, std::span<const float>,
-    const Config&);
-template std::pair<State<double>, Diagnostics> Engine::update<double>(
-    const StateView<double>&, MatrixView<double>, std::span<const double>,
-    std::span<const double>, const Config&);
+template std::pair<State<float>, Diagnostics> Engine::update<float>(const StateView<float>&,
+                                                                    MatrixView<float>,
+                                                                    std::span<const float>,
+                                                                    std::span<const float>,
+                                                                    const Config&);
+template std::pair<State<double>, Diagnostics> Engine::update<double>(const StateView<double>&,
+                                                                      MatrixView<double>,
+                                                                      std::span<const double>,
+                                                                      std::span<const double>,
+                                                                      const Config&);
 
 std::string blas_provider() { return openblas_get_config(); }
 

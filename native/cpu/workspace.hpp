@@ -54,9 +54,9 @@ struct Workspace {
   std::vector<T> scaled_rows;         // sqrt(w * c) * x~, the SYRK operand (rows x d)
 
   // One slot per row block, combined in block order.
-  std::vector<T> score_partials;        // blocks x d
-  std::vector<T> gram_partials;         // blocks x d x d, lower triangles
-  std::vector<double> loss_partials;    // sum of w * rho(r) at the current point
+  std::vector<T> score_partials;      // blocks x d
+  std::vector<T> gram_partials;       // blocks x d x d, lower triangles
+  std::vector<double> loss_partials;  // sum of w * rho(r) at the current point
   std::vector<double> scratch_partials;
 
   // Coefficient-sized.

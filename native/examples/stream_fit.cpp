@@ -4,13 +4,12 @@
 // Usage: stream_fit [batches] [rows per batch] [features]
 // Exits with status 1 if the final slope error exceeds 0.05 (a regression check).
 
-#include <rh/cpu/engine.hpp>
-#include <rh/error.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <rh/cpu/engine.hpp>
+#include <rh/error.hpp>
 #include <string>
 #include <vector>
 
@@ -26,7 +25,8 @@ Batch make_batch(std::mt19937_64& rng, std::size_t rows, const std::vector<doubl
   std::bernoulli_distribution outlier(0.1);
   std::bernoulli_distribution positive(0.5);
   const std::size_t p = slopes.size();
-  Batch batch{std::vector<double>(rows * p), std::vector<double>(rows), std::vector<double>(rows, 1.0)};
+  Batch batch{std::vector<double>(rows * p), std::vector<double>(rows),
+              std::vector<double>(rows, 1.0)};
   for (std::size_t i = 0; i < rows; ++i) {
     double mean = 2.0;
     for (std::size_t j = 0; j < p; ++j) {
@@ -65,10 +65,13 @@ int main(int argc, char** argv) {
                         std::span<const double>(batch.y), std::span<const double>(batch.w), config);
       state = std::move(next);
       error = 0.0;
-      for (std::size_t j = 0; j < p; ++j) error = std::max(error, std::fabs(state.coef[j] - slopes[j]));
-      std::printf("batch %3zu  max |coef - truth| = %.5f  intercept = %.4f  solver = %s  iterations = %lld\n",
-                  b + 1, error, state.coef[p], std::string(rh::to_string(diagnostics.solver)).c_str(),
-                  static_cast<long long>(diagnostics.n_iter));
+      for (std::size_t j = 0; j < p; ++j)
+        error = std::max(error, std::fabs(state.coef[j] - slopes[j]));
+      std::printf(
+          "batch %3zu  max |coef - truth| = %.5f  intercept = %.4f  solver = %s  iterations = "
+          "%lld\n",
+          b + 1, error, state.coef[p], std::string(rh::to_string(diagnostics.solver)).c_str(),
+          static_cast<long long>(diagnostics.n_iter));
     }
   } catch (const rh::Error& e) {
     std::fprintf(stderr, "update failed: %s\n", e.what());

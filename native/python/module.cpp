@@ -53,8 +53,7 @@ Value scalar(const nb::dict& dict, const char* dict_name, const char* key) {
 }
 
 template <class Value>
-std::optional<Value> optional_scalar(const nb::dict& dict, const char* dict_name,
-                                     const char* key) {
+std::optional<Value> optional_scalar(const nb::dict& dict, const char* dict_name, const char* key) {
   const nb::handle value = required(dict, dict_name, key);
   if (value.is_none()) return std::nullopt;
   return scalar<Value>(dict, dict_name, key);
@@ -67,9 +66,8 @@ Array state_array(const nb::dict& state, const char* key) {
   try {
     return nb::cast<Array>(value, false);
   } catch (const nb::cast_error&) {
-    throw rh::InvalidArgument(std::string("state['") + key +
-                              "'] must be a C-contiguous " + dtype_name(T{}) +
-                              " NumPy array (the dtype of X)");
+    throw rh::InvalidArgument(std::string("state['") + key + "'] must be a C-contiguous " +
+                              dtype_name(T{}) + " NumPy array (the dtype of X)");
   }
 }
 
@@ -168,8 +166,7 @@ NB_MODULE(_renewable_huber_native_cpu, m) {
   // Subclasses of the built-in errors the reference engine raises, so callers may catch either.
   static nb::exception<rh::InvalidArgument> invalid_argument(m, "InvalidArgument",
                                                              PyExc_ValueError);
-  static nb::exception<rh::NumericalError> numerical_error(m, "NumericalError",
-                                                           PyExc_RuntimeError);
+  static nb::exception<rh::NumericalError> numerical_error(m, "NumericalError", PyExc_RuntimeError);
   nb::register_exception_translator([](const std::exception_ptr& error, void*) {
     try {
       std::rethrow_exception(error);

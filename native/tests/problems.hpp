@@ -2,14 +2,13 @@
 // Synthetic batches and a naive float64 evaluation of the batch objective's gradient, written
 // independently of the engine so the tests check the engine against the mathematics.
 
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <rh/config.hpp>
 #include <rh/huber.hpp>
 #include <rh/state.hpp>
 #include <rh/views.hpp>
-
-#include <algorithm>
-#include <cmath>
-#include <random>
 #include <span>
 #include <vector>
 

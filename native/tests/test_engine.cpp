@@ -2,10 +2,10 @@
 // determinism, and reuse of one engine across differently shaped batches.
 
 #include <gtest/gtest.h>
-#include <rh/cpu/engine.hpp>
-#include <rh/error.hpp>
 
 #include <cstring>
+#include <rh/cpu/engine.hpp>
+#include <rh/error.hpp>
 
 #include "problems.hpp"
 
@@ -140,8 +140,8 @@ TEST(Engine, ObjectiveIsQAtTheSolution) {
   const auto [next, diag] = update(engine, rh::State<double>::empty(3), batch, rh::Config{});
   double q = 0.0;
   for (std::size_t i = 0; i < batch.rows; ++i) {
-    const double r =
-        batch.y[i] - next.coef[2] - batch.X[2 * i] * next.coef[0] - batch.X[2 * i + 1] * next.coef[1];
+    const double r = batch.y[i] - next.coef[2] - batch.X[2 * i] * next.coef[0] -
+                     batch.X[2 * i + 1] * next.coef[1];
     q += batch.w[i] * rh::huber_rho(r, diag.bandwidth);
   }
   EXPECT_NEAR(diag.objective, q, 1e-10 * q);

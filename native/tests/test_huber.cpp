@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+
 #include <rh/huber.hpp>
 
 namespace {
@@ -11,13 +12,13 @@ TEST(Huber, RhoIsQuadraticInsideAndLinearOutside) {
 
 TEST(Huber, RhoChangeEqualsTheDirectDifferenceOnEveryPiece) {
   const double tau = 1.5;
-  const double cases[][2] = {{0.3, 0.2},  {0.3, -1.0}, {3.0, 0.5},  {-3.0, -0.5},
-                             {3.0, 6.0},  {0.5, 3.0},  {-2.0, 1.0}, {2.0, -0.1}};
+  const double cases[][2] = {{0.3, 0.2}, {0.3, -1.0}, {3.0, 0.5},  {-3.0, -0.5},
+                             {3.0, 6.0}, {0.5, 3.0},  {-2.0, 1.0}, {2.0, -0.1}};
   for (const auto& c : cases) {
     const double r = c[0];
     const double a = c[1];
-    EXPECT_NEAR(rh::huber_rho_change(r, a, tau),
-                rh::huber_rho(r - a, tau) - rh::huber_rho(r, tau), 1e-12)
+    EXPECT_NEAR(rh::huber_rho_change(r, a, tau), rh::huber_rho(r - a, tau) - rh::huber_rho(r, tau),
+                1e-12)
         << "r = " << r << ", a = " << a;
   }
 }

@@ -2,9 +2,9 @@
 // says so, and the SVD rung returns the minimum-norm solution.
 
 #include <gtest/gtest.h>
-#include <rh/ladder.hpp>
 
 #include <cmath>
+#include <rh/ladder.hpp>
 #include <vector>
 
 #include "dense_solver.hpp"

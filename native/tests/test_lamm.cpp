@@ -1,6 +1,7 @@
 // L1-penalized batches: the LAMM solution meets the subgradient optimality conditions.
 
 #include <gtest/gtest.h>
+
 #include <rh/cpu/engine.hpp>
 
 #include "problems.hpp"

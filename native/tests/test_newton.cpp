@@ -1,6 +1,7 @@
 // Unpenalized batches: the Newton solution zeroes the gradient of the batch objective.
 
 #include <gtest/gtest.h>
+
 #include <rh/cpu/engine.hpp>
 
 #include "problems.hpp"
@@ -11,8 +12,8 @@ template <class T>
 rh::State<T> run_stream(rh::cpu::Engine& engine, const rh::State<T>& start,
                         const rh::test::Batch<T>& batch, const rh::Config& config,
                         rh::Diagnostics* diagnostics = nullptr) {
-  auto [next, diag] = engine.update(start, batch.design(), batch.response(), batch.weights(),
-                                    config);
+  auto [next, diag] =
+      engine.update(start, batch.design(), batch.response(), batch.weights(), config);
   if (diagnostics) *diagnostics = diag;
   return next;
 }
@@ -63,8 +64,7 @@ TEST(Newton, RankDeficientDesignTakesSvdAndSplitsADuplicatedColumnEvenly) {
   for (std::size_t i = 0; i < batch.rows; ++i) batch.X[i * 3 + 2] = batch.X[i * 3 + 1];
   rh::cpu::Engine engine;
   rh::Diagnostics diag;
-  const auto next =
-      run_stream(engine, rh::State<double>::empty(4), batch, rh::Config{}, &diag);
+  const auto next = run_stream(engine, rh::State<double>::empty(4), batch, rh::Config{}, &diag);
   EXPECT_EQ(diag.solver, rh::Solver::svd);
   EXPECT_NEAR(next.coef[1], next.coef[2], 1e-9);
 }
@@ -80,8 +80,8 @@ TEST(Newton, WithoutInterceptAndWithFixedTau) {
   const auto next = run_stream(engine, empty, batch, config, &diag);
   EXPECT_EQ(diag.bandwidth, 2.0);
   EXPECT_DOUBLE_EQ(next.scale, 2.0 / config.epsilon);
-  const auto g = rh::test::smooth_gradient(empty, batch, std::span<const double>(next.coef), 2.0,
-                                           false);
+  const auto g =
+      rh::test::smooth_gradient(empty, batch, std::span<const double>(next.coef), 2.0, false);
   EXPECT_LT(rh::test::max_abs(g), 1e-8 * 400);
 }
 

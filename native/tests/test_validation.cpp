@@ -2,12 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <rh/cpu/engine.hpp>
-#include <rh/error.hpp>
 
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <rh/cpu/engine.hpp>
+#include <rh/error.hpp>
 #include <string>
 
 #include "problems.hpp"

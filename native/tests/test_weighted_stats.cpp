@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
-#include <rh/weighted_stats.hpp>
 
+#include <rh/weighted_stats.hpp>
 #include <vector>
 
 namespace {

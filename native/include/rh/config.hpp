@@ -9,12 +9,12 @@ namespace rh {
 
 struct Config {
   bool fit_intercept = true;
-  double epsilon = 1.345;      // tau = epsilon * scale
-  std::optional<double> tau;   // a fixed tau for every batch
-  double alpha = 0.0;          // L1 strength per unit of weight
-  double ridge = 0.0;          // damps Newton steps; does not move the minimizer
+  double epsilon = 1.345;     // tau = epsilon * scale
+  std::optional<double> tau;  // a fixed tau for every batch
+  double alpha = 0.0;         // L1 strength per unit of weight
+  double ridge = 0.0;         // damps Newton steps; does not move the minimizer
   std::int64_t max_iter = 500;
-  std::optional<double> tol;   // unset: resolved_tol<T>()
+  std::optional<double> tol;  // unset: resolved_tol<T>()
 };
 
 // The convergence tolerance for computations in T: the configured one, else the dtype default.

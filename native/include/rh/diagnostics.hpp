@@ -13,10 +13,10 @@ std::string_view to_string(Solver solver);
 
 struct Diagnostics {
   bool converged = false;
-  std::int64_t n_iter = 0;                // outer iterations over every solve of the batch
-  double objective = 0.0;                 // Q at the final coefficients
+  std::int64_t n_iter = 0;  // outer iterations over every solve of the batch
+  double objective = 0.0;   // Q at the final coefficients
   double lambda = 0.0;
-  double bandwidth = 0.0;                 // the tau used
+  double bandwidth = 0.0;  // the tau used
   Solver solver = Solver::cholesky;
   std::int64_t line_search_halvings = 0;  // Newton halvings, or LAMM doublings of phi
 };

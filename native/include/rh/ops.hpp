@@ -32,9 +32,10 @@ concept LadderOps = requires(O& ops, typename O::Vector& out, const typename O::
 };
 
 template <class O>
-concept SolverOps = LadderOps<O> && requires(O& ops, typename O::Vector& out, const typename O::Vector& v,
-                             std::span<typename O::Scalar> host_out,
-                             std::span<const typename O::Scalar> host_in, double x) {
+concept SolverOps = LadderOps<O> &&
+    requires(O& ops, typename O::Vector& out, const typename O::Vector& v,
+             std::span<typename O::Scalar> host_out, std::span<const typename O::Scalar> host_in,
+             double x) {
   { ops.intercept() } -> std::same_as<bool>;
 
   // Coefficient-sized vectors.
@@ -42,8 +43,8 @@ concept SolverOps = LadderOps<O> && requires(O& ops, typename O::Vector& out, co
   ops.assign(host_in, out);
   ops.copy_to_host(v, host_out);
   ops.copy(v, out);
-  ops.scale(x, out);         // out = x * out
-  ops.axpy(x, v, out);       // out += x * v
+  ops.scale(x, out);    // out = x * out
+  ops.axpy(x, v, out);  // out += x * v
   { ops.dot(v, v) } -> std::same_as<double>;
   { ops.norm_inf(v) } -> std::same_as<double>;
   ops.soft_threshold(v, x, out);  // out = prox of x * ||.||_1 on the slopes; intercept copied
@@ -56,12 +57,12 @@ concept SolverOps = LadderOps<O> && requires(O& ops, typename O::Vector& out, co
   // At a point: evaluate() makes beta current (residual, psi, curvature in one fused pass with
   // bandwidth tau); the calls below refer to the current point until the next evaluate().
   ops.evaluate(v, x);
-  ops.gradient(out);                                  // grad f
-  { ops.objective(x) } -> std::same_as<double>;       // Q with L1 strength x
-  ops.form_hessian(x);                                // H with ridge x
-  ops.project(v);                 // remembers X~ v for objective_change
+  ops.gradient(out);                                       // grad f
+  { ops.objective(x) } -> std::same_as<double>;            // Q with L1 strength x
+  ops.form_hessian(x);                                     // H with ridge x
+  ops.project(v);                                          // remembers X~ v for objective_change
   { ops.objective_change(v, x) } -> std::same_as<double>;  // dQ_smooth(x * v), v projected
-  ops.information(host_out);      // J~ + J_b at the current point, d x d row-major
+  ops.information(host_out);  // J~ + J_b at the current point, d x d row-major
 };
 
 }  // namespace rh

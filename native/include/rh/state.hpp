@@ -15,7 +15,7 @@ struct StateView {
   std::span<const T> coef;         // d = p + fit_intercept; the intercept is last
   std::span<const T> information;  // d x d, row-major, used exactly as stored
   std::int64_t n_samples_seen = 0;
-  double effective_weight = 0.0;   // W, the total sample weight seen
+  double effective_weight = 0.0;  // W, the total sample weight seen
   std::int64_t batch_count = 0;
   double previous_lambda = 0.0;
   double scale = 0.0;
@@ -44,8 +44,8 @@ struct State {
   std::size_t dim() const { return coef.size(); }
 
   StateView<T> view() const {
-    return {coef,           information,     n_samples_seen, effective_weight,
-            batch_count,    previous_lambda, scale};
+    return {coef,        information,     n_samples_seen, effective_weight,
+            batch_count, previous_lambda, scale};
   }
 };
 

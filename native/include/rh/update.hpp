@@ -105,8 +105,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
       scale = *config.tau / config.epsilon;
     } else {
       const double batch_scale = detail::residual_scale(ops, beta, previous.scale);
-      scale = (previous.effective_weight * previous.scale + weight_sum * batch_scale) /
-              weight_total;
+      scale =
+          (previous.effective_weight * previous.scale + weight_sum * batch_scale) / weight_total;
     }
   }
   const double tau = detail::dtype_tau<T>(config.tau ? *config.tau : config.epsilon * scale);

@@ -54,12 +54,14 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-extern template std::pair<State<float>, Diagnostics> Engine::update<float>(
-    const StateView<float>&, MatrixView<float>, std::span<const float>, std::span<const float>,
-    const Config&);
+extern template std::pair<State<float>, Diagnostics> Engine::update<float>(const StateView<float>&,
+                                                                           MatrixView<float>,
+                                                                           std::span<const float>,
+                                                                           std::span<const float>,
+                                                                           const Config&);
 extern template std::pair<State<double>, Diagnostics> Engine::update<double>(
-    const StateView<double>&, MatrixView<double>, std::span<const double>,
-    std::span<const double>, const Config&);
+    const StateView<double>&, MatrixView<double>, std::span<const double>, std::span<const double>,
+    const Config&);
 
 // The BLAS/LAPACK provider's build description, and the threads it runs (1 inside an engine).
 std::string blas_provider();
