@@ -1,0 +1,407 @@
+"""Reading sweep documents: comparison of two runs, the promotion gate, tables and plots."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: RFC 0001: native must be at least as fast as its paired reference (gate); the calibration
+#: advisor asks for a 10 % margin.
+GATE_MARGIN = 0.0
+ADVISOR_MARGIN = 0.10
+ENGINE_ORDER = ("numpy", "native_cpu", "cuda", "sgd_huber", "huber_regressor")
+ENGINE_LABEL = {
+    "numpy": "reference (NumPy)",
+    "native_cpu": "native_cpu",
+    "cuda": "cuda",
+    "sgd_huber": "SGDRegressor(huber)",
+    "huber_regressor": "HuberRegressor (all data)",
+}
+SHAPE_ORDER = ("latency", "reference", "wide", "streaming", "custom")
+
+
+def _penalty(record: dict[str, Any]) -> str:
+    alpha = record["penalty"]["alpha"]
+    return f"L1 α={alpha:g}" if alpha else "none"
+
+
+def record_key(record: dict[str, Any]) -> tuple:
+    """What makes two records comparable: subject, contract, workload and input."""
+    return (record["contract"], record["engine"], record["residency"], record["shape_class"],
+            record["n_samples"], record["n_features"], record["batch_size"],
+            record["penalty"]["alpha"], record["dtype"])
+
+
+def _ok(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r["status"] == "ok"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One record present in both runs."""
+
+    key: tuple
+    old_s: float
+    new_s: float
+    same_input: bool
+
+    @property
+    def ratio(self) -> float:
+        """New median time over old: above 1 is slower."""
+        return self.new_s / self.old_s
+
+    def is_regression(self, threshold: float) -> bool:
+        return self.ratio > 1.0 + threshold
+
+
+def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Comparison], list[str]]:
+    """Pair the ok records of two documents by :func:`record_key`.
+
+    Returns
+    -------
+    (list of Comparison, list of str)
+        The pairs, and warnings (different hardware, records only in one run).
+    """
+    warnings = []
+    if old.get("hardware") != new.get("hardware"):
+        warnings.append(f"different hardware: {old.get('hardware')!r} vs "
+                        f"{new.get('hardware')!r}; RFC 0001 does not merge such results, "
+                        "ratios are indicative only")
+    old_by_key = {record_key(r): r for r in _ok(old["records"])}
+    new_by_key = {record_key(r): r for r in _ok(new["records"])}
+    pairs = [
+        Comparison(key, old_by_key[key]["median_s"], new_by_key[key]["median_s"],
+                   old_by_key[key]["input_sha256"] == new_by_key[key]["input_sha256"])
+        for key in old_by_key
+        if key in new_by_key
+    ]
+    only_old = len(set(old_by_key) - set(new_by_key))
+    only_new = len(set(new_by_key) - set(old_by_key))
+    if only_old or only_new:
+        warnings.append(f"{only_old} record(s) only in the old run, {only_new} only in the new")
+    return pairs, warnings
+
+
+def format_comparison(pairs: list[Comparison], warnings: list[str], threshold: float) -> str:
+    """A plain-text table of the ratios; regressions are flagged with ``REGRESSION``."""
+    lines = [f"warning: {w}" for w in warnings]
+    lines.append(f"{'contract':8} {'engine':16} {'shape':10} {'penalty':10} {'dtype':8} "
+                 f"{'old s':>10} {'new s':>10} {'new/old':>8}")
+    for c in sorted(pairs, key=lambda c: tuple(map(str, c.key))):
+        contract, engine, _res, shape, _n, _p, _b, alpha, dtype = c.key
+        flag = "  REGRESSION" if c.is_regression(threshold) else ""
+        if not c.same_input:
+            flag += "  (different input)"
+        penalty = f"l1={alpha:g}" if alpha else "none"
+        lines.append(f"{contract:8} {engine:16} {shape:10} {penalty:10} {dtype:8} "
+                     f"{c.old_s:10.4g} {c.new_s:10.4g} {c.ratio:8.3f}{flag}")
+    n_reg = sum(c.is_regression(threshold) for c in pairs)
+    lines.append(f"{len(pairs)} compared, {n_reg} regression(s) over {threshold:.0%}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class GatePair:
+    """A native record and its paired reference under the identical contract."""
+
+    shape: str
+    contract: str
+    penalty: str
+    dtype: str
+    engine: str
+    residency: str
+    native_s: float
+    reference_s: float
+
+    @property
+    def speedup(self) -> float:
+        """Reference time over native time: above 1 is native faster."""
+        return self.reference_s / self.native_s
+
+    @property
+    def passes_gate(self) -> bool:
+        return self.native_s <= self.reference_s * (1.0 - GATE_MARGIN)
+
+    @property
+    def passes_advisor(self) -> bool:
+        return self.native_s <= self.reference_s * (1.0 - ADVISOR_MARGIN)
+
+
+def gate(document: dict[str, Any]) -> tuple[list[GatePair], dict[tuple[str, str], dict]]:
+    """Apply RFC 0001's promotion rule to every native engine and shape.
+
+    A native record is paired with the reference record of the same contract, shape, sizes,
+    penalty, dtype and input fingerprint (the CUDA engine with a reference of the same
+    residency). A native engine is promoted for a shape only if it is at least as fast as its
+    reference in every pair of that shape; the advisor asks for a 10 % margin in every pair.
+
+    Returns
+    -------
+    (list of GatePair, dict)
+        The pairs, and per (engine, shape) ``{"promoted", "advised", "pairs", "worst_speedup"}``.
+    """
+    ok = _ok(document["records"])
+    references = {
+        (r["contract"], r["residency"], r["shape_class"], r["n_samples"], r["n_features"],
+         r["batch_size"], r["penalty"]["alpha"], r["dtype"], r["input_sha256"]): r
+        for r in ok if r["engine_kind"] == "reference"
+    }
+    pairs = []
+    for r in ok:
+        if r["engine_kind"] != "native":
+            continue
+        residency = "host" if r["engine"] == "native_cpu" else r["residency"]
+        ref = references.get((r["contract"], residency, r["shape_class"], r["n_samples"],
+                              r["n_features"], r["batch_size"], r["penalty"]["alpha"],
+                              r["dtype"], r["input_sha256"]))
+        if ref is None:
+            continue
+        pairs.append(GatePair(r["shape_class"], r["contract"], _penalty(r), r["dtype"],
+                              r["engine"], r["residency"], r["median_s"], ref["median_s"]))
+    verdicts: dict[tuple[str, str], dict] = {}
+    grouped: dict[tuple[str, str], list[GatePair]] = defaultdict(list)
+    for p in pairs:
+        grouped[(p.engine, p.shape)].append(p)
+    for key, group in grouped.items():
+        verdicts[key] = {
+            "promoted": all(p.passes_gate for p in group),
+            "advised": all(p.passes_advisor for p in group),
+            "pairs": len(group),
+            "worst_speedup": min(p.speedup for p in group),
+        }
+    return pairs, verdicts
+
+
+def format_gate(pairs: list[GatePair], verdicts: dict[tuple[str, str], dict]) -> str:
+    """A plain-text report of every pair and the verdict per (engine, shape)."""
+    lines = [f"{'engine':11} {'shape':10} {'contract':8} {'penalty':10} {'dtype':8} "
+             f"{'ref s':>10} {'native s':>10} {'speedup':>8}  gate  advisor(10%)"]
+    for p in sorted(pairs, key=lambda p: (p.engine, SHAPE_ORDER.index(p.shape)
+                                          if p.shape in SHAPE_ORDER else 99, p.contract,
+                                          p.penalty, p.dtype)):
+        lines.append(f"{p.engine:11} {p.shape:10} {p.contract:8} {p.penalty:10} {p.dtype:8} "
+                     f"{p.reference_s:10.4g} {p.native_s:10.4g} {p.speedup:8.2f}  "
+                     f"{'pass' if p.passes_gate else 'FAIL':4}  "
+                     f"{'pass' if p.passes_advisor else 'FAIL'}")
+    lines.append("")
+    for (engine, shape), v in sorted(verdicts.items()):
+        verdict = "promoted" if v["promoted"] else "NOT promoted"
+        advice = "advisor agrees" if v["advised"] else "advisor: margin under 10 %"
+        lines.append(f"{engine} on {shape}: {verdict} ({v['pairs']} pairs, worst speedup "
+                     f"{v['worst_speedup']:.2f}x; {advice})")
+    if not verdicts:
+        lines.append("no native record has a paired reference: nothing to gate")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- tables
+
+
+def _fmt_s(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+
+
+def _fmt(x: float | None, spec: str = ".3g") -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def _index(document: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+    return {(r["contract"], r["engine"], r["residency"], r["shape_class"],
+             r["penalty"]["alpha"], r["dtype"]): r for r in document["records"]}
+
+
+def _workloads(document: dict[str, Any]) -> list[tuple[dict[str, Any], float, str]]:
+    profile = document["profile"]
+    dtypes = sorted(profile["dtypes"], key=lambda d: d != "float64")
+    return [(shape, alpha, dtype) for shape in profile["shapes"] for alpha in profile["alphas"]
+            for dtype in dtypes]
+
+
+def _cell(index: dict, contract: str, engine: str, shape: str, alpha: float, dtype: str,
+          residency: str = "host") -> str:
+    r = index.get((contract, engine, residency, shape, alpha, dtype))
+    if r is None:
+        return "—"
+    if r["status"] != "ok":
+        return "skipped" if r["status"] == "skipped" else "failed"
+    return f"{_fmt_s(r['median_s'])} (min {_fmt_s(r['min_s'])})"
+
+
+def markdown_tables(document: dict[str, Any]) -> str:
+    """Markdown tables of a sweep: limits, steady and cold times, speedups, errors, roofline."""
+    idx = _index(document)
+    lim = document["machine_limits"]
+    out = ["### Machine limits (measured in the run)", "",
+           "| probe | threads | result |", "|---|---|---|"]
+    for b in lim["bandwidth_probes"]:
+        out.append(f"| STREAM triad, {b['array_bytes'] / 2**20:.0f} MiB arrays | "
+                   f"{b['threads']} | {b['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s |")
+    for g in lim["gemm_probes"]:
+        out.append(f"| GEMM {g['n']}×{g['n']} {g['dtype']} | {g['threads']} | "
+                   f"{g['flops_per_s'] / 1e9:.1f} GFLOP/s |")
+    out += ["", "The roofline uses the best all-core figures: "
+            f"{lim['memory_bandwidth_bytes_per_s'] / 1e9:.2f} GB/s, "
+            f"{lim['peak_flops_per_s']['float64'] / 1e9:.1f} GFLOP/s float64, "
+            f"{lim['peak_flops_per_s']['float32'] / 1e9:.1f} GFLOP/s float32.", ""]
+
+    streamed = ["numpy", "native_cpu", "sgd_huber"]
+    for contract, title in (("steady", "Steady state"), ("cold", "Cold")):
+        out += [f"### {title}: median time of one pass over the stream (min in brackets)", "",
+                "| shape | rows × features / batch | penalty | dtype | "
+                + " | ".join(ENGINE_LABEL[e] for e in streamed)
+                + " | HuberRegressor (all data) | native / reference speedup |",
+                "|" + "---|" * (len(streamed) + 6)]
+        for shape, alpha, dtype in _workloads(document):
+            name = shape["name"]
+            cells = [_cell(idx, contract, e, name, alpha, dtype) for e in streamed]
+            ref = idx.get((contract, "numpy", "host", name, alpha, dtype))
+            nat = idx.get((contract, "native_cpu", "host", name, alpha, dtype))
+            speed = "—"
+            if ref and nat and ref["status"] == nat["status"] == "ok":
+                speed = f"{ref['median_s'] / nat['median_s']:.1f}×"
+            out.append(f"| {name} | {shape['n_samples']:,} × {shape['n_features']} / "
+                       f"{shape['batch_size']:,} | {_penalty({'penalty': {'alpha': alpha}})} | "
+                       f"{dtype} | " + " | ".join(cells) + " | "
+                       + _cell(idx, "full_fit", "huber_regressor", name, alpha, dtype)
+                       + f" | {speed} |")
+        out.append("")
+
+    out += ["### Throughput and coefficient error", "",
+            "Steady-state rows/s; relative L2 error of the slopes against the generating "
+            "coefficients after one cold pass (HuberRegressor: after its fit on all rows).", "",
+            "| shape | penalty | dtype | " + " | ".join(
+                f"{ENGINE_LABEL[e]} rows/s | {ENGINE_LABEL[e]} error"
+                for e in ("numpy", "native_cpu", "sgd_huber")) + " | HuberRegressor error |",
+            "|" + "---|" * 10]
+    for shape, alpha, dtype in _workloads(document):
+        name = shape["name"]
+        cells = []
+        for e in ("numpy", "native_cpu", "sgd_huber"):
+            s = idx.get(("steady", e, "host", name, alpha, dtype))
+            c = idx.get(("cold", e, "host", name, alpha, dtype))
+            cells.append(_fmt(s["throughput_rows_per_s"] if s and s["status"] == "ok" else None,
+                              ".3g"))
+            cells.append(_fmt(c["coef_error"]["rel_l2"] if c and c["status"] == "ok" else None,
+                              ".2e"))
+        h = idx.get(("full_fit", "huber_regressor", "host", name, alpha, dtype))
+        cells.append(_fmt(h["coef_error"]["rel_l2"] if h and h["status"] == "ok" else None,
+                          ".2e"))
+        out.append(f"| {name} | {_penalty({'penalty': {'alpha': alpha}})} | {dtype} | "
+                   + " | ".join(cells) + " |")
+    out.append("")
+
+    out += ["### Roofline: achieved fraction of the bound (steady state)", "",
+            "Bound = max(bytes of every row read once / bandwidth, Gram flops / peak).", "",
+            "| shape | penalty | dtype | bytes | Gram flops | bound | bound by | "
+            + " | ".join(ENGINE_LABEL[e] for e in streamed) + " |",
+            "|" + "---|" * (7 + len(streamed))]
+    for shape, alpha, dtype in _workloads(document):
+        name = shape["name"]
+        any_ok = next((idx[k] for k in idx if k[3] == name and k[4] == alpha
+                       and k[5] == dtype and idx[k]["status"] == "ok"), None)
+        if any_ok is None:
+            continue
+        roof = any_ok["roofline"]
+        cells = []
+        for e in streamed:
+            r = idx.get(("steady", e, "host", name, alpha, dtype))
+            cells.append(_fmt(r["roofline"]["achieved_fraction"] * 100, ".2g") + " %"
+                         if r and r["status"] == "ok" else "—")
+        out.append(f"| {name} | {_penalty({'penalty': {'alpha': alpha}})} | {dtype} | "
+                   f"{roof['bytes'] / 2**20:.3g} MiB | {roof['flops'] / 1e9:.3g} G | "
+                   f"{_fmt_s(roof['bound_s'])} | {roof['bound_kind']} | "
+                   + " | ".join(cells) + " |")
+    out.append("")
+
+    skipped = [r for r in document["records"] if r["status"] != "ok"]
+    reasons = sorted({(r["engine"], r["residency"], r["reason"]) for r in skipped})
+    if reasons:
+        out += ["### Skipped or failed", ""]
+        out += [f"- {e} ({res}): {why}" for e, res, why in reasons]
+        out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------- plots
+
+
+def plot(document: dict[str, Any], stem: Path) -> list[Path]:
+    """Write ``<stem>-throughput.png`` and ``<stem>-roofline.png``; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in _ok(document["records"]) if r["contract"] in ("steady", "full_fit")]
+    shapes = [s["name"] for s in document["profile"]["shapes"]]
+    panels = [(a, d) for a in document["profile"]["alphas"] for d in document["profile"]["dtypes"]]
+    engines = [e for e in ENGINE_ORDER if any(r["engine"] == e for r in ok)]
+    ncols = min(2, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 4 * nrows), squeeze=False)
+    width = 0.8 / max(1, len(engines))
+    for ax, (alpha, dtype) in zip(axes.flat, panels, strict=False):
+        for j, engine in enumerate(engines):
+            values = []
+            for shape in shapes:
+                r = next((r for r in ok if r["engine"] == engine and r["shape_class"] == shape
+                          and r["penalty"]["alpha"] == alpha and r["dtype"] == dtype), None)
+                values.append(r["throughput_rows_per_s"] if r else 0.0)
+            xs = [i + (j - (len(engines) - 1) / 2) * width for i in range(len(shapes))]
+            ax.bar(xs, values, width, label=ENGINE_LABEL[engine])
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(shapes)), shapes)
+        ax.set_ylabel("rows / s (steady state; HuberRegressor: full fit)")
+        ax.set_title(f"penalty {'L1 α=' + format(alpha, 'g') if alpha else 'none'}, {dtype}")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"Throughput per engine and shape — profile {document['profile']['name']}, "
+                 f"{document['hardware']}", fontsize=9)
+    fig.tight_layout()
+    throughput = stem.with_name(stem.name + "-throughput.png")
+    fig.savefig(throughput, dpi=120)
+    plt.close(fig)
+
+    lim = document["machine_limits"]
+    bw = lim["memory_bandwidth_bytes_per_s"]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    points = [r for r in ok if r["contract"] == "steady" and r["roofline"]]
+    intensities = [r["roofline"]["arithmetic_intensity"] for r in points] or [1.0]
+    lo, hi = min(intensities) / 4, max(intensities) * 8
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for dtype, style in (("float64", "-"), ("float32", "--")):
+        peak = lim["peak_flops_per_s"][dtype]
+        ax.plot(grid, [min(peak, x * bw) for x in grid], style, color="black",
+                label=f"roof {dtype}: {bw / 1e9:.1f} GB/s, {peak / 1e9:.0f} GFLOP/s")
+    markers = {"numpy": "o", "native_cpu": "s", "cuda": "D", "sgd_huber": "^"}
+    colors = dict(zip(shapes, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    seen = set()
+    for r in points:
+        label = None
+        if (r["engine"], r["shape_class"]) not in seen:
+            seen.add((r["engine"], r["shape_class"]))
+            label = f"{ENGINE_LABEL[r['engine']]} · {r['shape_class']}"
+        ax.scatter(r["roofline"]["arithmetic_intensity"], r["roofline"]["achieved_flops_per_s"],
+                   marker=markers.get(r["engine"], "x"), color=colors.get(r["shape_class"]),
+                   alpha=0.45 if r["dtype"] == "float32" else 0.9, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity of the stream (Gram flops / byte of input)")
+    ax.set_ylabel("Gram flops / steady-state time (FLOP/s)")
+    ax.set_title(f"Roofline (steady state; pale = float32) — {document['hardware']}",
+                 fontsize=9)
+    ax.grid(which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    roofline = stem.with_name(stem.name + "-roofline.png")
+    fig.savefig(roofline, dpi=120)
+    plt.close(fig)
+    return [throughput, roofline]

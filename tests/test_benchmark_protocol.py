@@ -1,0 +1,296 @@
+"""The shape-sweep benchmark (RFC 0001, "Benchmark protocol"): records, contracts, gate, compare.
+
+A tiny profile runs in-process; every record it emits must follow scripts/benchmarks/
+schema_v2.json. --compare and --gate are checked on documents built from it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "scripts" / "benchmarks"
+sys.path.insert(0, str(BENCH_DIR))
+
+import benchmark_shape_sweep  # noqa: E402
+from rhbench import contracts, sweep  # noqa: E402
+from rhbench.limits import measure_machine_limits, roofline_bound  # noqa: E402
+from rhbench.report import compare, gate  # noqa: E402
+from rhbench.schema import validate_document, validation_errors  # noqa: E402
+
+TINY = sweep.Profile(
+    name="tiny",
+    shapes=(sweep.Shape("custom", 600, 4, 200, "test"),
+            sweep.Shape("latency", 128, 3, 128, "test")),
+    dtypes=("float64", "float32"),
+    alphas=(0.0, 0.05),
+    cold_repeats=1,
+    steady_repeats=2,
+    min_repeats=1,
+    budget_s=5.0,
+    full_fit_budget_s=5.0,
+    bandwidth_elements=1 << 16,
+    gemm_n=64,
+    probe_repeats=1,
+    threads=1,
+)
+
+
+@pytest.fixture(scope="module")
+def limits() -> dict:
+    return measure_machine_limits(TINY.bandwidth_elements, TINY.gemm_n, TINY.probe_repeats)
+
+
+@pytest.fixture(scope="module")
+def document(limits) -> dict:
+    return sweep.Sweep(TINY, progress=False, limits=limits).run(command=["pytest"])
+
+
+def _ok(doc, **match):
+    return [r for r in doc["records"] if r["status"] == "ok"
+            and all(r[k] == v for k, v in match.items())]
+
+
+def test_every_record_follows_schema_v2(document):
+    assert validation_errors(document) == []
+    assert document["schema_version"] == 2
+    assert len(document["records"]) > 0
+    for record in document["records"]:
+        assert record["environment"]["threads"]["blas_lapack"] is not None
+        assert record["environment"]["numpy"] == np.__version__
+
+
+def test_cold_and_steady_are_separate_records_for_each_workload(document):
+    for engine in ("numpy", "sgd_huber"):
+        for shape in TINY.shapes:
+            for alpha in TINY.alphas:
+                for dtype in TINY.dtypes:
+                    found = {r["contract"] for r in _ok(document, engine=engine,
+                                                        shape_class=shape.name, dtype=dtype)
+                             if r["penalty"]["alpha"] == alpha}
+                    assert found == {"cold", "steady"}, (engine, shape.name, alpha, dtype)
+    steady = _ok(document, contract="steady", engine="numpy")[0]
+    assert "one-time prime (first full pass)" in steady["excluded_from_timing"]
+    assert "primed-state restore" in steady["excluded_from_timing"]
+    cold = _ok(document, contract="cold", engine="numpy")[0]
+    assert "primed-state restore" not in cold["excluded_from_timing"]
+    assert "warm-up" in cold["excluded_from_timing"]
+
+
+def test_timing_summary_matches_the_repetitions(document):
+    for r in _ok(document):
+        assert len(r["timings_s"]) == r["repetitions"] >= 1
+        assert r["min_s"] == min(r["timings_s"])
+        assert r["median_s"] == pytest.approx(float(np.median(r["timings_s"])))
+        assert r["throughput_rows_per_s"] == pytest.approx(r["n_samples"] / r["median_s"])
+        assert r["roofline"]["achieved_fraction"] == pytest.approx(
+            r["roofline"]["bound_s"] / r["median_s"])
+        assert r["transfer_in_timed_interval"] is False
+        assert r["coef_error"]["rel_l2"] >= 0
+
+
+def test_peers_are_fed_the_same_batches(document):
+    for shape in TINY.shapes:
+        for dtype in TINY.dtypes:
+            prints = {r["input_sha256"] for r in document["records"]
+                      if r["shape_class"] == shape.name and r["dtype"] == dtype}
+            assert len(prints) == 1
+
+
+def test_unavailable_or_inapplicable_subjects_are_skipped_with_a_reason(document):
+    cuda = [r for r in document["records"] if r["engine"] == "cuda"]
+    assert {r["residency"] for r in cuda} == {"host_fed", "device_resident"}
+    for r in cuda:
+        if r["status"] != "ok":
+            assert r["reason"] and r["median_s"] is None
+        assert r["transfer_in_timed_interval"] is (r["residency"] == "host_fed")
+    huber_l1 = [r for r in document["records"]
+                if r["engine"] == "huber_regressor" and r["penalty"]["alpha"] > 0]
+    assert huber_l1 and all(r["status"] == "skipped" and "L1" in r["reason"] for r in huber_l1)
+    huber = _ok(document, engine="huber_regressor")
+    assert huber and {r["contract"] for r in huber} == {"full_fit"}
+
+
+def test_engines_match_the_reference_on_the_same_data(document):
+    """The reference and native records describe the same computation (same iterations)."""
+    natives = _ok(document, engine="native_cpu", contract="cold")
+    if not natives:
+        pytest.skip("native_cpu is not installed")
+    for nat in natives:
+        ref = next(r for r in _ok(document, engine="numpy", contract="cold")
+                   if r["shape_class"] == nat["shape_class"] and r["dtype"] == nat["dtype"]
+                   and r["penalty"] == nat["penalty"])
+        assert nat["coef_error"]["rel_l2"] == pytest.approx(ref["coef_error"]["rel_l2"],
+                                                            rel=1e-3, abs=1e-5)
+
+
+def test_schema_rejects_inconsistent_records(document):
+    doc = copy.deepcopy(document)
+    ok = next(r for r in doc["records"] if r["status"] == "ok")
+    ok["median_s"] = None
+    skipped = next(r for r in doc["records"] if r["status"] == "skipped")
+    skipped["reason"] = ""
+    host_fed = next(r for r in doc["records"] if r["residency"] == "host_fed")
+    host_fed["transfer_in_timed_interval"] = False
+    del doc["records"][-1]["input_sha256"]
+    errors = "\n".join(validation_errors(doc))
+    assert "median_s" in errors or "None is not of type 'number'" in errors
+    assert "transfer_in_timed_interval" in errors or "True was expected" in errors
+    assert "input_sha256" in errors
+    with pytest.raises(ValueError, match="schema v2"):
+        validate_document(doc)
+
+
+class _CountingSubject(contracts.Subject):
+    """A subject whose "state" counts passes: checks what each contract starts from."""
+
+    name = "numpy"
+    kind = "reference"
+    operation = "update"
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.made = 0
+
+    def make(self):
+        self.made += 1
+        return object()
+
+    def start(self, obj):
+        return 0
+
+    def restore(self, primed):
+        return int(primed)
+
+    def run(self, obj, state, batches):
+        self.starts.append(state)
+        return contracts.PassResult(seconds=0.01, state=state + 1, iterations=[1] * len(batches),
+                                    solvers=["x"] * len(batches), converged=[True] * len(batches))
+
+    def warm_up(self, batches):
+        pass
+
+    def coefficients(self, state):
+        return np.zeros(3), 0.0
+
+
+def test_steady_state_starts_from_the_primed_state(monkeypatch, limits):
+    subject = _CountingSubject()
+    monkeypatch.setattr(sweep, "_subjects", lambda profile, alpha: [("numpy", "host", subject, "")])
+    profile = replace(TINY, shapes=(TINY.shapes[1],), dtypes=("float64",), alphas=(0.0,),
+                      cold_repeats=2, steady_repeats=3)
+    doc = sweep.Sweep(profile, progress=False, limits=limits).run(command=["pytest"])
+    validate_document(doc)
+    # Two cold passes from the empty state (each on a fresh object), then three steady passes
+    # each from the state the first full pass left behind.
+    assert subject.starts == [0, 0, 1, 1, 1]
+    assert subject.made == 2
+    steady = next(r for r in doc["records"] if r["contract"] == "steady")
+    assert steady["repetitions"] == 3
+
+
+def test_roofline_bound_counts_rows_once_and_the_gram_of_every_batch():
+    limits = {"memory_bandwidth_bytes_per_s": 1e9, "peak_flops_per_s": {"float64": 1e9,
+                                                                          "float32": 4e9}}
+    bound = roofline_bound(1000, 9, 400, np.dtype("float64"), limits)
+    assert bound["bytes"] == 1000 * 10 * 8
+    assert bound["flops"] == (400 + 400 + 200) * 10 * 11
+    assert bound["bound_s"] == pytest.approx(max(80_000 / 1e9, 110_000 / 1e9))
+    assert bound["bound_kind"] == "compute"
+    bound32 = roofline_bound(1000, 9, 400, np.dtype("float32"), limits)
+    assert bound32["bytes"] == 40_000 and bound32["bound_kind"] == "memory"
+
+
+def _scaled(doc, factor, **match):
+    out = copy.deepcopy(doc)
+    for r in out["records"]:
+        if r["status"] == "ok" and all(r[k] == v for k, v in match.items()):
+            r["median_s"] *= factor
+            r["timings_s"] = [t * factor for t in r["timings_s"]]
+            r["min_s"] *= factor
+    return out
+
+
+def test_compare_flags_a_slower_record(document, tmp_path):
+    slower = _scaled(document, 1.5, engine="numpy", contract="steady", shape_class="custom")
+    pairs, warnings = compare(document, slower)
+    assert not warnings
+    flagged = [p for p in pairs if p.is_regression(0.05)]
+    assert flagged and all(p.key[0] == "steady" and p.key[1] == "numpy" for p in flagged)
+    assert all(p.ratio == pytest.approx(1.5) for p in flagged)
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(document))
+    new.write_text(json.dumps(slower))
+    assert benchmark_shape_sweep.main(["--compare", str(old), str(old)]) == 0
+    assert benchmark_shape_sweep.main(["--compare", str(old), str(new)]) == 1
+
+
+def _gate_document(document, native_factor):
+    """Reference medians 1.0 s, native medians native_factor s, for every paired record."""
+    doc = copy.deepcopy(document)
+    refs = [r for r in doc["records"] if r["status"] == "ok" and r["engine"] == "numpy"]
+    for r in refs:
+        r["median_s"] = 1.0
+        twin = copy.deepcopy(r)
+        twin.update(engine="native_cpu", engine_kind="native", median_s=native_factor,
+                    id=r["id"].replace("numpy", "native_cpu"))
+        doc["records"] = [x for x in doc["records"] if x["id"] != twin["id"]]
+        doc["records"].append(twin)
+    return doc
+
+
+@pytest.mark.parametrize(("factor", "promoted", "advised"),
+                         [(0.5, True, True), (0.95, True, False), (1.0, True, False),
+                          (1.01, False, False)])
+def test_gate_applies_the_rfc_rule_and_the_advisor_margin(document, factor, promoted, advised):
+    _, verdicts = gate(_gate_document(document, factor))
+    assert verdicts
+    for (engine, _shape), v in verdicts.items():
+        assert engine == "native_cpu"
+        assert v["promoted"] is promoted
+        assert v["advised"] is advised
+
+
+def test_gate_refuses_a_shape_when_one_pair_is_slower(document, tmp_path):
+    doc = _gate_document(document, 0.5)
+    victim = next(r for r in doc["records"] if r["engine"] == "native_cpu"
+                  and r["shape_class"] == "custom" and r["contract"] == "steady")
+    victim["median_s"] = 1.2
+    _, verdicts = gate(doc)
+    assert verdicts[("native_cpu", "custom")]["promoted"] is False
+    assert verdicts[("native_cpu", "latency")]["promoted"] is True
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    assert benchmark_shape_sweep.main(["--gate", str(path)]) == 1
+
+
+def test_gate_pairs_only_identical_inputs(document):
+    doc = _gate_document(document, 0.5)
+    for r in doc["records"]:
+        if r["engine"] == "native_cpu":
+            r["input_sha256"] = "0" * 64
+    pairs, verdicts = gate(doc)
+    assert pairs == [] and verdicts == {}
+
+
+def test_command_line_writes_json_and_plots(monkeypatch, tmp_path, capsys):
+    tiny = replace(TINY, shapes=(TINY.shapes[1],), dtypes=("float64",), peers=("sgd_huber",))
+    monkeypatch.setitem(sweep.PROFILES, "tiny", tiny)
+    status = benchmark_shape_sweep.main(["--profile", "tiny", "--out", str(tmp_path / "r.json"),
+                                         "--quiet", "--gate"])
+    out = capsys.readouterr().out
+    assert status in (0, 1)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_document(doc)
+    assert doc["profile"]["name"] == "tiny"
+    assert (tmp_path / "r-throughput.png").stat().st_size > 0
+    assert (tmp_path / "r-roofline.png").stat().st_size > 0
+    assert "wrote" in out
+    assert benchmark_shape_sweep.main(["--tables", str(tmp_path / "r.json")]) == 0
+    assert "Machine limits" in capsys.readouterr().out
