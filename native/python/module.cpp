@@ -163,21 +163,17 @@ NB_MODULE(_renewable_huber_native_cpu, m) {
   m.doc() = "The renewable Huber CPU engine (C++, OpenBLAS/LAPACK).";
   m.attr("__version__") = RH_VERSION;
 
-  // Subclasses of the built-in errors the reference engine raises, so callers may catch either.
-  static nb::exception<rh::InvalidArgument> invalid_argument(m, "InvalidArgument",
-                                                             PyExc_ValueError);
-  static nb::exception<rh::NumericalError> numerical_error(m, "NumericalError", PyExc_RuntimeError);
+  // Translators run newest first: the two typed errors below, then any other rh::Error.
   nb::register_exception_translator([](const std::exception_ptr& error, void*) {
     try {
       std::rethrow_exception(error);
-    } catch (const rh::InvalidArgument& e) {
-      PyErr_SetString(invalid_argument.ptr(), e.what());
-    } catch (const rh::NumericalError& e) {
-      PyErr_SetString(numerical_error.ptr(), e.what());
     } catch (const rh::Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+  // Subclasses of the built-in errors the reference engine raises, so callers may catch either.
+  nb::exception<rh::InvalidArgument>(m, "InvalidArgument", PyExc_ValueError);
+  nb::exception<rh::NumericalError>(m, "NumericalError", PyExc_RuntimeError);
 
   nb::class_<rh::cpu::Engine>(m, "Engine",
                               "One CPU engine: a thread pool and workspaces reused across "
