@@ -57,7 +57,7 @@ BrickId BrickTable::intern(std::string_view name, Category category) {
   if (auto id = find(name)) return *id;
   if (bricks_.size() == capacity_) {
     throw std::length_error("cannot add brick '" + std::string(name) + "': the profiler holds " +
-                            std::to_string(capacity_) + " bricks (Options::brick_capacity)");
+                            std::to_string(capacity_) + " bricks (the table's capacity)");
   }
   const auto id = static_cast<BrickId>(bricks_.size());
   bricks_.push_back(BrickInfo{id, std::string(name), category});

@@ -52,11 +52,6 @@ Profiler::Profiler(BrickTable table, Options options, std::unique_ptr<ClockSourc
       clock_(std::move(clock)),
       mode_(options.sync_mode),
       tracing_(options.trace_capacity > 0) {
-  if (table_.capacity() > options_.brick_capacity) {
-    throw std::invalid_argument("the brick table's capacity (" + std::to_string(table_.capacity()) +
-                                ") exceeds Options::brick_capacity (" +
-                                std::to_string(options_.brick_capacity) + ")");
-  }
   batch_clock_.created_ns = detail::steady_now_ns();
   batch_clock_.samples.reserve(1024);
 }
@@ -72,7 +67,7 @@ detail::ThreadState& Profiler::register_thread() noexcept {
   }
   if (!found) {
     auto ts = std::make_unique<detail::ThreadState>();
-    ts->counters = std::make_unique<detail::BrickCounters[]>(options_.brick_capacity);
+    ts->counters = std::make_unique<detail::BrickCounters[]>(table_.capacity());
     if (options_.trace_capacity > 0) {
       const std::size_t cap = std::bit_ceil(options_.trace_capacity);
       ts->ring = std::make_unique<Event[]>(cap);
@@ -212,7 +207,7 @@ void Profiler::set_metadata(std::string key, std::string value) {
 void Profiler::reset() {
   std::lock_guard lock(mutex_);
   for (const auto& ts : threads_) {
-    for (std::size_t i = 0; i < options_.brick_capacity; ++i) clear(ts->counters[i]);
+    for (std::size_t i = 0; i < table_.capacity(); ++i) clear(ts->counters[i]);
     ts->ring_head.store(0, std::memory_order_relaxed);
     ts->pending.clear();
   }

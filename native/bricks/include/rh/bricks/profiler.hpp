@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,7 +42,6 @@ SyncMode sync_mode_from_string(std::string_view name);
 
 struct Options {
   SyncMode sync_mode = SyncMode::immediate;
-  std::size_t brick_capacity = 256;      // known + interned bricks; sizes per-thread counters
   std::size_t trace_capacity = 0;        // events kept per thread (newest win); 0 disables tracing
   std::size_t pending_capacity = 16384;  // unresolved asynchronous scopes per thread
   bool track_page_faults = true;         // read /proc/self/stat at begin_batch()/end_batch()
@@ -199,6 +199,8 @@ inline detail::ThreadState& Profiler::local() noexcept {
 inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite* site,
                             std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops,
                             EventKind kind, Direction direction) noexcept {
+  // Ids come from the caller's enum or intern(); one past the table is a caller bug.
+  assert(kind == EventKind::kernel || brick < table_.capacity());
   detail::ThreadState& ts = local();
   s.ts = &ts;
   s.elements = elements;
@@ -214,7 +216,10 @@ inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite*
   s.kind = kind;
   s.direction = direction;
 #if RH_BRICKS_NVTX
-  if (options_.nvtx) detail::nvtx_push(site && site->label ? site->label : table_[brick].name.c_str());
+  if (options_.nvtx) {
+    detail::nvtx_push(kind == EventKind::kernel ? (site && site->label ? site->label : "kernel")
+                                                : table_[brick].name.c_str());
+  }
 #endif
   s.start = clock_ ? clock_->mark() : cpu_.ticks();
 }
