@@ -205,6 +205,14 @@ def test_roofline_bound_counts_rows_once_and_the_gram_of_every_batch():
     assert bound["bound_kind"] == "compute"
     bound32 = roofline_bound(1000, 9, 400, np.dtype("float32"), limits)
     assert bound32["bytes"] == 40_000 and bound32["bound_kind"] == "memory"
+    first_order = roofline_bound(1000, 9, 400, np.dtype("float64"), limits, gram=False)
+    assert first_order["bound_s"] == pytest.approx(80_000 / 1e9)
+    assert first_order["bound_kind"] == "memory" and first_order["gram_in_bound"] is False
+
+
+def test_peers_are_bounded_by_the_read_alone(document):
+    for r in _ok(document):
+        assert r["roofline"]["gram_in_bound"] is (r["engine_kind"] != "peer")
 
 
 def _scaled(doc, factor, **match):

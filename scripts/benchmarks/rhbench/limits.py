@@ -173,6 +173,7 @@ def roofline_bound(
     dtype: np.dtype,
     limits: dict[str, Any],
     fit_intercept: bool = True,
+    gram: bool = True,
 ) -> dict[str, Any]:
     """The least time any engine must spend streaming a shape on this machine.
 
@@ -186,12 +187,17 @@ def roofline_bound(
         The result of :func:`measure_machine_limits`.
     fit_intercept : bool, default=True
         Whether the design has the intercept column (``d = p + 1``).
+    gram : bool, default=True
+        Count the Gram flops. The renewable engines must form a weighted Gram matrix per
+        batch; first-order peers (SGD, L-BFGS) do not, so their bound is the read alone.
 
     Returns
     -------
     dict
-        ``bytes``, ``flops``, ``memory_s``, ``compute_s``, ``bound_s`` (their maximum),
-        ``bound_kind`` ("memory" or "compute") and ``arithmetic_intensity`` (flops per byte).
+        ``bytes``, ``flops`` (the Gram flops, reported even when not counted),
+        ``memory_s``, ``compute_s``, ``bound_s`` (their maximum, or ``memory_s`` alone when
+        ``gram`` is false), ``bound_kind`` ("memory" or "compute"), ``gram_in_bound`` and
+        ``arithmetic_intensity`` (Gram flops per byte).
     """
     itemsize = np.dtype(dtype).itemsize
     d = n_features + int(fit_intercept)
@@ -201,12 +207,14 @@ def roofline_bound(
     flops = float(sum(r * d * (d + 1) for r in rows))
     memory_s = n_bytes / limits["memory_bandwidth_bytes_per_s"]
     compute_s = flops / limits["peak_flops_per_s"][np.dtype(dtype).name]
+    bound_s = max(memory_s, compute_s) if gram else memory_s
     return {
         "bytes": n_bytes,
         "flops": flops,
         "memory_s": memory_s,
         "compute_s": compute_s,
-        "bound_s": max(memory_s, compute_s),
-        "bound_kind": "memory" if memory_s >= compute_s else "compute",
+        "bound_s": bound_s,
+        "bound_kind": "memory" if bound_s == memory_s else "compute",
+        "gram_in_bound": gram,
         "arithmetic_intensity": flops / n_bytes if n_bytes else math.inf,
     }

@@ -297,25 +297,30 @@ def markdown_tables(document: dict[str, Any]) -> str:
     out.append("")
 
     out += ["### Roofline: achieved fraction of the bound (steady state)", "",
-            "Bound = max(bytes of every row read once / bandwidth, Gram flops / peak).", "",
-            "| shape | penalty | dtype | bytes | Gram flops | bound | bound by | "
+            "Bound = max(bytes of every row read once / bandwidth, Gram flops / peak) for the "
+            "renewable engines, which must form a weighted Gram matrix per batch; "
+            "SGDRegressor forms none, so its fraction is against the read alone "
+            "(the \"SGD bound\" column).", "",
+            "| shape | penalty | dtype | bytes | Gram flops | bound | bound by | SGD bound | "
             + " | ".join(ENGINE_LABEL[e] for e in streamed) + " |",
-            "|" + "---|" * (7 + len(streamed))]
+            "|" + "---|" * (8 + len(streamed))]
     for shape, alpha, dtype in _workloads(document):
         name = shape["name"]
         any_ok = next((idx[k] for k in idx if k[3] == name and k[4] == alpha
-                       and k[5] == dtype and idx[k]["status"] == "ok"), None)
+                       and k[5] == dtype and idx[k]["status"] == "ok"
+                       and idx[k]["roofline"].get("gram_in_bound", True)), None)
         if any_ok is None:
             continue
         roof = any_ok["roofline"]
         cells = []
         for e in streamed:
             r = idx.get(("steady", e, "host", name, alpha, dtype))
-            cells.append(_fmt(r["roofline"]["achieved_fraction"] * 100, ".2g") + " %"
+            cells.append(_fmt(r["roofline"]["achieved_fraction"] * 100, ".3g") + " %"
                          if r and r["status"] == "ok" else "—")
         out.append(f"| {name} | {_penalty({'penalty': {'alpha': alpha}})} | {dtype} | "
                    f"{roof['bytes'] / 2**20:.3g} MiB | {roof['flops'] / 1e9:.3g} G | "
                    f"{_fmt_s(roof['bound_s'])} | {roof['bound_kind']} | "
+                   f"{_fmt_s(roof['memory_s'])} | "
                    + " | ".join(cells) + " |")
     out.append("")
 
@@ -373,7 +378,9 @@ def plot(document: dict[str, Any], stem: Path) -> list[Path]:
     lim = document["machine_limits"]
     bw = lim["memory_bandwidth_bytes_per_s"]
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    points = [r for r in ok if r["contract"] == "steady" and r["roofline"]]
+    # Only engines that form the Gram matrix belong on a Gram-flops roofline.
+    points = [r for r in ok if r["contract"] == "steady" and r["roofline"]
+              and r["roofline"].get("gram_in_bound", True)]
     intensities = [r["roofline"]["arithmetic_intensity"] for r in points] or [1.0]
     lo, hi = min(intensities) / 4, max(intensities) * 8
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]

@@ -492,7 +492,8 @@ class Sweep:
         rows = base["n_samples"]
         last = runs[-1]
         bound = roofline_bound(rows, base["n_features"], base["batch_size"],
-                               np.dtype(base["dtype"]), self.limits)
+                               np.dtype(base["dtype"]), self.limits,
+                               gram=base["engine_kind"] != "peer")
         bound["achieved_fraction"] = bound["bound_s"] / median
         bound["achieved_flops_per_s"] = bound["flops"] / median
         iterations = None
