@@ -1,0 +1,146 @@
+// Pins the public layout of rh_cuda.h to native/contracts/rh_cuda_contract.json at compile time:
+// a field moved, resized or retyped fails the build. tests/test_cuda_abi.py checks that these
+// assertions and the contract agree, so the header, this file and the contract change together.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "rh_cuda.h"
+
+namespace {
+
+template <class Field, class Expected>
+constexpr bool has_type = std::is_same_v<Field, Expected>;
+
+}  // namespace
+
+static_assert(RH_CUDA_ABI_VERSION == (1 << 16 | 0));
+
+static_assert(RH_CUDA_OK == 0);
+static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
+static_assert(RH_CUDA_ERROR_NUMERICAL == 2);
+static_assert(RH_CUDA_ERROR_NO_DEVICE == 3);
+static_assert(RH_CUDA_ERROR_OUT_OF_MEMORY == 4);
+static_assert(RH_CUDA_ERROR_UNSUPPORTED == 5);
+static_assert(RH_CUDA_ERROR_CUDA == 6);
+static_assert(RH_CUDA_ERROR_INTERNAL == 7);
+static_assert(RH_CUDA_FLOAT32 == 1);
+static_assert(RH_CUDA_FLOAT64 == 2);
+static_assert(RH_CUDA_DEVICE_CPU == 1);
+static_assert(RH_CUDA_DEVICE_CUDA == 2);
+static_assert(RH_CUDA_STREAM_NONE == 0);
+static_assert(RH_CUDA_STREAM_LEGACY == 1);
+static_assert(RH_CUDA_STREAM_PER_THREAD == 2);
+static_assert(RH_CUDA_SOLVER_CHOLESKY == 0);
+static_assert(RH_CUDA_SOLVER_LU == 1);
+static_assert(RH_CUDA_SOLVER_SVD == 2);
+static_assert(RH_CUDA_SOLVER_LAMM == 3);
+
+static_assert(std::is_same_v<rh_cuda_engine_t, struct rh_cuda_engine_s*>);
+static_assert(std::is_same_v<rh_cuda_state_t, struct rh_cuda_state_s*>);
+
+static_assert(std::is_standard_layout_v<rh_cuda_array> && std::is_trivially_copyable_v<rh_cuda_array>);
+static_assert(sizeof(rh_cuda_array) == 56);
+static_assert(alignof(rh_cuda_array) == 8);
+static_assert(offsetof(rh_cuda_array, data) == 0);
+static_assert(has_type<decltype(rh_cuda_array::data), void*>);
+static_assert(offsetof(rh_cuda_array, rows) == 8);
+static_assert(has_type<decltype(rh_cuda_array::rows), int64_t>);
+static_assert(offsetof(rh_cuda_array, cols) == 16);
+static_assert(has_type<decltype(rh_cuda_array::cols), int64_t>);
+static_assert(offsetof(rh_cuda_array, row_stride) == 24);
+static_assert(has_type<decltype(rh_cuda_array::row_stride), int64_t>);
+static_assert(offsetof(rh_cuda_array, dtype) == 32);
+static_assert(has_type<decltype(rh_cuda_array::dtype), int32_t>);
+static_assert(offsetof(rh_cuda_array, device_type) == 36);
+static_assert(has_type<decltype(rh_cuda_array::device_type), int32_t>);
+static_assert(offsetof(rh_cuda_array, device_id) == 40);
+static_assert(has_type<decltype(rh_cuda_array::device_id), int32_t>);
+static_assert(offsetof(rh_cuda_array, reserved) == 44);
+static_assert(has_type<decltype(rh_cuda_array::reserved), int32_t>);
+static_assert(offsetof(rh_cuda_array, stream) == 48);
+static_assert(has_type<decltype(rh_cuda_array::stream), uint64_t>);
+
+static_assert(std::is_standard_layout_v<rh_cuda_engine_options> && std::is_trivially_copyable_v<rh_cuda_engine_options>);
+static_assert(sizeof(rh_cuda_engine_options) == 16);
+static_assert(alignof(rh_cuda_engine_options) == 8);
+static_assert(offsetof(rh_cuda_engine_options, device) == 0);
+static_assert(has_type<decltype(rh_cuda_engine_options::device), int32_t>);
+static_assert(offsetof(rh_cuda_engine_options, borrow_stream) == 4);
+static_assert(has_type<decltype(rh_cuda_engine_options::borrow_stream), int32_t>);
+static_assert(offsetof(rh_cuda_engine_options, stream) == 8);
+static_assert(has_type<decltype(rh_cuda_engine_options::stream), uint64_t>);
+
+static_assert(std::is_standard_layout_v<rh_cuda_config> && std::is_trivially_copyable_v<rh_cuda_config>);
+static_assert(sizeof(rh_cuda_config) == 64);
+static_assert(alignof(rh_cuda_config) == 8);
+static_assert(offsetof(rh_cuda_config, fit_intercept) == 0);
+static_assert(has_type<decltype(rh_cuda_config::fit_intercept), int32_t>);
+static_assert(offsetof(rh_cuda_config, has_tau) == 4);
+static_assert(has_type<decltype(rh_cuda_config::has_tau), int32_t>);
+static_assert(offsetof(rh_cuda_config, has_tol) == 8);
+static_assert(has_type<decltype(rh_cuda_config::has_tol), int32_t>);
+static_assert(offsetof(rh_cuda_config, reserved) == 12);
+static_assert(has_type<decltype(rh_cuda_config::reserved), int32_t>);
+static_assert(offsetof(rh_cuda_config, epsilon) == 16);
+static_assert(has_type<decltype(rh_cuda_config::epsilon), double>);
+static_assert(offsetof(rh_cuda_config, tau) == 24);
+static_assert(has_type<decltype(rh_cuda_config::tau), double>);
+static_assert(offsetof(rh_cuda_config, alpha) == 32);
+static_assert(has_type<decltype(rh_cuda_config::alpha), double>);
+static_assert(offsetof(rh_cuda_config, ridge) == 40);
+static_assert(has_type<decltype(rh_cuda_config::ridge), double>);
+static_assert(offsetof(rh_cuda_config, tol) == 48);
+static_assert(has_type<decltype(rh_cuda_config::tol), double>);
+static_assert(offsetof(rh_cuda_config, max_iter) == 56);
+static_assert(has_type<decltype(rh_cuda_config::max_iter), int64_t>);
+
+static_assert(std::is_standard_layout_v<rh_cuda_state_info> && std::is_trivially_copyable_v<rh_cuda_state_info>);
+static_assert(sizeof(rh_cuda_state_info) == 56);
+static_assert(alignof(rh_cuda_state_info) == 8);
+static_assert(offsetof(rh_cuda_state_info, dtype) == 0);
+static_assert(has_type<decltype(rh_cuda_state_info::dtype), int32_t>);
+static_assert(offsetof(rh_cuda_state_info, reserved) == 4);
+static_assert(has_type<decltype(rh_cuda_state_info::reserved), int32_t>);
+static_assert(offsetof(rh_cuda_state_info, dim) == 8);
+static_assert(has_type<decltype(rh_cuda_state_info::dim), int64_t>);
+static_assert(offsetof(rh_cuda_state_info, n_samples_seen) == 16);
+static_assert(has_type<decltype(rh_cuda_state_info::n_samples_seen), int64_t>);
+static_assert(offsetof(rh_cuda_state_info, effective_weight) == 24);
+static_assert(has_type<decltype(rh_cuda_state_info::effective_weight), double>);
+static_assert(offsetof(rh_cuda_state_info, batch_count) == 32);
+static_assert(has_type<decltype(rh_cuda_state_info::batch_count), int64_t>);
+static_assert(offsetof(rh_cuda_state_info, previous_lambda) == 40);
+static_assert(has_type<decltype(rh_cuda_state_info::previous_lambda), double>);
+static_assert(offsetof(rh_cuda_state_info, scale) == 48);
+static_assert(has_type<decltype(rh_cuda_state_info::scale), double>);
+
+static_assert(std::is_standard_layout_v<rh_cuda_diagnostics> && std::is_trivially_copyable_v<rh_cuda_diagnostics>);
+static_assert(sizeof(rh_cuda_diagnostics) == 48);
+static_assert(alignof(rh_cuda_diagnostics) == 8);
+static_assert(offsetof(rh_cuda_diagnostics, converged) == 0);
+static_assert(has_type<decltype(rh_cuda_diagnostics::converged), int32_t>);
+static_assert(offsetof(rh_cuda_diagnostics, solver) == 4);
+static_assert(has_type<decltype(rh_cuda_diagnostics::solver), int32_t>);
+static_assert(offsetof(rh_cuda_diagnostics, n_iter) == 8);
+static_assert(has_type<decltype(rh_cuda_diagnostics::n_iter), int64_t>);
+static_assert(offsetof(rh_cuda_diagnostics, objective) == 16);
+static_assert(has_type<decltype(rh_cuda_diagnostics::objective), double>);
+static_assert(offsetof(rh_cuda_diagnostics, lambda) == 24);
+static_assert(has_type<decltype(rh_cuda_diagnostics::lambda), double>);
+static_assert(offsetof(rh_cuda_diagnostics, bandwidth) == 32);
+static_assert(has_type<decltype(rh_cuda_diagnostics::bandwidth), double>);
+static_assert(offsetof(rh_cuda_diagnostics, line_search_halvings) == 40);
+static_assert(has_type<decltype(rh_cuda_diagnostics::line_search_halvings), int64_t>);
+
+static_assert(std::is_standard_layout_v<rh_cuda_engine_stats> && std::is_trivially_copyable_v<rh_cuda_engine_stats>);
+static_assert(sizeof(rh_cuda_engine_stats) == 32);
+static_assert(alignof(rh_cuda_engine_stats) == 8);
+static_assert(offsetof(rh_cuda_engine_stats, updates) == 0);
+static_assert(has_type<decltype(rh_cuda_engine_stats::updates), int64_t>);
+static_assert(offsetof(rh_cuda_engine_stats, device_allocations) == 8);
+static_assert(has_type<decltype(rh_cuda_engine_stats::device_allocations), int64_t>);
+static_assert(offsetof(rh_cuda_engine_stats, device_bytes) == 16);
+static_assert(has_type<decltype(rh_cuda_engine_stats::device_bytes), int64_t>);
+static_assert(offsetof(rh_cuda_engine_stats, pinned_bytes) == 24);
+static_assert(has_type<decltype(rh_cuda_engine_stats::pinned_bytes), int64_t>);

@@ -1,0 +1,242 @@
+// The extern "C" entry points of rh_cuda.h. Each body runs between RH_API_BEGIN and RH_API_END:
+// any exception becomes a status code and the thread's last error message, so none crosses the
+// ABI (shared/conventions.md, after XGBoost's c_api).
+
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "engine_internal.hpp"
+#include "rh/error.hpp"
+#include "rh_cuda.h"
+
+namespace {
+
+thread_local std::string last_error;
+
+int fail(const std::exception_ptr& failure) noexcept {
+  try {
+    auto [status, message] = rh::cuda::classify(failure);
+    last_error = std::move(message);
+    return status;
+  } catch (...) {  // not even the message could be stored
+    return RH_CUDA_ERROR_INTERNAL;
+  }
+}
+
+template <class T>
+T& require(T* pointer, const char* name) {
+  if (pointer == nullptr) throw rh::InvalidArgument(std::string(name) + " must not be NULL");
+  return *pointer;
+}
+
+rh::Config to_config(const rh_cuda_config& c) {
+  if (c.reserved != 0) throw rh::InvalidArgument("the reserved field of rh_cuda_config must be 0");
+  rh::Config config;
+  config.fit_intercept = c.fit_intercept != 0;
+  config.epsilon = c.epsilon;
+  if (c.has_tau != 0) config.tau = c.tau;
+  config.alpha = c.alpha;
+  config.ridge = c.ridge;
+  config.max_iter = c.max_iter;
+  if (c.has_tol != 0) config.tol = c.tol;
+  return config;
+}
+
+std::int32_t solver_code(rh::Solver solver) {
+  switch (solver) {
+    case rh::Solver::cholesky:
+      return RH_CUDA_SOLVER_CHOLESKY;
+    case rh::Solver::lu:
+      return RH_CUDA_SOLVER_LU;
+    case rh::Solver::svd:
+      return RH_CUDA_SOLVER_SVD;
+    case rh::Solver::lamm:
+      return RH_CUDA_SOLVER_LAMM;
+  }
+  throw rh::Error("internal error: an unknown solver rung");
+}
+
+// A host array of exactly `rows` x `cols` of `dtype`, as rh_cuda_state_load/read need.
+void check_host_array(const rh_cuda_array& array, const char* name, std::int32_t dtype,
+                      std::int64_t rows, std::int64_t cols) {
+  if (array.device_type != RH_CUDA_DEVICE_CPU) {
+    throw rh::InvalidArgument(std::string(name) + " must be a host array");
+  }
+  if (array.dtype != dtype) {
+    throw rh::InvalidArgument(std::string(name) + " has dtype " +
+                              rh::cuda::dtype_name(array.dtype) + ", expected " +
+                              rh::cuda::dtype_name(dtype));
+  }
+  if (array.rows != rows || array.cols != cols || (rows > 1 && array.row_stride != cols)) {
+    throw rh::InvalidArgument(std::string(name) + " must be a contiguous " +
+                              std::to_string(rows) + " x " + std::to_string(cols) + " array, got " +
+                              std::to_string(array.rows) + " x " + std::to_string(array.cols) +
+                              " with row stride " + std::to_string(array.row_stride));
+  }
+  if (array.data == nullptr) throw rh::InvalidArgument(std::string(name) + " has no data");
+}
+
+}  // namespace
+
+#define RH_API_BEGIN try {
+#define RH_API_END                        \
+  }                                       \
+  catch (...) {                           \
+    return fail(std::current_exception()); \
+  }                                       \
+  return RH_CUDA_OK;
+
+extern "C" {
+
+uint32_t rh_cuda_abi_version(void) { return RH_CUDA_ABI_VERSION; }
+
+const char* rh_cuda_last_error(void) { return last_error.c_str(); }
+
+const char* rh_cuda_status_name(int status) {
+  switch (status) {
+    case RH_CUDA_OK:
+      return "ok";
+    case RH_CUDA_ERROR_INVALID_ARGUMENT:
+      return "invalid_argument";
+    case RH_CUDA_ERROR_NUMERICAL:
+      return "numerical";
+    case RH_CUDA_ERROR_NO_DEVICE:
+      return "no_device";
+    case RH_CUDA_ERROR_OUT_OF_MEMORY:
+      return "out_of_memory";
+    case RH_CUDA_ERROR_UNSUPPORTED:
+      return "unsupported";
+    case RH_CUDA_ERROR_CUDA:
+      return "cuda";
+    case RH_CUDA_ERROR_INTERNAL:
+      return "internal";
+    default:
+      return "unknown";
+  }
+}
+
+int rh_cuda_device_count(int32_t* out) {
+  RH_API_BEGIN
+  int32_t& count = require(out, "out");
+  int devices = 0;
+  RH_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  if (devices == 0) throw rh::cuda::NoDeviceError("no CUDA device: cudaGetDeviceCount found 0");
+  count = devices;
+  RH_API_END
+}
+
+int rh_cuda_engine_create(const rh_cuda_engine_options* options, rh_cuda_engine_t* out) {
+  RH_API_BEGIN
+  const rh_cuda_engine_options& o = require(options, "options");
+  rh_cuda_engine_t& handle = require(out, "out");
+  const rh::cuda::EngineOptions engine_options{
+      .device = o.device,
+      .borrow_stream = o.borrow_stream != 0,
+      .stream = o.borrow_stream != 0 ? rh::cuda::stream_from_code(o.stream) : nullptr};
+  auto engine = std::make_unique<rh_cuda_engine_s>();
+  engine->core = std::make_shared<rh::cuda::EngineCore>(engine_options);
+  handle = engine.release();
+  RH_API_END
+}
+
+int rh_cuda_engine_free(rh_cuda_engine_t engine) {
+  RH_API_BEGIN
+  delete engine;  // NOLINT: the handle was made by release() in rh_cuda_engine_create
+  RH_API_END
+}
+
+int rh_cuda_engine_stream(rh_cuda_engine_t engine, uint64_t* out) {
+  RH_API_BEGIN
+  const rh_cuda_engine_s& e = require(engine, "engine");
+  require(out, "out") = reinterpret_cast<std::uintptr_t>(e.core->stream());
+  RH_API_END
+}
+
+int rh_cuda_engine_stats_get(rh_cuda_engine_t engine, rh_cuda_engine_stats* out) {
+  RH_API_BEGIN
+  rh_cuda_engine_s& e = require(engine, "engine");
+  std::lock_guard lock(e.core->mutex());
+  const rh::cuda::AllocationStats& a = e.core->allocations();
+  require(out, "out") = rh_cuda_engine_stats{.updates = e.core->updates(),
+                                             .device_allocations = a.device_allocations,
+                                             .device_bytes = a.device_bytes,
+                                             .pinned_bytes = a.pinned_bytes};
+  RH_API_END
+}
+
+int rh_cuda_state_create(rh_cuda_engine_t engine, int32_t dtype, int64_t dim,
+                         rh_cuda_state_t* out) {
+  RH_API_BEGIN
+  const rh_cuda_engine_s& e = require(engine, "engine");
+  rh_cuda_state_t& handle = require(out, "out");
+  auto state = std::make_unique<rh_cuda_state_s>();
+  state->state = std::make_unique<rh::cuda::DeviceState>(e.core, dtype, dim);
+  handle = state.release();
+  RH_API_END
+}
+
+int rh_cuda_state_free(rh_cuda_state_t state) {
+  RH_API_BEGIN
+  delete state;  // NOLINT: made by release() in rh_cuda_state_create
+  RH_API_END
+}
+
+int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
+                       const rh_cuda_array* coef, const rh_cuda_array* information) {
+  RH_API_BEGIN
+  rh::cuda::DeviceState& s = *require(state, "state").state;
+  const rh_cuda_state_info& i = require(info, "info");
+  if (i.reserved != 0) {
+    throw rh::InvalidArgument("the reserved field of rh_cuda_state_info must be 0");
+  }
+  if (i.dim < 1) throw rh::InvalidArgument("info.dim must be >= 1");
+  check_host_array(require(coef, "coef"), "coef", i.dtype, i.dim, 1);
+  check_host_array(require(information, "information"), "information", i.dtype, i.dim, i.dim);
+  s.load(i, coef->data, information->data);
+  RH_API_END
+}
+
+int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
+                       const rh_cuda_array* coef, const rh_cuda_array* information) {
+  RH_API_BEGIN
+  const rh::cuda::DeviceState& s = *require(state, "state").state;
+  rh_cuda_state_info& i = require(info, "info");
+  const auto dim = static_cast<std::int64_t>(s.dim());
+  check_host_array(require(coef, "coef"), "coef", s.dtype(), dim, 1);
+  check_host_array(require(information, "information"), "information", s.dtype(), dim, dim);
+  s.read(i, coef->data, information->data);
+  RH_API_END
+}
+
+int rh_cuda_update(rh_cuda_engine_t engine, rh_cuda_state_t previous, const rh_cuda_array* X,
+                   const rh_cuda_array* y, const rh_cuda_array* sample_weight,
+                   const rh_cuda_config* config, rh_cuda_state_t next,
+                   rh_cuda_diagnostics* diagnostics) {
+  RH_API_BEGIN
+  rh_cuda_engine_s& e = require(engine, "engine");
+  const rh::cuda::DeviceState& from = *require(previous, "previous").state;
+  rh::cuda::DeviceState& to = *require(next, "next").state;
+  rh_cuda_diagnostics& out = require(diagnostics, "diagnostics");
+  const rh::Diagnostics d =
+      rh::cuda::update(*e.core, from, require(X, "X"), require(y, "y"), sample_weight,
+                       to_config(require(config, "config")), to);
+  out = rh_cuda_diagnostics{.converged = d.converged ? 1 : 0,
+                            .solver = solver_code(d.solver),
+                            .n_iter = d.n_iter,
+                            .objective = d.objective,
+                            .lambda = d.lambda,
+                            .bandwidth = d.bandwidth,
+                            .line_search_halvings = d.line_search_halvings};
+  RH_API_END
+}
+
+int rh_cuda_predict(rh_cuda_engine_t engine, rh_cuda_state_t state, const rh_cuda_array* X,
+                    const rh_cuda_array* out) {
+  RH_API_BEGIN
+  rh_cuda_engine_s& e = require(engine, "engine");
+  rh::cuda::predict(*e.core, *require(state, "state").state, require(X, "X"), require(out, "out"));
+  RH_API_END
+}
+
+}  // extern "C"

@@ -1,0 +1,122 @@
+#pragma once
+// Launchers of the engine's own kernels (huber_kernels.cu): the per-row work that benefits from
+// fusion, small coefficient-vector operations, and reductions. Matrix products and
+// factorizations are cuBLAS and cuSOLVER calls, not kernels of ours. Every launcher queues work
+// on `stream` and returns at once.
+//
+// The per-row arithmetic is that of the CPU engine (docs/numerics.md): arrays in the dtype T,
+// reductions accumulated in float64 over a fixed grid, summed in block order.
+
+#include <cuda_runtime.h>
+
+#include <concepts>
+#include <cstddef>
+
+namespace rh::cuda::kernels {
+
+// --- rows --------------------------------------------------------------------------------------
+
+// r = y - (r + b), where r holds X beta_S on entry and b = *intercept (none when null).
+template <std::floating_point T>
+void finish_residual(cudaStream_t stream, std::size_t n, const T* y, const T* intercept, T* r);
+
+// The fused Huber pass at the current point: w psi(r) and w c(r) per row, and per-block float64
+// partials of sum w rho(r) (row 0 of partials) and sum w psi(r) (row 1).
+template <std::floating_point T>
+void huber_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T tau, T* wpsi,
+                 T* wc, double* partials);
+
+// scaled = sqrt(w c) x row by row (the SYRK operand), and partials of sum w c (row 2).
+template <std::floating_point T>
+void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, const T* X, const T* wc,
+                T* scaled, double* partials);
+
+// out[k] = sum of the first `blocks` partials of row k, for k < count, in block order.
+void sum_partials(cudaStream_t stream, const double* partials, std::size_t blocks, int count,
+                  double* out);
+
+// a[i] += *value.
+template <std::floating_point T>
+void add_scalar(cudaStream_t stream, std::size_t n, const T* value, T* a);
+
+// Partials (row 0) of sum w h(r, t a), h the cancellation-free Huber difference.
+template <std::floating_point T>
+void huber_change(cudaStream_t stream, std::size_t n, const T* r, const T* a, const T* w,
+                  T factor, double tau, double* partials);
+
+// *first_invalid = min(*first_invalid, first index whose value is not finite, or negative when
+// `nonnegative`).
+template <std::floating_point T>
+void check_values(cudaStream_t stream, std::size_t count, const T* values, bool nonnegative,
+                  unsigned long long* first_invalid);
+
+template <std::floating_point T>
+void fill(cudaStream_t stream, std::size_t count, T value, T* out);
+
+// --- coefficient vectors -----------------------------------------------------------------------
+
+template <std::floating_point T>
+void scale(cudaStream_t stream, std::size_t d, T factor, T* v);
+template <std::floating_point T>
+void axpy(cudaStream_t stream, std::size_t d, T factor, const T* x, T* y);
+// out = sign(z) max(|z| - level, 0) on the first `features` entries; the intercept is copied.
+template <std::floating_point T>
+void soft_threshold(cudaStream_t stream, std::size_t d, std::size_t features, const T* z,
+                    T level, T* out);
+template <std::floating_point T>
+void dot(cudaStream_t stream, std::size_t d, const T* a, const T* b, double* out);
+template <std::floating_point T>
+void norm_inf(cudaStream_t stream, std::size_t d, const T* v, double* out);
+// sign(coef) on the slopes, 0 on the intercept.
+template <std::floating_point T>
+void history_sign(cudaStream_t stream, std::size_t d, std::size_t features, const T* coef,
+                  T* sign);
+// delta = current - previous, in T and in float64.
+template <std::floating_point T>
+void delta(cudaStream_t stream, std::size_t d, const T* current, const T* previous, T* delta,
+           double* delta64);
+// out = -score + J~ delta - history * sign.
+template <std::floating_point T>
+void gradient(cudaStream_t stream, std::size_t d, const T* score, const T* information_delta,
+              const T* sign, T history, T* out);
+// out[0..2] = delta^T J~ delta, sign^T delta, ||current_S||_1 (float64).
+template <std::floating_point T>
+void objective_terms(cudaStream_t stream, std::size_t d, std::size_t features,
+                     const double* delta64, const double* information_delta64, const T* sign,
+                     const T* current, double* out);
+// trial64 = float64(factor * step), the product formed in T.
+template <std::floating_point T>
+void trial(cudaStream_t stream, std::size_t d, const T* step, T factor, double* trial64);
+// out[0..3] = delta^T J~ s, s^T J~ delta, s^T J~ s, sign^T s (float64).
+template <std::floating_point T>
+void change_terms(cudaStream_t stream, std::size_t d, const double* delta64,
+                  const double* information_trial64, const double* trial64,
+                  const double* information_delta64, const T* sign, double* out);
+template <std::floating_point T>
+void to_double(cudaStream_t stream, std::size_t count, const T* in, double* out);
+// *out = T(*sum): a float64 reduction entering an array (an intercept entry).
+template <std::floating_point T>
+void store_sum(cudaStream_t stream, const double* sum, T* out);
+
+// --- d x d matrices ----------------------------------------------------------------------------
+
+// hessian (column-major) = mirrored lower gram + information (row-major, as stored) + ridge I;
+// *asymmetric = 1 when some H(i, j) != H(j, i).
+template <std::floating_point T>
+void assemble_hessian(cudaStream_t stream, std::size_t d, const T* gram, const T* information,
+                      T ridge, T* hessian, int* asymmetric);
+// *out = ||H||_1, each column summed in T in row order, as LAPACK's lange does.
+template <std::floating_point T>
+void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* out);
+// out (row-major) = mirrored lower gram + information (row-major).
+template <std::floating_point T>
+void add_information(cudaStream_t stream, std::size_t d, const T* gram, const T* information,
+                     T* out);
+// *flag = 1 when some x is not finite.
+template <std::floating_point T>
+void flag_nonfinite(cudaStream_t stream, std::size_t d, const T* x, int* flag);
+// c[i] = c[i] / sigma[i] when sigma[i] > rcond * sigma[0], else 0 (the pseudo-inverse).
+template <std::floating_point T>
+void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T rcond, T* c);
+
+}  // namespace rh::cuda::kernels

@@ -1,0 +1,288 @@
+// The batch objective on the device: residuals, the fused Huber pass, gradient, Newton matrix,
+// the objective and its change along a step (docs/numerics.md), as rh::SolverOps.
+
+#include <algorithm>
+
+#include "device_blas.hpp"
+#include "kernels.hpp"
+#include "objective.hpp"
+#include "rh/ops.hpp"
+
+namespace rh::cuda {
+
+static_assert(SolverOps<DeviceOps<float>>);
+static_assert(SolverOps<DeviceOps<double>>);
+
+template <std::floating_point T>
+DeviceOps<T>::DeviceOps(EngineCore& core, Workspace<T>& workspace, const StateView<T>& previous,
+                        const T* previous_information, const DeviceBatch<T>& batch,
+                        bool fit_intercept)
+    : core_(core),
+      ws_(workspace),
+      batch_(batch),
+      solver_(core, workspace),
+      stream_(core.stream()),
+      intercept_(fit_intercept),
+      features_(batch.features),
+      dim_(batch.features + (fit_intercept ? 1 : 0)),
+      blocks_(reduction_blocks(batch.rows)),
+      information_(previous_information),
+      information64_(nullptr),
+      effective_weight_(previous.effective_weight),
+      history_weight_(static_cast<double>(
+          static_cast<T>(previous.effective_weight * previous.previous_lambda))) {
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.previous_coef.data(), previous.coef.data(), dim_ * sizeof(T),
+                                cudaMemcpyHostToDevice, stream_));
+  kernels::history_sign(stream_, dim_, features_, ws_.previous_coef.data(),
+                        ws_.history_sign.data());
+  if constexpr (std::same_as<T, double>) {
+    information64_ = information_;
+  } else {
+    kernels::to_double(stream_, dim_ * dim_, information_, ws_.information64.data());
+    information64_ = ws_.information64.data();
+  }
+}
+
+template <std::floating_point T>
+const DeviceScalars& DeviceOps<T>::fetch() {
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_scalars.data(), ws_.scalars.data(),
+                                sizeof(DeviceScalars), cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+  return *ws_.host_scalars.data();
+}
+
+// --- coefficient-sized vectors -----------------------------------------------------------------
+
+template <std::floating_point T>
+auto DeviceOps<T>::make_vector() -> Vector {
+  Vector v = ws_.vectors.lease(core_.allocations());
+  RH_CUDA_CHECK(cudaMemsetAsync(v.data(), 0, dim_ * sizeof(T), stream_));
+  return v;
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::assign(std::span<const T> host, Vector& out) {
+  std::copy(host.begin(), host.end(), ws_.host_vector.data());
+  RH_CUDA_CHECK(cudaMemcpyAsync(out.data(), ws_.host_vector.data(), dim_ * sizeof(T),
+                                cudaMemcpyHostToDevice, stream_));
+  core_.synchronize();  // host_vector is reused by the next transfer
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::copy_to_host(const Vector& v, std::span<T> host) {
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_vector.data(), v.data(), dim_ * sizeof(T),
+                                cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+  std::copy_n(ws_.host_vector.data(), dim_, host.begin());
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::copy(const Vector& v, Vector& out) {
+  RH_CUDA_CHECK(cudaMemcpyAsync(out.data(), v.data(), dim_ * sizeof(T), cudaMemcpyDeviceToDevice,
+                                stream_));
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::scale(double factor, Vector& out) {
+  kernels::scale(stream_, dim_, static_cast<T>(factor), out.data());
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::axpy(double factor, const Vector& v, Vector& out) {
+  kernels::axpy(stream_, dim_, static_cast<T>(factor), v.data(), out.data());
+}
+
+template <std::floating_point T>
+double DeviceOps<T>::dot(const Vector& a, const Vector& b) {
+  kernels::dot(stream_, dim_, a.data(), b.data(), &ws_.scalars.data()->sums[vector_result]);
+  return fetch().sums[vector_result];
+}
+
+template <std::floating_point T>
+double DeviceOps<T>::norm_inf(const Vector& v) {
+  kernels::norm_inf(stream_, dim_, v.data(), &ws_.scalars.data()->sums[vector_result]);
+  return fetch().sums[vector_result];
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::soft_threshold(const Vector& z, double level, Vector& out) {
+  kernels::soft_threshold(stream_, dim_, features_, z.data(), static_cast<T>(level), out.data());
+}
+
+// --- per-row passes ----------------------------------------------------------------------------
+
+template <std::floating_point T>
+void DeviceOps<T>::residual_into(const T* beta, T* out) {
+  const auto p = static_cast<std::int64_t>(features_);
+  const auto n = static_cast<std::int64_t>(batch_.rows);
+  blas::gemv(core_.cublas(), CUBLAS_OP_T, p, n, T{1}, batch_.X, p, beta, 1, T{0}, out, 1);
+  kernels::finish_residual(stream_, batch_.rows, batch_.y, intercept_ ? beta + features_ : nullptr,
+                           out);
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
+  // The projection buffer is free here: the drivers ask for residuals outside line searches.
+  residual_into(beta.data(), ws_.projection.data());
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_rows.data(), ws_.projection.data(),
+                                batch_.rows * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+  std::copy_n(ws_.host_rows.data(), batch_.rows, out.begin());
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::evaluate(const Vector& beta, double tau) {
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.current.data(), beta.data(), dim_ * sizeof(T),
+                                cudaMemcpyDeviceToDevice, stream_));
+  tau_ = static_cast<T>(tau);
+  const auto p = static_cast<std::int64_t>(features_);
+  const auto n = static_cast<std::int64_t>(batch_.rows);
+  DeviceScalars* scalars = ws_.scalars.data();
+  residual_into(ws_.current.data(), ws_.residual.data());
+  kernels::huber_terms(stream_, batch_.rows, ws_.residual.data(), batch_.w, tau_,
+                       ws_.weighted_score.data(), ws_.weighted_curvature.data(),
+                       ws_.partials.data());
+  kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 2, &scalars->sums[loss]);
+  blas::gemv(core_.cublas(), CUBLAS_OP_N, p, n, T{1}, batch_.X, p, ws_.weighted_score.data(), 1,
+             T{0}, ws_.score.data(), 1);
+  if (intercept_) kernels::store_sum(stream_, &scalars->sums[score_total], ws_.score.data() + p);
+
+  const auto d = static_cast<std::int64_t>(dim_);
+  kernels::delta(stream_, dim_, ws_.current.data(), ws_.previous_coef.data(), ws_.delta.data(),
+                 ws_.delta64.data());
+  // J~ is row-major, i.e. the column-major J~^T: J~ v is the transposed product.
+  blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, T{1}, information_, d, ws_.delta.data(), 1, T{0},
+             ws_.information_delta.data(), 1);
+  blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, 1.0, information64_, d, ws_.delta64.data(), 1,
+             0.0, ws_.information_delta64.data(), 1);
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::gradient(Vector& out) {
+  kernels::gradient(stream_, dim_, ws_.score.data(), ws_.information_delta.data(),
+                    ws_.history_sign.data(), static_cast<T>(history_weight_), out.data());
+}
+
+template <std::floating_point T>
+double DeviceOps<T>::objective(double lambda) {
+  kernels::objective_terms(stream_, dim_, features_, ws_.delta64.data(),
+                           ws_.information_delta64.data(), ws_.history_sign.data(),
+                           ws_.current.data(), &ws_.scalars.data()->sums[quadratic]);
+  const DeviceScalars& s = fetch();
+  return s.sums[loss] + 0.5 * s.sums[quadratic] - history_weight_ * s.sums[history] +
+         (effective_weight_ + batch_.weight_sum) * lambda * s.sums[l1];
+}
+
+// --- the Newton system -------------------------------------------------------------------------
+
+template <std::floating_point T>
+void DeviceOps<T>::gram_into(T* gram) {
+  const auto p = static_cast<std::int64_t>(features_);
+  const auto n = static_cast<std::int64_t>(batch_.rows);
+  const auto d = static_cast<std::int64_t>(dim_);
+  kernels::scale_rows(stream_, batch_.rows, features_, batch_.X, ws_.weighted_curvature.data(),
+                      ws_.scaled_rows.data(), ws_.partials.data());
+  blas::syrk_lower(core_.cublas(), p, n, ws_.scaled_rows.data(), p, gram, d);
+  if (intercept_) {
+    // The intercept row of the lower triangle: sum w c x (stride d), and sum w c in the corner.
+    blas::gemv(core_.cublas(), CUBLAS_OP_N, p, n, T{1}, batch_.X, p,
+               ws_.weighted_curvature.data(), 1, T{0}, gram + p, d);
+    DeviceScalars* scalars = ws_.scalars.data();
+    kernels::sum_partials(stream_, ws_.partials.data() + 2 * max_reduction_blocks, blocks_, 1,
+                          &scalars->sums[curvature_total]);
+    kernels::store_sum(stream_, &scalars->sums[curvature_total], gram + p + p * d);
+  }
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::form_hessian(double ridge) {
+  DeviceScalars* scalars = ws_.scalars.data();
+  gram_into(ws_.gram.data());
+  RH_CUDA_CHECK(cudaMemsetAsync(&scalars->asymmetric, 0, sizeof(int), stream_));
+  kernels::assemble_hessian(stream_, dim_, ws_.gram.data(), information_, static_cast<T>(ridge),
+                            ws_.hessian.data(), &scalars->asymmetric);
+  kernels::one_norm(stream_, dim_, ws_.hessian.data(), &scalars->one_norm);
+  facts_known_ = false;
+}
+
+template <std::floating_point T>
+const DeviceScalars& DeviceOps<T>::hessian_facts() {
+  if (!facts_known_) {
+    facts_ = fetch();
+    facts_known_ = true;
+  }
+  return facts_;
+}
+
+template <std::floating_point T>
+bool DeviceOps<T>::hessian_symmetric() {
+  return hessian_facts().asymmetric == 0;
+}
+
+template <std::floating_point T>
+SolveAttempt DeviceOps<T>::solve_cholesky(const Vector& rhs, Vector& out) {
+  const auto one_norm = static_cast<T>(hessian_facts().one_norm);
+  return solver_.cholesky(ws_.hessian.data(), one_norm, rhs.data(), out.data());
+}
+
+template <std::floating_point T>
+SolveAttempt DeviceOps<T>::solve_lu(const Vector& rhs, Vector& out) {
+  const auto one_norm = static_cast<T>(hessian_facts().one_norm);
+  return solver_.lu(ws_.hessian.data(), one_norm, rhs.data(), out.data());
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
+  solver_.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
+}
+
+// --- the objective along a step ----------------------------------------------------------------
+
+template <std::floating_point T>
+void DeviceOps<T>::project(const Vector& step) {
+  const auto p = static_cast<std::int64_t>(features_);
+  const auto n = static_cast<std::int64_t>(batch_.rows);
+  blas::gemv(core_.cublas(), CUBLAS_OP_T, p, n, T{1}, batch_.X, p, step.data(), 1, T{0},
+             ws_.projection.data(), 1);
+  if (intercept_) {
+    kernels::add_scalar(stream_, batch_.rows, step.data() + features_, ws_.projection.data());
+  }
+}
+
+// dQ_smooth(t * step) (docs/numerics.md): the per-row Huber differences without cancellation,
+// plus the exact change of the quadratic and linear history terms, all reduced on the device
+// and brought back together.
+template <std::floating_point T>
+double DeviceOps<T>::objective_change(const Vector& step, double t) {
+  const auto factor = static_cast<T>(t);
+  const auto d = static_cast<std::int64_t>(dim_);
+  DeviceScalars* scalars = ws_.scalars.data();
+  kernels::huber_change(stream_, batch_.rows, ws_.residual.data(), ws_.projection.data(),
+                        batch_.w, factor, static_cast<double>(tau_), ws_.partials.data());
+  kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 1, &scalars->sums[change]);
+  kernels::trial(stream_, dim_, step.data(), factor, ws_.trial64.data());
+  blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, 1.0, information64_, d, ws_.trial64.data(), 1,
+             0.0, ws_.information_trial64.data(), 1);
+  kernels::change_terms(stream_, dim_, ws_.delta64.data(), ws_.information_trial64.data(),
+                        ws_.trial64.data(), ws_.information_delta64.data(),
+                        ws_.history_sign.data(), &scalars->sums[delta_j_step]);
+  const DeviceScalars& s = fetch();
+  return s.sums[change] +
+         0.5 * (s.sums[delta_j_step] + s.sums[step_j_delta] + s.sums[step_j_step]) -
+         history_weight_ * s.sums[step_history];
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::information(std::span<T> out) {
+  gram_into(ws_.gram.data());
+  kernels::add_information(stream_, dim_, ws_.gram.data(), information_,
+                           ws_.next_information.data());
+  RH_CUDA_CHECK(cudaMemcpyAsync(out.data(), ws_.next_information.data(),
+                                dim_ * dim_ * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+}
+
+template class DeviceOps<float>;
+template class DeviceOps<double>;
+
+}  // namespace rh::cuda

@@ -1,0 +1,106 @@
+#pragma once
+// rh::SolverOps on the device: the solver drivers of the core (rh/update.hpp, newton.hpp,
+// lamm.hpp) run on the host unchanged and call these operations, which queue cuBLAS calls and
+// our kernels on the engine's stream. Vectors stay on the device; only the scalars a driver
+// branches on come back, each with one small copy and one stream synchronization (the drivers
+// decide on the host: RFC 0001, "fully device-side convergence decisions remain future work").
+//
+// The intercept column of X~ is never materialized: X is read in place (row-major n x p is the
+// column-major p x n matrix), and the intercept is the last coefficient, handled beside the
+// BLAS calls exactly as the CPU engine does.
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+
+#include "engine_internal.hpp"
+#include "linear_solver.hpp"
+#include "rh/ops.hpp"
+#include "rh/state.hpp"
+
+namespace rh::cuda {
+
+// A validated batch on the device (batch.cu).
+template <std::floating_point T>
+struct DeviceBatch {
+  const T* X = nullptr;  // row-major rows x features
+  const T* y = nullptr;
+  const T* w = nullptr;
+  std::size_t rows = 0;
+  std::size_t features = 0;
+  std::span<const T> host_weights;  // the drivers' weighted medians run on the host
+  double weight_sum = 0.0;          // sequential float64 sum of host_weights, as on the CPU
+};
+
+template <std::floating_point T>
+class DeviceOps {
+ public:
+  using Scalar = T;
+  using Vector = DeviceVector<T>;
+
+  // `previous_information` is J~ on the device (row-major, as stored); the state's host view
+  // gives the previous coefficients and scalars. Both must outlive the object.
+  DeviceOps(EngineCore& core, Workspace<T>& workspace, const StateView<T>& previous,
+            const T* previous_information, const DeviceBatch<T>& batch, bool fit_intercept);
+  DeviceOps(const DeviceOps&) = delete;
+  DeviceOps& operator=(const DeviceOps&) = delete;
+
+  std::size_t dim() const { return dim_; }
+  bool intercept() const { return intercept_; }
+
+  Vector make_vector();
+  void assign(std::span<const T> host, Vector& out);
+  void copy_to_host(const Vector& v, std::span<T> host);
+  void copy(const Vector& v, Vector& out);
+  void scale(double factor, Vector& out);
+  void axpy(double factor, const Vector& v, Vector& out);
+  double dot(const Vector& a, const Vector& b);
+  double norm_inf(const Vector& v);
+  void soft_threshold(const Vector& z, double level, Vector& out);
+
+  double weight_sum() const { return batch_.weight_sum; }
+  std::span<const T> host_weights() const { return batch_.host_weights; }
+  void residuals_to_host(const Vector& beta, std::span<T> out);
+
+  void evaluate(const Vector& beta, double tau);
+  void gradient(Vector& out);
+  double objective(double lambda);
+  void form_hessian(double ridge);
+  bool hessian_symmetric();
+  SolveAttempt solve_cholesky(const Vector& rhs, Vector& out);
+  SolveAttempt solve_lu(const Vector& rhs, Vector& out);
+  void solve_min_norm(const Vector& rhs, double rcond, Vector& out);
+  void project(const Vector& step);
+  double objective_change(const Vector& step, double t);
+  // J~ + J_b at the current point, into the workspace's next_information (device, row-major)
+  // and into `out` (host).
+  void information(std::span<T> out);
+
+ private:
+  const DeviceScalars& fetch();               // one copy, one synchronization
+  void residual_into(const T* beta, T* out);  // y - X~ beta
+  void gram_into(T* gram);                    // lower triangle of X~^T diag(w c) X~
+  const DeviceScalars& hessian_facts();       // symmetry and ||H||_1 of the last form_hessian
+
+  EngineCore& core_;
+  Workspace<T>& ws_;
+  DeviceBatch<T> batch_;
+  LinearSolver<T> solver_;
+  cudaStream_t stream_;
+  bool intercept_;
+  std::size_t features_;
+  std::size_t dim_;
+  std::size_t blocks_;              // row-reduction grid
+  const T* information_;            // J~ (row-major)
+  const double* information64_;     // J~ in float64
+  double effective_weight_;         // W before this batch
+  double history_weight_;           // W * previous lambda, rounded to T: the subgradient's scale
+  T tau_ = 0;
+  bool facts_known_ = false;
+  DeviceScalars facts_{};
+};
+
+extern template class DeviceOps<float>;
+extern template class DeviceOps<double>;
+
+}  // namespace rh::cuda

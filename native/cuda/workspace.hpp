@@ -1,0 +1,165 @@
+#pragma once
+// Everything an engine keeps on the device for one dtype, sized for the feature count and the
+// largest batch seen so far: a stream of same-shaped batches allocates nothing after its first.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "resources.hpp"
+
+namespace rh::cuda {
+
+// Scalars the device hands to the host, gathered so that one copy and one synchronization bring
+// back everything a decision of the solver driver needs.
+struct DeviceScalars {
+  double sums[12];                       // float64 reductions, indexed by Sum
+  unsigned long long first_invalid[4];   // validation, indexed by Check; ~0ull: none
+  double one_norm;                       // ||H||_1, computed in the dtype (exact in double)
+  int info;                              // cuSOLVER info of the last factorization
+  int solve_info;                        // cuSOLVER info of the last triangular solve
+  int asymmetric;                        // H != H^T somewhere
+  int nonfinite;                         // the last solution has a non-finite entry
+};
+
+enum Sum : int {
+  loss = 0,        // sum w rho(r) at the current point
+  score_total,     // sum w psi(r): the intercept's score
+  curvature_total, // sum w c(r): the intercept's Gram corner
+  quadratic,       // delta^T J~ delta (float64)
+  history,         // s~^T delta
+  l1,              // ||beta_S||_1
+  change,          // the loss part of dQ along a step: sum w h(r, a)
+  delta_j_step,    // delta^T J~ s   (float64; J~ as stored, so not symmetric in general)
+  step_j_delta,    // s^T J~ delta
+  step_j_step,     // s^T J~ s
+  step_history,    // s~^T s
+  vector_result,   // dot / norm_inf of coefficient vectors
+};
+
+enum Check : int { x_values = 0, y_values, weight_values, weight_signs };
+
+// Row reductions run on a fixed grid and sum their per-block partials in block order, so results
+// do not depend on scheduling (no floating-point atomics).
+inline constexpr int reduction_threads = 256;
+inline constexpr std::size_t max_reduction_blocks = 1024;
+std::size_t reduction_blocks(std::size_t rows);
+
+template <std::floating_point T>
+class VectorPool;
+
+// A coefficient-sized device vector leased from the workspace's pool: the drivers create a few
+// vectors per solve, and this keeps that from allocating.
+template <std::floating_point T>
+class DeviceVector {
+ public:
+  DeviceVector(VectorPool<T>* pool, std::size_t slot, T* data) noexcept
+      : pool_(pool), slot_(slot), data_(data) {}
+  ~DeviceVector();
+  DeviceVector(const DeviceVector&) = delete;
+  DeviceVector& operator=(const DeviceVector&) = delete;
+  DeviceVector(DeviceVector&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)), slot_(other.slot_), data_(other.data_) {}
+  DeviceVector& operator=(DeviceVector&&) = delete;
+
+  T* data() const noexcept { return data_; }
+
+ private:
+  VectorPool<T>* pool_;
+  std::size_t slot_;
+  T* data_;
+};
+
+template <std::floating_point T>
+class VectorPool {
+ public:
+  // Every lease must have been returned (they live within one update).
+  void reset(std::size_t dim) {
+    if (dim != dim_) slots_.clear();
+    dim_ = dim;
+    free_.clear();
+    for (std::size_t k = slots_.size(); k-- > 0;) free_.push_back(k);
+  }
+
+  DeviceVector<T> lease(AllocationStats& stats) {
+    if (free_.empty()) {
+      slots_.emplace_back();
+      slots_.back().reserve(dim_, stats);
+      free_.push_back(slots_.size() - 1);
+    }
+    const std::size_t slot = free_.back();
+    free_.pop_back();
+    return DeviceVector<T>(this, slot, slots_[slot].data());
+  }
+
+  void give_back(std::size_t slot) noexcept { free_.push_back(slot); }
+
+ private:
+  std::size_t dim_ = 0;
+  std::vector<DeviceBuffer<T>> slots_;
+  std::vector<std::size_t> free_;  // reserved by reset(), so give_back() never allocates
+};
+
+template <std::floating_point T>
+DeviceVector<T>::~DeviceVector() {
+  if (pool_ != nullptr) pool_->give_back(slot_);
+}
+
+// The ladder's buffers (linear_solver.cu). The SVD buffers stay empty until that rung is reached.
+template <std::floating_point T>
+struct SolverWorkspace {
+  DeviceBuffer<T> factor;                  // d x d, column-major
+  DeviceBuffer<std::int64_t> pivots;
+  DeviceBuffer<std::byte> device_work;     // potrf and getrf
+  std::vector<std::byte> host_work;
+  PinnedBuffer<T> host_factor;             // the factor, for the host condition estimate
+  std::vector<T> condition_work;           // LAPACK pocon (3d) / gecon (4d)
+  std::vector<int> condition_iwork;
+  // Minimum-norm rung.
+  bool svd_ready = false;
+  DeviceBuffer<T> singular_values, left, right_t, projected;
+  DeviceBuffer<std::byte> svd_device_work;
+  std::vector<std::byte> svd_host_work;
+};
+
+template <std::floating_point T>
+struct Workspace {
+  // Sizes every buffer for a batch; allocates only when the shape outgrows what is held.
+  void reserve(std::size_t dim, std::size_t features, std::size_t rows, AllocationStats& stats,
+               cusolverDnHandle_t solver, cusolverDnParams_t params);
+
+  std::size_t dim = 0;
+  std::size_t rows_capacity = 0;
+
+  // One entry per row.
+  DeviceBuffer<T> residual;             // r = y - X~ beta
+  DeviceBuffer<T> weighted_score;       // w psi(r)
+  DeviceBuffer<T> weighted_curvature;   // w c(r)
+  DeviceBuffer<T> projection;           // X~ s for the step being tried
+  DeviceBuffer<T> scaled_rows;          // sqrt(w c) x, the SYRK operand (n x p)
+  DeviceBuffer<T> staged_x, staged_y, staged_w;  // host-fed batches, and unit weights
+  PinnedBuffer<T> host_rows;            // residual downloads
+  PinnedBuffer<T> host_weights;         // weights of a device-fed batch
+  DeviceBuffer<double> partials;        // 3 x max_reduction_blocks row-reduction partials
+
+  // Coefficient-sized.
+  DeviceBuffer<T> previous_coef, history_sign, current, delta, information_delta, score;
+  DeviceBuffer<double> delta64, information_delta64, trial64, information_trial64;
+  PinnedBuffer<T> host_vector;
+  DeviceBuffer<T> gram;                 // d x d, column-major lower triangle
+  DeviceBuffer<T> hessian;              // d x d, column-major
+  DeviceBuffer<T> empty_information;    // zeros: the J~ of a first batch
+  DeviceBuffer<double> information64;   // J~ in float64 for a float32 batch
+  DeviceBuffer<T> next_information;     // J~ + J_b, swapped into the next state on success
+  DeviceBuffer<DeviceScalars> scalars;
+  PinnedBuffer<DeviceScalars> host_scalars;
+  VectorPool<T> vectors;
+  SolverWorkspace<T> solver;
+};
+
+extern template struct Workspace<float>;
+extern template struct Workspace<double>;
+
+}  // namespace rh::cuda

@@ -1,0 +1,177 @@
+/* rh_cuda.h: the C ABI of the renewable Huber CUDA engine.
+ *
+ * One engine is bound to one CUDA device and owns a stream (or borrows the caller's), cuBLAS and
+ * cuSOLVER handles and every workspace. A state handle keeps the information matrix resident on
+ * the device between batches; rh_cuda_update reads one state and writes another (or the same
+ * one), as a transaction: on any error nothing observable changes.
+ *
+ * Conventions (shared/conventions.md): every call returns an int status (RH_CUDA_OK or an
+ * RH_CUDA_ERROR_* code) and writes results through trailing out-pointers; the message of the
+ * last failure on the calling thread is rh_cuda_last_error(). No exception crosses this boundary
+ * and nothing here calls back into the caller. native/contracts/rh_cuda_contract.json describes
+ * this header; tests/test_cuda_abi.py and native/cuda/abi_contract.cpp keep the two in step.
+ */
+#ifndef RH_CUDA_H_
+#define RH_CUDA_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RH_CUDA_API __attribute__((visibility("default")))
+
+/* ABI version: the major changes when a struct or signature changes incompatibly. */
+#define RH_CUDA_ABI_VERSION_MAJOR 1
+#define RH_CUDA_ABI_VERSION_MINOR 0
+#define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
+
+/* Status codes. */
+#define RH_CUDA_OK 0
+#define RH_CUDA_ERROR_INVALID_ARGUMENT 1 /* bad input, parameter, layout, dtype or device */
+#define RH_CUDA_ERROR_NUMERICAL 2        /* the result would not be finite; nothing changed */
+#define RH_CUDA_ERROR_NO_DEVICE 3        /* no usable CUDA device (or driver) */
+#define RH_CUDA_ERROR_OUT_OF_MEMORY 4
+#define RH_CUDA_ERROR_UNSUPPORTED 5      /* a request this ABI version refuses by design */
+#define RH_CUDA_ERROR_CUDA 6             /* the CUDA runtime, cuBLAS or cuSOLVER failed */
+#define RH_CUDA_ERROR_INTERNAL 7
+
+/* Element types. */
+#define RH_CUDA_FLOAT32 1
+#define RH_CUDA_FLOAT64 2
+
+/* Where an array lives: DLPack's device-type codes. */
+#define RH_CUDA_DEVICE_CPU 1
+#define RH_CUDA_DEVICE_CUDA 2
+
+/* rh_cuda_array.stream and rh_cuda_engine_options.stream: DLPack's stream convention. */
+#define RH_CUDA_STREAM_NONE 0           /* the data is ready; no ordering needed */
+#define RH_CUDA_STREAM_LEGACY 1         /* the legacy default stream */
+#define RH_CUDA_STREAM_PER_THREAD 2     /* the per-thread default stream */
+
+/* The linear-solver rung of the last Newton step, or LAMM for a penalized batch. */
+#define RH_CUDA_SOLVER_CHOLESKY 0
+#define RH_CUDA_SOLVER_LU 1
+#define RH_CUDA_SOLVER_SVD 2
+#define RH_CUDA_SOLVER_LAMM 3
+
+typedef struct rh_cuda_engine_s* rh_cuda_engine_t;
+typedef struct rh_cuda_state_s* rh_cuda_state_t;
+
+/* A dense row-major matrix (a vector is cols = 1). Rows must be contiguous: row_stride == cols,
+ * in elements. For a CUDA array, `stream` is the stream on which its contents become valid; the
+ * engine orders its work after the work already queued there (see RH_CUDA_STREAM_*). */
+typedef struct rh_cuda_array {
+  void* data;
+  int64_t rows;
+  int64_t cols;
+  int64_t row_stride;
+  int32_t dtype;       /* RH_CUDA_FLOAT32 / RH_CUDA_FLOAT64 */
+  int32_t device_type; /* RH_CUDA_DEVICE_CPU / RH_CUDA_DEVICE_CUDA */
+  int32_t device_id;   /* the CUDA ordinal; 0 for host arrays */
+  int32_t reserved;    /* must be 0 */
+  uint64_t stream;
+} rh_cuda_array;
+
+typedef struct rh_cuda_engine_options {
+  int32_t device;        /* CUDA ordinal */
+  int32_t borrow_stream; /* 0: the engine creates its own non-blocking stream */
+  uint64_t stream;       /* the borrowed stream (a cudaStream_t or RH_CUDA_STREAM_*) */
+} rh_cuda_engine_options;
+
+/* shared/spec/method.md, "Configuration". has_tau / has_tol = 0 means None. */
+typedef struct rh_cuda_config {
+  int32_t fit_intercept;
+  int32_t has_tau;
+  int32_t has_tol;
+  int32_t reserved; /* must be 0 */
+  double epsilon;
+  double tau;
+  double alpha;
+  double ridge;
+  double tol;
+  int64_t max_iter;
+} rh_cuda_config;
+
+/* The scalar part of a state; coef (dim) and information (dim x dim, row-major) travel as
+ * arrays. */
+typedef struct rh_cuda_state_info {
+  int32_t dtype;
+  int32_t reserved; /* must be 0 */
+  int64_t dim;
+  int64_t n_samples_seen;
+  double effective_weight;
+  int64_t batch_count;
+  double previous_lambda;
+  double scale;
+} rh_cuda_state_info;
+
+typedef struct rh_cuda_diagnostics {
+  int32_t converged;
+  int32_t solver; /* RH_CUDA_SOLVER_* */
+  int64_t n_iter;
+  double objective;
+  double lambda;
+  double bandwidth;
+  int64_t line_search_halvings;
+} rh_cuda_diagnostics;
+
+/* Counters for tests and profiling: after warm-up a stream of same-shaped batches must not move
+ * device_allocations. */
+typedef struct rh_cuda_engine_stats {
+  int64_t updates;
+  int64_t device_allocations;
+  int64_t device_bytes;
+  int64_t pinned_bytes;
+} rh_cuda_engine_stats;
+
+/* RH_CUDA_ABI_VERSION of the library actually loaded. */
+RH_CUDA_API uint32_t rh_cuda_abi_version(void);
+/* The message of the last failed call on this thread ("" if none); valid until the next call. */
+RH_CUDA_API const char* rh_cuda_last_error(void);
+/* "ok", "invalid_argument", ...: a stable name for a status code. */
+RH_CUDA_API const char* rh_cuda_status_name(int status);
+/* The number of CUDA devices; RH_CUDA_ERROR_NO_DEVICE when there is none or no driver. */
+RH_CUDA_API int rh_cuda_device_count(int32_t* out);
+
+RH_CUDA_API int rh_cuda_engine_create(const rh_cuda_engine_options* options,
+                                      rh_cuda_engine_t* out);
+/* States created by the engine stay valid until they are freed themselves. */
+RH_CUDA_API int rh_cuda_engine_free(rh_cuda_engine_t engine);
+/* The engine's stream as a cudaStream_t value: the stream to pass to __dlpack__. */
+RH_CUDA_API int rh_cuda_engine_stream(rh_cuda_engine_t engine, uint64_t* out);
+RH_CUDA_API int rh_cuda_engine_stats_get(rh_cuda_engine_t engine, rh_cuda_engine_stats* out);
+
+/* An empty state (all zeros, batch_count 0) of `dim` coefficients, resident on the engine's
+ * device. */
+RH_CUDA_API int rh_cuda_state_create(rh_cuda_engine_t engine, int32_t dtype, int64_t dim,
+                                     rh_cuda_state_t* out);
+RH_CUDA_API int rh_cuda_state_free(rh_cuda_state_t state);
+/* Replaces the state with host arrays (a checkpoint, or a state from another engine). */
+RH_CUDA_API int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
+                                   const rh_cuda_array* coef, const rh_cuda_array* information);
+/* Writes the state into host arrays of its dtype and shape, and its scalars into *info. */
+RH_CUDA_API int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
+                                   const rh_cuda_array* coef, const rh_cuda_array* information);
+
+/* One batch transition: next = update(previous, X, y, sample_weight, config). X (n x p), y
+ * (n x 1) and sample_weight (n x 1, or NULL for unit weights) are all on the host (staged) or
+ * all on the engine's device (read in place, never converted). `next` may be `previous`. The
+ * call returns after the engine has finished with the caller's memory. */
+RH_CUDA_API int rh_cuda_update(rh_cuda_engine_t engine, rh_cuda_state_t previous,
+                               const rh_cuda_array* X, const rh_cuda_array* y,
+                               const rh_cuda_array* sample_weight, const rh_cuda_config* config,
+                               rh_cuda_state_t next, rh_cuda_diagnostics* diagnostics);
+
+/* out = X coef_S + intercept for host X (n x p) into host out (n x 1); the state has p + 1
+ * coefficients with an intercept, p without. Device-resident prediction is refused with
+ * RH_CUDA_ERROR_UNSUPPORTED. */
+RH_CUDA_API int rh_cuda_predict(rh_cuda_engine_t engine, rh_cuda_state_t state,
+                                const rh_cuda_array* X, const rh_cuda_array* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RH_CUDA_H_ */

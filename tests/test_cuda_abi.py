@@ -1,0 +1,175 @@
+"""The CUDA C ABI is described once, in native/contracts/rh_cuda_contract.json. These tests hold
+the header (native/include/rh_cuda.h) and the layout pins (native/cuda/abi_contract.cpp) to it,
+without a compiler or a GPU: the header is parsed here and its struct layout computed with the
+LP64 rules the wheels are built for."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = ROOT / "native" / "include" / "rh_cuda.h"
+CONTRACT = ROOT / "native" / "contracts" / "rh_cuda_contract.json"
+PINS = ROOT / "native" / "cuda" / "abi_contract.cpp"
+
+# LP64: every scalar the ABI allows is naturally aligned. No other type may appear in a struct.
+SCALAR_SIZES = {"int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "double": 8}
+POINTER_SIZE = 8
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def _normalize_type(text: str) -> str:
+    return re.sub(r"\s*\*", "*", " ".join(text.split()))
+
+
+def parse_header(text: str) -> dict:
+    """The constants, handles, structs and functions that rh_cuda.h declares."""
+    code = _strip_comments(text)
+    constants = {
+        name: int(value)
+        for name, value in re.findall(r"#define\s+(RH_CUDA_\w+)\s+(-?\d+)\s*$", code, re.M)
+    }
+    handles = {
+        name: f"struct {tag}*"
+        for tag, name in re.findall(r"typedef\s+struct\s+(\w+)\s*\*\s*(\w+)\s*;", code)
+    }
+    structs = {}
+    for name, body, alias in re.findall(
+        r"typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;", code, re.S
+    ):
+        assert name == alias, f"struct {name} is typedef'd as {alias}"
+        fields = []
+        for declaration in filter(None, (d.strip() for d in body.split(";"))):
+            type_text, field = re.match(r"(.+?)\s*(\w+)$", declaration, re.S).groups()
+            fields.append({"name": field, "type": _normalize_type(type_text)})
+        structs[name] = fields
+    functions = {}
+    for returns, name, params in re.findall(
+        r"RH_CUDA_API\s+(.+?)\s*(\w+)\s*\(([^)]*)\)\s*;", code, re.S
+    ):
+        parsed = []
+        if params.strip() != "void":
+            for param in params.split(","):
+                type_text, pname = re.match(r"(.+?)\s*(\w+)$", param.strip(), re.S).groups()
+                parsed.append({"name": pname, "type": _normalize_type(type_text)})
+        functions[name] = {"returns": _normalize_type(returns), "params": parsed}
+    return {"constants": constants, "handles": handles, "structs": structs,
+            "functions": functions}
+
+
+def layout(fields: list[dict]) -> tuple[list[int], int, int]:
+    """Offsets, size and alignment of a struct of ABI scalars and pointers."""
+    offsets, offset, align = [], 0, 1
+    for field in fields:
+        t = field["type"]
+        size = POINTER_SIZE if t.endswith("*") else SCALAR_SIZES.get(t)
+        assert size is not None, f"field {field['name']} has a type outside the ABI: {t}"
+        offset = (offset + size - 1) // size * size
+        offsets.append(offset)
+        offset += size
+        align = max(align, size)
+    return offsets, (offset + align - 1) // align * align, align
+
+
+@pytest.fixture(scope="module")
+def contract() -> dict:
+    return json.loads(CONTRACT.read_text())
+
+
+@pytest.fixture(scope="module")
+def header() -> dict:
+    return parse_header(HEADER.read_text())
+
+
+def test_version_and_constants_match(contract, header):
+    assert header["constants"]["RH_CUDA_ABI_VERSION_MAJOR"] == contract["abi_version"]["major"]
+    assert header["constants"]["RH_CUDA_ABI_VERSION_MINOR"] == contract["abi_version"]["minor"]
+    assert header["constants"] == contract["constants"]
+
+
+def test_status_codes_are_distinct_and_ok_is_zero(contract):
+    statuses = {k: v for k, v in contract["constants"].items() if k.startswith("RH_CUDA_ERROR_")}
+    assert contract["constants"]["RH_CUDA_OK"] == 0
+    assert len(set(statuses.values())) == len(statuses)
+    assert 0 not in statuses.values()
+
+
+def test_handles_are_typed_opaque_pointers(contract, header):
+    assert header["handles"] == contract["handles"]
+
+
+def test_structs_match_field_by_field(contract, header):
+    assert list(header["structs"]) == [s["name"] for s in contract["structs"]]
+    for struct in contract["structs"]:
+        declared = header["structs"][struct["name"]]
+        assert [(f["name"], f["type"]) for f in declared] == [
+            (f["name"], f["type"]) for f in struct["fields"]
+        ], struct["name"]
+
+
+def test_struct_layout_has_no_hidden_padding(contract):
+    for struct in contract["structs"]:
+        offsets, size, align = layout(struct["fields"])
+        assert offsets == [f["offset"] for f in struct["fields"]], struct["name"]
+        assert (size, align) == (struct["size"], struct["align"]), struct["name"]
+        # Explicit `reserved` fields fill every gap, so C, C++ and ctypes agree by construction.
+        ends = [o + (POINTER_SIZE if f["type"].endswith("*") else SCALAR_SIZES[f["type"]])
+                for o, f in zip(offsets, struct["fields"], strict=True)]
+        assert all(e == o for e, o in zip(ends, [*offsets[1:], size], strict=True)), struct["name"]
+
+
+def test_functions_match_signature_by_signature(contract, header):
+    assert list(header["functions"]) == [f["name"] for f in contract["functions"]]
+    for function in contract["functions"]:
+        declared = header["functions"][function["name"]]
+        assert declared["returns"] == function["returns"], function["name"]
+        assert declared["params"] == function["params"], function["name"]
+
+
+def test_entry_points_return_a_status_and_use_only_abi_types(contract):
+    allowed = {*SCALAR_SIZES, "int", "void", "char", *contract["handles"],
+               *(s["name"] for s in contract["structs"])}
+    for function in contract["functions"]:
+        name = function["name"]
+        if name not in {"rh_cuda_abi_version", "rh_cuda_last_error", "rh_cuda_status_name"}:
+            assert function["returns"] == "int", name
+        for param in function["params"]:
+            base = param["type"].replace("const ", "").rstrip("*")
+            assert base in allowed, f"{name}({param['name']}: {param['type']})"
+
+
+def test_every_create_has_a_free(contract):
+    names = {f["name"] for f in contract["functions"]}
+    for name in names:
+        if name.endswith("_create"):
+            assert name.removesuffix("_create") + "_free" in names, name
+
+
+def test_static_asserts_pin_the_contract_layout(contract):
+    pins = PINS.read_text()
+    sizes = dict(re.findall(r"sizeof\((\w+)\)\s*==\s*(\d+)", pins))
+    aligns = dict(re.findall(r"alignof\((\w+)\)\s*==\s*(\d+)", pins))
+    offsets = {(s, f): int(o) for s, f, o in
+               re.findall(r"offsetof\((\w+),\s*(\w+)\)\s*==\s*(\d+)", pins)}
+    version = re.search(r"RH_CUDA_ABI_VERSION\s*==\s*\(\s*(\d+)\s*<<\s*16\s*\|\s*(\d+)\s*\)", pins)
+    assert version and (int(version[1]), int(version[2])) == (
+        contract["abi_version"]["major"], contract["abi_version"]["minor"])
+    for struct in contract["structs"]:
+        name = struct["name"]
+        assert int(sizes[name]) == struct["size"], name
+        assert int(aligns[name]) == struct["align"], name
+        for field in struct["fields"]:
+            assert offsets[(name, field["name"])] == field["offset"], (name, field["name"])
+    assert len(offsets) == sum(len(s["fields"]) for s in contract["structs"])
+    constants = dict(re.findall(r"static_assert\((RH_CUDA_\w+)\s*==\s*(-?\d+)\)", pins))
+    expected = {k: str(v) for k, v in contract["constants"].items()
+                if not k.startswith("RH_CUDA_ABI_VERSION")}
+    assert constants == expected
