@@ -3,6 +3,8 @@
 #   scripts/test_bricks.sh         Release with -Werror in build-bricks/, then ASan + UBSan (with the
 #                                  NVTX sink compiled in when nvtx3 headers exist) in build-bricks-asan/
 #   scripts/test_bricks.sh bench   Release benchmarks in build-bricks-bench/, with ratios to Tracy
+#   scripts/test_bricks.sh tsan    the tests under ThreadSanitizer in build-bricks-tsan/ (not in CI:
+#                                  another full build on two cores)
 # Needs cmake, g++, libgtest-dev and, for bench, libbenchmark-dev. Exits nonzero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,9 +48,37 @@ PY
   exit 0
 fi
 
+if [[ "${1:-}" == "tsan" ]]; then
+  echo "== bricks tests: ThreadSanitizer (build-bricks-tsan/)"
+  configure_build build-bricks-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRH_BRICKS_SANITIZE=thread \
+    -DRH_BRICKS_EXAMPLES=OFF
+  TSAN_OPTIONS="halt_on_error=1" ctest --test-dir build-bricks-tsan --output-on-failure --parallel "$jobs"
+  exit 0
+fi
+
 echo "== bricks tests: Release, -Werror (build-bricks/)"
 configure_build build-bricks -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build-bricks --output-on-failure --parallel "$jobs"
+
+echo "== bricks exports: bricks_demo, report against the schema (build-bricks/demo/)"
+mkdir -p build-bricks/demo
+build-bricks/bricks_demo build-bricks/demo >/dev/null
+python3 - build-bricks/demo native/bricks/schema/report.schema.json <<'PY'
+import json, sys
+out, schema_path = sys.argv[1], sys.argv[2]
+report = json.load(open(f"{out}/report.json"))
+trace = json.load(open(f"{out}/trace.json"))
+assert any(e["ph"] == "X" for e in trace["traceEvents"]), "trace has no complete events"
+try:
+    import jsonschema
+except ImportError:
+    print("jsonschema not installed: report parsed, schema check skipped")
+else:
+    schema = json.load(open(schema_path))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(report, schema, cls=jsonschema.Draft202012Validator)
+    print("report.json valid against report.schema.json; trace.json parsed")
+PY
 
 echo "== bricks tests: ASan + UBSan (build-bricks-asan/)"
 nvtx=OFF
