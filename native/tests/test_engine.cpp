@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <rh/cpu/engine.hpp>
 #include <rh/error.hpp>
+#include <thread>
 
 #include "problems.hpp"
 
@@ -108,6 +108,27 @@ TEST(Engine, ResultsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(a.information, b.information);
   EXPECT_EQ(da.objective, db.objective);
   EXPECT_EQ(da.n_iter, db.n_iter);
+}
+
+TEST(Engine, ConcurrentCallsOnOneEngineAreSerialized) {
+  const auto first = contaminated_batch<double>(81, 3000, 5);
+  const auto second = contaminated_batch<double>(82, 5000, 5);
+  const rh::Config config;
+  rh::cpu::Engine reference_engine;
+  const auto expected_first = update(reference_engine, rh::State<double>::empty(6), first, config);
+  const auto expected_second =
+      update(reference_engine, rh::State<double>::empty(6), second, config);
+
+  rh::cpu::Engine shared({.threads = 2});
+  std::pair<rh::State<double>, rh::Diagnostics> got_first;
+  std::pair<rh::State<double>, rh::Diagnostics> got_second;
+  std::thread other(
+      [&] { got_first = update(shared, rh::State<double>::empty(6), first, config); });
+  got_second = update(shared, rh::State<double>::empty(6), second, config);
+  other.join();
+  EXPECT_EQ(got_first.first.coef, expected_first.first.coef);
+  EXPECT_EQ(got_second.first.coef, expected_second.first.coef);
+  EXPECT_EQ(got_second.first.information, expected_second.first.information);
 }
 
 TEST(Engine, OneEngineServesChangingShapesAndDtypes) {
