@@ -183,7 +183,7 @@ void Profiler::end_batch() {
   batch_.store(kNoBatch, std::memory_order_relaxed);
 }
 
-void Profiler::set_setup_ns(std::int64_t ns) noexcept {
+void Profiler::set_setup_ns(std::int64_t ns) {
   std::lock_guard lock(mutex_);
   batch_clock_.setup_ns = ns;
 }

@@ -18,6 +18,8 @@ namespace rh::bricks {
 // A clock whose readings ("marks") may only be known later, as with CUDA events recorded on a
 // stream: mark() at scope start and stop returns tokens; the profiler asks for their times after
 // synchronize(), when the sync mode says so (after each brick, each batch, or at flush).
+// mark(), synchronize() and resolve_ns() run inside scope destructors and must not throw: a
+// device clock that fails keeps the error for the engine to raise and returns 0.
 class ClockSource {
  public:
   using Token = std::uint64_t;

@@ -119,7 +119,7 @@ class Profiler {
   void set_iteration(std::uint32_t index) noexcept;
   void end_batch();
   // Time before the first batch; by default from construction to the first begin_batch().
-  void set_setup_ns(std::int64_t ns) noexcept;
+  void set_setup_ns(std::int64_t ns);
 
   // --- slow paths ---
   BrickId intern(std::string_view name, Category category);
@@ -154,6 +154,8 @@ class Profiler {
 
  private:
   detail::ThreadState& local() noexcept;
+  // noexcept because scopes cannot report failure: running out of memory while a thread's
+  // buffers are first made terminates.
   detail::ThreadState& register_thread() noexcept;
   void commit(detail::ThreadState& ts, const detail::OpenScope& s, std::int64_t start_ns,
               std::int64_t duration_ns, std::uint64_t cycles) noexcept;
