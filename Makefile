@@ -41,7 +41,7 @@ test-cpp: system-packages
 
 test-python: native
 	$(PY) scripts/generate_native_golden.py --check
-	$(PY) -m pytest -n 2 tests
+	RH_REQUIRE_NATIVE=1 $(PY) -m pytest -n 2 tests
 
 # Optional heavy integrations (PyTorch): kept out of `make test` for CI's time budget.
 test-extras: setup

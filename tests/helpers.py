@@ -19,3 +19,20 @@ def state_dicts_equal(a: dict, b: dict, *, ignore=("params",)) -> bool:
     if a.keys() != b.keys():
         return False
     return all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)
+
+
+def require_module(module: str, distribution: str):
+    """Import a native engine's module. Under `make test` (RH_REQUIRE_NATIVE=1) a missing module
+    fails the test; elsewhere it skips, saying which distribution would run it."""
+    import importlib
+    import os
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        message = f"{distribution} is not installed ({exc}); scripts/build_native_cpu.sh builds it"
+        if os.environ.get("RH_REQUIRE_NATIVE") == "1":
+            pytest.fail(message)
+        pytest.skip(message)

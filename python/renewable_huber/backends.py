@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import Config, Diagnostics, State, update
 from .core.validation import validate_batch
-from .errors import EngineNotAvailableError
+from .errors import EngineNotAvailableError, NumericalError
 
 BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
 _MODULES = {
@@ -51,6 +51,7 @@ class NativeCpuEngine:
 
     def __init__(self, module: Any, threads: int = 0):
         self._engine = module.Engine(threads=threads)
+        self._numerical_error = module.NumericalError
 
     def update(self, state, X, y, w, config):
         config.validate()
@@ -77,7 +78,10 @@ class NativeCpuEngine:
             "max_iter": int(config.max_iter),
             "tol": config.resolved_tol(X.dtype),
         }
-        out, diag = self._engine.update(native_state, X, y, w, native_config)
+        try:
+            out, diag = self._engine.update(native_state, X, y, w, native_config)
+        except self._numerical_error as exc:
+            raise NumericalError(str(exc)) from exc
         return State(**out), Diagnostics.from_dict(diag)
 
 

@@ -4,14 +4,11 @@ reference engine's State/Config and the dicts the binding takes."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
+from helpers import require_module
 from renewable_huber.core import Config, State
 
-native = pytest.importorskip(
-    "_renewable_huber_native_cpu",
-    reason="renewable-huber-native-cpu is not installed (scripts/build_native_cpu.sh installs it)",
-)
+native = require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
 
 
 def empty_state(d: int, dtype) -> dict:

@@ -1,0 +1,96 @@
+"""Every engine against the golden corpus and against each other, through the public API."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from helpers import make_problem, require_module
+from renewable_huber import RenewableHuberRegressor
+from renewable_huber.backends import make_engine
+from renewable_huber.golden import (
+    case_batches,
+    case_config,
+    compare_batch,
+    predict,
+    state_record,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = json.loads((ROOT / "tests" / "golden" / "native_core_v1.json").read_text())
+NATIVE = ("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+
+
+@pytest.fixture
+def native_cpu():
+    require_module(*NATIVE)
+    return make_engine("native_cpu")
+
+
+@pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])
+def test_native_cpu_meets_golden(native_cpu, case):
+    config = case_config(case)
+    probe = np.asarray(case["probe"], dtype=case["dtype"])
+    state = None
+    for k, ((X, y, w), want) in enumerate(zip(case_batches(case), case["batches"], strict=True)):
+        state, diag = native_cpu.update(state, X, y, w, config)
+        got = {"state": state_record(state), "diagnostics": diag.as_dict(),
+               "predictions": predict(state, probe, config.fit_intercept).tolist()}
+        rung_matters = case["name"] == "rank_deficient"
+        problems = compare_batch(got, want, case["dtype"], check_rung=rung_matters)
+        assert not problems, f"batch {k + 1}: {problems}"
+
+
+def test_auto_prefers_native_cpu_when_installed():
+    require_module(*NATIVE)
+    rng = np.random.default_rng(0)
+    X, y, _ = make_problem(rng, 300, 4)
+    assert RenewableHuberRegressor().fit(X, y).backend_ == "native_cpu"
+
+
+@pytest.mark.parametrize("first,second", [("numpy", "native_cpu"), ("native_cpu", "numpy")])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_checkpoint_continues_on_the_other_engine(tmp_path, first, second, dtype):
+    require_module(*NATIVE)
+    rng = np.random.default_rng(11)
+    batches = [make_problem(rng, 400, 5, dtype=dtype)[:2] for _ in range(3)]
+    a = RenewableHuberRegressor(backend=first, alpha=0.01)
+    a.partial_fit(*batches[0]).partial_fit(*batches[1])
+    a.save_checkpoint(tmp_path / "m.npz")
+    b = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz", backend=second)
+    a.partial_fit(*batches[2])
+    b.partial_fit(*batches[2])
+    assert b.backend_ == second and b.coef_.dtype == np.dtype(dtype)
+    rtol = 1e-7 if dtype == np.float64 else 2e-3
+    for key in ("coef", "information", "scale", "effective_weight"):
+        x, ref = np.asarray(b.state_dict()[key], float), np.asarray(a.state_dict()[key], float)
+        assert np.all(np.abs(x - ref) <= rtol * np.maximum(1, np.abs(ref))), key
+    assert b.n_samples_seen_ == a.n_samples_seen_ == 1200
+
+
+def test_native_error_leaves_the_estimator_state():
+    require_module(*NATIVE)
+    rng = np.random.default_rng(2)
+    X, y, _ = make_problem(rng, 100, 3)
+    m = RenewableHuberRegressor(backend="native_cpu").partial_fit(X, y)
+    before = m.state_dict()
+    with pytest.raises(ValueError, match="sample_weight"):
+        m.partial_fit(X, y, -np.ones(100))
+    after = m.state_dict()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def _native_estimators():
+    try:
+        __import__(NATIVE[0])
+    except ImportError:
+        return []  # test_auto_prefers_native_cpu_when_installed reports the missing engine
+    return [RenewableHuberRegressor(backend="native_cpu")]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@parametrize_with_checks(_native_estimators())
+def test_sklearn_compatible_on_native_cpu(estimator, check):
+    check(estimator)
