@@ -61,11 +61,16 @@ Profiler::~Profiler() = default;
 detail::ThreadState& Profiler::register_thread() noexcept {
   const std::thread::id me = std::this_thread::get_id();
   std::lock_guard lock(mutex_);
+  // A thread started after another has ended may get its std::thread::id back, and then its
+  // state: memory stays bounded when engines start a thread per task, and no two live threads
+  // ever share a state.
   detail::ThreadState* found = nullptr;
   for (const auto& ts : threads_) {
     if (ts->owner == me) found = ts.get();
   }
-  if (!found) {
+  if (found) {
+    found->os_tid = static_cast<std::int64_t>(::gettid());
+  } else {
     auto ts = std::make_unique<detail::ThreadState>();
     ts->counters = std::make_unique<detail::BrickCounters[]>(table_.capacity());
     if (options_.trace_capacity > 0) {
