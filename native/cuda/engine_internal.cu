@@ -21,9 +21,12 @@ std::string where(const char* call, const char* file, int line) {
 void throw_cuda(cudaError_t status, const char* call, const char* file, int line) {
   const std::string what = std::string(cudaGetErrorName(status)) + ": " +
                            cudaGetErrorString(status) + where(call, file, line);
-  if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver ||
-      status == cudaErrorInvalidDevice) {
-    throw NoDeviceError("no CUDA device: " + what);
+  if (status == cudaErrorInsufficientDriver) {
+    throw NoDeviceError("no CUDA device: no NVIDIA driver is loaded, or it is older than this "
+                        "CUDA runtime (" + what + ")");
+  }
+  if (status == cudaErrorNoDevice || status == cudaErrorInvalidDevice) {
+    throw NoDeviceError("no CUDA device (" + what + ")");
   }
   if (status == cudaErrorMemoryAllocation) throw OutOfMemoryError("CUDA out of memory: " + what);
   throw CudaError("CUDA error " + what);

@@ -1,0 +1,312 @@
+// _renewable_huber_native_cuda: the CUDA engine for Python, on the C ABI of rh_cuda.h alone.
+//
+//   engine = Engine(device=0)                 # its own stream
+//   state = engine.new_state("float64", d)    # resident on the device
+//   diag = engine.update(state, state, X, y, w, config)
+//   scalars = state.read(coef_out, information_out)
+//
+// Arrays arrive as descriptors (data address, rows, cols, row stride, dtype code, device type,
+// device id, stream), built by renewable_huber.cuda from NumPy arrays or claimed DLPack
+// capsules, which that layer keeps alive (and releases) around the call. The GIL is released
+// while the engine runs. A failed call raises the Python error its status maps to, with the
+// engine's message.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "rh_cuda.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+class StatusError : public std::exception {
+ public:
+  StatusError(int status, std::string message) : status_(status), message_(std::move(message)) {}
+  int status() const noexcept { return status_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  int status_;
+  std::string message_;
+};
+
+// Read the thread's message before anything else can call into the library.
+void check(int status) {
+  if (status != RH_CUDA_OK) throw StatusError(status, rh_cuda_last_error());
+}
+
+// The Python exception of a status: the library's own types where it has them.
+nb::object python_error(int status) {
+  const auto builtin = [](PyObject* type) -> nb::object { return nb::borrow(type); };
+  const auto library = [&](const char* name, PyObject* fallback) -> nb::object {
+    try {
+      return nb::module_::import_("renewable_huber.errors").attr(name);
+    } catch (const nb::python_error&) {
+      return builtin(fallback);
+    }
+  };
+  switch (status) {
+    case RH_CUDA_ERROR_INVALID_ARGUMENT:
+    case RH_CUDA_ERROR_UNSUPPORTED:
+      return builtin(PyExc_ValueError);
+    case RH_CUDA_ERROR_NUMERICAL:
+      return library("NumericalError", PyExc_ArithmeticError);
+    case RH_CUDA_ERROR_NO_DEVICE:
+      return library("EngineNotAvailableError", PyExc_ImportError);
+    case RH_CUDA_ERROR_OUT_OF_MEMORY:
+      return builtin(PyExc_MemoryError);
+    default:
+      return builtin(PyExc_RuntimeError);
+  }
+}
+
+using Descriptor = std::tuple<std::uintptr_t, std::int64_t, std::int64_t, std::int64_t,
+                              std::int32_t, std::int32_t, std::int32_t, std::uint64_t>;
+
+rh_cuda_array to_array(const Descriptor& d) {
+  return rh_cuda_array{.data = reinterpret_cast<void*>(std::get<0>(d)),
+                       .rows = std::get<1>(d),
+                       .cols = std::get<2>(d),
+                       .row_stride = std::get<3>(d),
+                       .dtype = std::get<4>(d),
+                       .device_type = std::get<5>(d),
+                       .device_id = std::get<6>(d),
+                       .reserved = 0,
+                       .stream = std::get<7>(d)};
+}
+
+using HostArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
+
+std::int32_t dtype_code(const HostArray& a) {
+  if (a.dtype() == nb::dtype<float>()) return RH_CUDA_FLOAT32;
+  if (a.dtype() == nb::dtype<double>()) return RH_CUDA_FLOAT64;
+  throw StatusError(RH_CUDA_ERROR_INVALID_ARGUMENT, "state arrays must be float32 or float64");
+}
+
+rh_cuda_array host_array(const HostArray& a) {
+  const std::int64_t rows = a.ndim() >= 1 ? static_cast<std::int64_t>(a.shape(0)) : 1;
+  const std::int64_t cols = a.ndim() == 2 ? static_cast<std::int64_t>(a.shape(1)) : 1;
+  return rh_cuda_array{.data = a.data(),
+                       .rows = rows,
+                       .cols = cols,
+                       .row_stride = cols,
+                       .dtype = dtype_code(a),
+                       .device_type = RH_CUDA_DEVICE_CPU,
+                       .device_id = 0,
+                       .reserved = 0,
+                       .stream = RH_CUDA_STREAM_NONE};
+}
+
+std::int32_t dtype_from_name(const std::string& name) {
+  if (name == "float32") return RH_CUDA_FLOAT32;
+  if (name == "float64") return RH_CUDA_FLOAT64;
+  throw StatusError(RH_CUDA_ERROR_INVALID_ARGUMENT,
+                    "dtype must be 'float32' or 'float64', got '" + name + "'");
+}
+
+template <class Value>
+Value item(const nb::dict& dict, const char* key) {
+  if (!dict.contains(key)) {
+    throw StatusError(RH_CUDA_ERROR_INVALID_ARGUMENT, std::string("missing key '") + key + "'");
+  }
+  return nb::cast<Value>(dict[key]);
+}
+
+const char* solver_name(std::int32_t solver) {
+  switch (solver) {
+    case RH_CUDA_SOLVER_CHOLESKY:
+      return "cholesky";
+    case RH_CUDA_SOLVER_LU:
+      return "lu";
+    case RH_CUDA_SOLVER_SVD:
+      return "svd";
+    default:
+      return "lamm";
+  }
+}
+
+class State {
+ public:
+  explicit State(rh_cuda_state_t handle) : handle_(handle) {}
+  ~State() { rh_cuda_state_free(handle_); }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  rh_cuda_state_t get() const { return handle_; }
+
+  void load(const nb::dict& scalars, const HostArray& coef, const HostArray& information) {
+    const rh_cuda_state_info info{
+        .dtype = dtype_from_name(item<std::string>(scalars, "dtype")),
+        .reserved = 0,
+        .dim = static_cast<std::int64_t>(coef.ndim() == 1 ? coef.shape(0) : 0),
+        .n_samples_seen = item<std::int64_t>(scalars, "n_samples_seen"),
+        .effective_weight = item<double>(scalars, "effective_weight"),
+        .batch_count = item<std::int64_t>(scalars, "batch_count"),
+        .previous_lambda = item<double>(scalars, "previous_lambda"),
+        .scale = item<double>(scalars, "scale")};
+    const rh_cuda_array c = host_array(coef);
+    const rh_cuda_array j = host_array(information);
+    nb::gil_scoped_release release;
+    check(rh_cuda_state_load(handle_, &info, &c, &j));
+  }
+
+  nb::dict read(const HostArray& coef_out, const HostArray& information_out) const {
+    rh_cuda_state_info info{};
+    const rh_cuda_array c = host_array(coef_out);
+    const rh_cuda_array j = host_array(information_out);
+    check(rh_cuda_state_read(handle_, &info, &c, &j));
+    nb::dict out;
+    out["n_samples_seen"] = info.n_samples_seen;
+    out["effective_weight"] = info.effective_weight;
+    out["batch_count"] = info.batch_count;
+    out["previous_lambda"] = info.previous_lambda;
+    out["scale"] = info.scale;
+    return out;
+  }
+
+ private:
+  rh_cuda_state_t handle_;
+};
+
+class Engine {
+ public:
+  Engine(int device, std::uint64_t stream) {
+    const rh_cuda_engine_options options{
+        .device = device, .borrow_stream = stream != 0 ? 1 : 0, .stream = stream};
+    check(rh_cuda_engine_create(&options, &handle_));
+  }
+  ~Engine() { rh_cuda_engine_free(handle_); }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::uint64_t stream() const {
+    std::uint64_t value = 0;
+    check(rh_cuda_engine_stream(handle_, &value));
+    return value;
+  }
+
+  nb::dict stats() const {
+    rh_cuda_engine_stats s{};
+    check(rh_cuda_engine_stats_get(handle_, &s));
+    nb::dict out;
+    out["updates"] = s.updates;
+    out["device_allocations"] = s.device_allocations;
+    out["device_bytes"] = s.device_bytes;
+    out["pinned_bytes"] = s.pinned_bytes;
+    return out;
+  }
+
+  State* new_state(const std::string& dtype, std::int64_t dim) {
+    rh_cuda_state_t handle = nullptr;
+    check(rh_cuda_state_create(handle_, dtype_from_name(dtype), dim, &handle));
+    return new State(handle);  // owned by Python (rv_policy::take_ownership)
+  }
+
+  nb::dict update(const State& previous, State& next, const Descriptor& X, const Descriptor& y,
+                  const std::optional<Descriptor>& w, const nb::dict& config) {
+    const nb::handle tau = config["tau"];
+    const nb::handle tol = config["tol"];
+    const rh_cuda_config c{.fit_intercept = item<bool>(config, "fit_intercept") ? 1 : 0,
+                           .has_tau = tau.is_none() ? 0 : 1,
+                           .has_tol = tol.is_none() ? 0 : 1,
+                           .reserved = 0,
+                           .epsilon = item<double>(config, "epsilon"),
+                           .tau = tau.is_none() ? 0.0 : nb::cast<double>(tau),
+                           .alpha = item<double>(config, "alpha"),
+                           .ridge = item<double>(config, "ridge"),
+                           .tol = tol.is_none() ? 0.0 : nb::cast<double>(tol),
+                           .max_iter = item<std::int64_t>(config, "max_iter")};
+    const rh_cuda_array x = to_array(X);
+    const rh_cuda_array yy = to_array(y);
+    const std::optional<rh_cuda_array> weights =
+        w ? std::optional<rh_cuda_array>(to_array(*w)) : std::nullopt;
+    rh_cuda_diagnostics d{};
+    {
+      nb::gil_scoped_release release;
+      check(rh_cuda_update(handle_, previous.get(), &x, &yy, weights ? &*weights : nullptr, &c,
+                           next.get(), &d));
+    }
+    nb::dict out;
+    out["converged"] = d.converged != 0;
+    out["n_iter"] = d.n_iter;
+    out["objective"] = d.objective;
+    out["lambda"] = d.lambda;
+    out["bandwidth"] = d.bandwidth;
+    out["solver"] = solver_name(d.solver);
+    out["line_search_halvings"] = d.line_search_halvings;
+    return out;
+  }
+
+  void predict(const State& state, const Descriptor& X, const Descriptor& out) {
+    const rh_cuda_array x = to_array(X);
+    const rh_cuda_array o = to_array(out);
+    nb::gil_scoped_release release;
+    check(rh_cuda_predict(handle_, state.get(), &x, &o));
+  }
+
+ private:
+  rh_cuda_engine_t handle_ = nullptr;
+};
+
+}  // namespace
+
+NB_MODULE(_renewable_huber_native_cuda, m) {
+  m.doc() = "The CUDA engine of renewable-huber (backend=\"cuda\"), over the rh_cuda C ABI.";
+  m.attr("__version__") = RH_VERSION;
+  m.attr("ABI_VERSION") = RH_CUDA_ABI_VERSION;
+
+  nb::register_exception_translator([](const std::exception_ptr& failure, void*) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const StatusError& e) {
+      const nb::object type = python_error(e.status());
+      PyErr_SetString(type.ptr(), e.what());
+    }
+  });
+
+  m.def("abi_version", &rh_cuda_abi_version, "The ABI version of the loaded librh_cuda.");
+  m.def(
+      "device_count",
+      [] {
+        std::int32_t count = 0;
+        check(rh_cuda_device_count(&count));
+        return count;
+      },
+      "CUDA devices visible to the engine; EngineNotAvailableError when there are none.");
+
+  nb::class_<State>(m, "State", "A renewable state resident on the engine's device.")
+      .def("load", &State::load, "scalars"_a, "coef"_a, "information"_a,
+           "Replace the state with host arrays and scalars (uploads the information matrix).")
+      .def("read", &State::read, "coef_out"_a, "information_out"_a,
+           "Write coef and information into host arrays; return the scalars.");
+
+  nb::class_<Engine>(m, "Engine", "One CUDA engine bound to one device.")
+      .def(nb::init<int, std::uint64_t>(), "device"_a = 0, "stream"_a = 0,
+           "stream: 0 for the engine's own stream, else a cudaStream_t value to borrow.")
+      .def_prop_ro("stream", &Engine::stream)
+      .def("stats", &Engine::stats)
+      .def("new_state", &Engine::new_state, "dtype"_a, "dim"_a, nb::rv_policy::take_ownership)
+      .def("update", &Engine::update, "previous"_a, "next"_a, "X"_a, "y"_a, "sample_weight"_a,
+           "config"_a)
+      .def("predict", &Engine::predict, "state"_a, "X"_a, "out"_a);
+
+  m.def(
+      "make_engine",
+      [](int device) {
+        const nb::object module = nb::module_::import_("_renewable_huber_native_cuda");
+        return nb::module_::import_("renewable_huber.cuda").attr("CudaEngine")(module, device);
+      },
+      "device"_a = 0, "The engine behind backend=\"cuda\" (renewable_huber.cuda.CudaEngine).");
+}
