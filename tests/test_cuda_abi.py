@@ -173,3 +173,24 @@ def test_static_asserts_pin_the_contract_layout(contract):
     expected = {k: str(v) for k, v in contract["constants"].items()
                 if not k.startswith("RH_CUDA_ABI_VERSION")}
     assert constants == expected
+
+
+def test_built_module_reports_the_contract_version(contract):
+    native = pytest.importorskip("_renewable_huber_native_cuda")
+    version = contract["abi_version"]
+    assert native.abi_version() == native.ABI_VERSION == version["major"] << 16 | version["minor"]
+
+
+def test_cuda_backend_without_a_gpu_says_so():
+    native = pytest.importorskip("_renewable_huber_native_cuda")
+    from renewable_huber.backends import make_engine
+    from renewable_huber.errors import EngineNotAvailableError
+
+    try:
+        native.device_count()
+    except EngineNotAvailableError:
+        pass
+    else:
+        pytest.skip("a CUDA device is present: tests/gpu covers the engine there")
+    with pytest.raises(EngineNotAvailableError, match="no CUDA device"):
+        make_engine("cuda")
