@@ -6,7 +6,7 @@
 //   }
 //
 // Each macro declares a static per-call-site CallSite (file, line, function) and a Scope. With
-// RH_BRICKS_ENABLED=0 every macro expands to nothing and its arguments are not evaluated; at run
+// RH_BRICKS_ENABLED=0 every macro compiles to nothing and its arguments are not evaluated; at run
 // time SyncMode::off makes a scope one predictable branch.
 #pragma once
 
@@ -111,9 +111,16 @@ class Scope {
 
 #else
 
-#define RH_BRICK_SCOPE(prof, brick, elements, bytes, flops) static_cast<void>(0)
-#define RH_BRICK_TRANSFER(prof, brick, direction, bytes) static_cast<void>(0)
-#define RH_BRICK_KERNEL(prof, name) static_cast<void>(0)
-#define RH_BRICK_SCOPE_NAMED(prof, name, category, elements, bytes, flops) static_cast<void>(0)
+// The arguments sit in an unevaluated sizeof: nothing runs, yet variables that only feed the
+// macros do not become "unused" (and fail -Werror builds) when profiling is compiled out.
+#define RH_BRICKS_DISCARD_(...) static_cast<void>(sizeof((__VA_ARGS__, 0)))
+#define RH_BRICK_SCOPE(prof, brick, elements, bytes, flops) \
+  RH_BRICKS_DISCARD_((void)(prof), (void)(brick), (void)(elements), (void)(bytes), (void)(flops))
+#define RH_BRICK_TRANSFER(prof, brick, direction, bytes) \
+  RH_BRICKS_DISCARD_((void)(prof), (void)(brick), (void)(direction), (void)(bytes))
+#define RH_BRICK_KERNEL(prof, name) RH_BRICKS_DISCARD_((void)(prof), (void)(name))
+#define RH_BRICK_SCOPE_NAMED(prof, name, category, elements, bytes, flops)                   \
+  RH_BRICKS_DISCARD_((void)(prof), (void)(name), (void)(category), (void)(elements), \
+                     (void)(bytes), (void)(flops))
 
 #endif
