@@ -50,6 +50,26 @@ void BM_Scope(benchmark::State& state) {
 BENCHMARK(BM_Scope)->Arg(0)->Arg(4096)->ArgName("trace_capacity");
 BENCHMARK(BM_Scope)->Arg(0)->ArgName("trace_capacity")->Threads(2);
 
+// The asynchronous path: a virtual clock call per mark and a pending record per scope, resolved
+// in bulk by flush() outside the timed loop (as an engine flushes once per batch).
+void BM_Scope_DeferredClockSource(benchmark::State& state) {
+  Options o;
+  o.sync_mode = SyncMode::deferred;
+  o.pending_capacity = 1 << 16;
+  Profiler p(table(), o, std::make_unique<SteadyClockSource>());
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    RH_BRICK_SCOPE(p, 1, 64, 512, 1024);
+    benchmark::ClobberMemory();
+    if (++n % (1 << 15) == 0) {
+      state.PauseTiming();
+      p.flush();
+      state.ResumeTiming();
+    }
+  }
+}
+BENCHMARK(BM_Scope_DeferredClockSource);
+
 void BM_Scope_RuntimeOff(benchmark::State& state) {
   Options o;
   o.sync_mode = SyncMode::off;

@@ -55,6 +55,22 @@ const TscCalibration& tsc_calibration() noexcept {
 
 }  // namespace
 
+namespace {
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+SteadyClockSource::SteadyClockSource() noexcept : epoch_ns_(steady_ns()) {}
+
+ClockSource::Token SteadyClockSource::mark() { return static_cast<Token>(steady_ns()); }
+
+std::int64_t SteadyClockSource::resolve_ns(Token token) {
+  return static_cast<std::int64_t>(token) - epoch_ns_;
+}
+
 CpuClock::CpuClock() noexcept {
   const TscCalibration& cal = tsc_calibration();
   use_tsc_ = cal.usable;

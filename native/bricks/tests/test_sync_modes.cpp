@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "rh/bricks/report.hpp"
 #include "rh/bricks/scope.hpp"
 #include "support.hpp"
@@ -126,6 +128,30 @@ TEST(SyncModes, LeavingAnAsynchronousModeFlushesFirst) {
   EXPECT_EQ(f.stats(B::load).count, 1u);
   f.run_batch();
   EXPECT_EQ(f.stats(B::load).count, 1u);
+}
+
+TEST(SyncModes, SteadyClockSourceAgreesWithTheBuiltInClock) {
+  Options o;
+  o.sync_mode = SyncMode::deferred;
+  o.trace_capacity = 8;
+  Profiler async(testing::test_table(), o, std::make_unique<SteadyClockSource>());
+  Profiler sync(testing::test_table());
+  {
+    RH_BRICK_SCOPE(async, B::gemm, 0, 0, 0);
+    RH_BRICK_SCOPE(sync, B::gemm, 0, 0, 0);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  }
+  EXPECT_EQ(async.stats(static_cast<BrickId>(B::gemm)).count, 0u);  // deferred until flush
+  async.flush();
+  const double a = double(async.stats(static_cast<BrickId>(B::gemm)).total_ns);
+  const double s = double(sync.stats(static_cast<BrickId>(B::gemm)).total_ns);
+  EXPECT_GE(a, 5e6);
+  EXPECT_NEAR(a, s, 0.01 * s);
+  EXPECT_EQ(async.report().metadata.clock, "steady_clock_source");
+  ASSERT_EQ(async.events().size(), 1u);
+  EXPECT_GE(async.events()[0].start_ns, 0);
 }
 
 }  // namespace

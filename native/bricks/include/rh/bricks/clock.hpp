@@ -36,6 +36,22 @@ class ClockSource {
   virtual void recycle() = 0;
 };
 
+// ClockSource over std::chrono::steady_clock: a synchronous clock behind the asynchronous
+// interface. It is the reference implementation for device clocks and lets the per_batch and
+// deferred paths run, and be measured, without a device. Tokens are the readings themselves.
+class SteadyClockSource final : public ClockSource {
+ public:
+  SteadyClockSource() noexcept;
+  std::string_view name() const noexcept override { return "steady_clock_source"; }
+  Token mark() override;
+  void synchronize() override {}
+  std::int64_t resolve_ns(Token token) override;
+  void recycle() override {}
+
+ private:
+  std::int64_t epoch_ns_;
+};
+
 struct CpuFeatures {
   bool tsc = false;            // cpuid.1:EDX[4]
   bool invariant_tsc = false;  // cpuid.80000007:EDX[8]: constant rate, ticks through C-states
