@@ -8,8 +8,7 @@
 # tests (golden corpus on CUDA, differential against native_cpu and the reference, DLPack from
 # CuPy and PyTorch on side streams) and the CPU-side CUDA tests; times the engine
 # (profile_cuda_update.py) and runs the shape sweep's smoke profile when that script is there;
-# builds and runs the C
-# ABI consumer and the CUDA-event clock when time is left. Writes OUT_DIR/summary.json and
+# builds and runs the C ABI consumer and the CUDA-event clock when time is left. Writes OUT_DIR/summary.json and
 # OUT_DIR/summary.txt, with every step's log beside them. Exit status 0 only when the build and
 # the tests passed. RH_GPU_CHECK_NO_INSTALL=1 skips the pip installs (an offline machine).
 set -uo pipefail
