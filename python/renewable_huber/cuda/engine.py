@@ -23,6 +23,7 @@ import numpy as np
 from ..adapters import as_host_input
 from ..core import Config, Diagnostics, State
 from ..core.validation import validate_batch
+from ..errors import EngineNotAvailableError
 from . import dlpack
 
 # rh_cuda.h's codes, as the native module takes them.
@@ -52,7 +53,13 @@ class CudaEngine:
 
     def __init__(self, native: Any, device: int = 0):
         self._native = native
-        self._engine = native.Engine(device=int(device))
+        try:
+            self._engine = native.Engine(device=int(device))
+        except EngineNotAvailableError as exc:
+            raise EngineNotAvailableError(
+                f"backend='cuda' needs a CUDA GPU, and renewable-huber-native-cuda could not use "
+                f"device {int(device)}: {exc}"
+            ) from exc
         self.device = int(device)
         self._states: dict[tuple[str, int], Any] = {}
         self._resident: dict[tuple[str, int], State] = {}
