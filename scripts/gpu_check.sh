@@ -77,7 +77,7 @@ if (( build == 0 )); then
   fi
   if (( $(remaining) > 150 )); then
     step abi_build 140 bash -c "cmake -S native/cuda -B build-cuda-check -DRH_WERROR=ON \
-      -DCMAKE_CUDA_COMPILER=\${CUDACXX:-/usr/local/cuda/bin/nvcc} -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DCMAKE_CUDA_COMPILER=\${CUDACXX:-/usr/local/cuda/bin/nvcc} -DRH_CUDA_ARCHITECTURES=90 \
       && cmake --build build-cuda-check -j $jobs" \
       && step abi_consumer 30 build-cuda-check/rh_cuda_abi_consumer \
       && step event_clock 30 build-cuda-check/rh_cuda_clock_smoke
