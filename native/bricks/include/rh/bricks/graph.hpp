@@ -63,6 +63,7 @@ class ExecutionGraph {
   const std::vector<Node>& nodes() const noexcept { return nodes_; }
   const std::vector<Edge>& edges() const noexcept { return edges_; }
   std::size_t size() const noexcept { return nodes_.size(); }
+  // Brick, kernel or transfer: the kinds that do work (NodeKind lists them after the hierarchy).
   bool is_work(NodeId id) const { return nodes_.at(id).kind >= NodeKind::brick; }
 
   CsrGraph to_csr() const;
