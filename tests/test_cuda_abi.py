@@ -5,8 +5,10 @@ LP64 rules the wheels are built for."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,76 @@ def test_cuda_backend_without_a_gpu_says_so():
         pytest.skip("a CUDA device is present: tests/gpu covers the engine there")
     with pytest.raises(EngineNotAvailableError, match="no CUDA device"):
         make_engine("cuda")
+
+
+# ------------------------------------------------- the built library through ctypes, without a GPU
+
+_CTYPES = {"int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64,
+           "uint64_t": ctypes.c_uint64, "double": ctypes.c_double}
+
+
+def _ctypes_struct(struct: dict) -> type[ctypes.Structure]:
+    fields = [(f["name"], ctypes.c_void_p if f["type"].endswith("*") else _CTYPES[f["type"]])
+              for f in struct["fields"]]
+    return type(struct["name"], (ctypes.Structure,), {"_fields_": fields})
+
+
+@pytest.fixture(scope="module")
+def library():
+    native = pytest.importorskip("_renewable_huber_native_cuda")
+    path = Path(native.__file__).with_name("librh_cuda.so.1")
+    lib = ctypes.CDLL(str(path))
+    lib.rh_cuda_last_error.restype = ctypes.c_char_p
+    lib.rh_cuda_status_name.restype = ctypes.c_char_p
+    lib.rh_cuda_abi_version.restype = ctypes.c_uint32
+    return lib
+
+
+def test_ctypes_agrees_with_the_contract_layout(contract):
+    for struct in contract["structs"]:
+        cls = _ctypes_struct(struct)
+        assert ctypes.sizeof(cls) == struct["size"], struct["name"]
+        assert [getattr(cls, f["name"]).offset for f in struct["fields"]] == [
+            f["offset"] for f in struct["fields"]], struct["name"]
+
+
+def test_library_exports_exactly_the_contract_functions(contract, library):
+    for function in contract["functions"]:
+        assert hasattr(library, function["name"]), function["name"]
+    assert library.rh_cuda_abi_version() == (contract["abi_version"]["major"] << 16
+                                             | contract["abi_version"]["minor"])
+
+
+def test_status_names_are_stable(contract, library):
+    for name, code in contract["constants"].items():
+        if name == "RH_CUDA_OK" or name.startswith("RH_CUDA_ERROR_"):
+            expected = "ok" if name == "RH_CUDA_OK" else name.removeprefix("RH_CUDA_ERROR_").lower()
+            assert library.rh_cuda_status_name(code).decode() == expected
+    assert library.rh_cuda_status_name(999).decode() == "unknown"
+
+
+def test_errors_are_status_codes_with_a_thread_local_message(contract, library):
+    codes = contract["constants"]
+    status = library.rh_cuda_engine_create(None, None)
+    assert status == codes["RH_CUDA_ERROR_INVALID_ARGUMENT"]
+    assert library.rh_cuda_last_error().decode() == "options must not be NULL"
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(library.rh_cuda_last_error()))
+    thread.start()
+    thread.join()
+    assert seen == [b""]  # another thread's failure is not this thread's
+    assert library.rh_cuda_engine_free(None) == codes["RH_CUDA_OK"]
+    assert library.rh_cuda_state_free(None) == codes["RH_CUDA_OK"]
+
+
+def test_engine_creation_without_a_gpu_reports_no_device(contract, library):
+    options = _ctypes_struct(next(s for s in contract["structs"]
+                                  if s["name"] == "rh_cuda_engine_options"))()
+    handle = ctypes.c_void_p()
+    count = ctypes.c_int32()
+    if library.rh_cuda_device_count(ctypes.byref(count)) == contract["constants"]["RH_CUDA_OK"]:
+        pytest.skip("a CUDA device is present: tests/gpu covers the engine there")
+    status = library.rh_cuda_engine_create(ctypes.byref(options), ctypes.byref(handle))
+    assert status == contract["constants"]["RH_CUDA_ERROR_NO_DEVICE"]
+    assert library.rh_cuda_last_error().decode().startswith("no CUDA device")
+    assert handle.value is None
