@@ -134,16 +134,14 @@ DeviceBatch<T> prepare_batch(EngineCore& core, Workspace<T>& ws, const StateView
     return batch;
   }
 
-  // Device arrays: read in place, after the producer's queued work; checked on the device.
+  // Device arrays: read in place, after the producer's queued work. Every check runs on the
+  // device at once; the first failure is then reported in the documented order.
   validate_config(config);
   if (n == 0) fail("X has 0 rows; a batch needs at least 1 sample");
   if (p == 0) fail("X has 0 features; at least 1 is required");
-  if (static_cast<std::size_t>(y.rows) != n) {
-    fail("y has ", y.rows, " entries, but X has ", n, " rows");
-  }
-  if (sample_weight != nullptr && static_cast<std::size_t>(sample_weight->rows) != n) {
-    fail("sample_weight has ", sample_weight->rows, " entries, but X has ", n, " rows");
-  }
+  const auto y_rows = static_cast<std::size_t>(y.rows);
+  const std::size_t w_rows =
+      sample_weight != nullptr ? static_cast<std::size_t>(sample_weight->rows) : n;
   core.wait_for(X.stream);
   core.wait_for(y.stream);
   batch.X = static_cast<const T*>(X.data);
@@ -152,8 +150,8 @@ DeviceBatch<T> prepare_batch(EngineCore& core, Workspace<T>& ws, const StateView
   RH_CUDA_CHECK(cudaMemsetAsync(scalars->first_invalid, 0xFF, sizeof(scalars->first_invalid),
                                 stream));
   kernels::check_values(stream, n * p, batch.X, false, &scalars->first_invalid[x_values]);
-  kernels::check_values(stream, n, batch.y, false, &scalars->first_invalid[y_values]);
-  if (sample_weight != nullptr) {
+  kernels::check_values(stream, y_rows, batch.y, false, &scalars->first_invalid[y_values]);
+  if (sample_weight != nullptr && w_rows == n) {
     core.wait_for(sample_weight->stream);
     batch.w = static_cast<const T*>(sample_weight->data);
     kernels::check_values(stream, n, batch.w, false, &scalars->first_invalid[weight_values]);
@@ -170,7 +168,9 @@ DeviceBatch<T> prepare_batch(EngineCore& core, Workspace<T>& ws, const StateView
     fail("X contains a non-finite value at row ", first[x_values] / p, ", column ",
          first[x_values] % p);
   }
+  if (y_rows != n) fail("y has ", y_rows, " entries, but X has ", n, " rows");
   if (first[y_values] != none) fail("y contains a non-finite value at index ", first[y_values]);
+  if (w_rows != n) fail("sample_weight has ", w_rows, " entries, but X has ", n, " rows");
   if (first[weight_values] != none) {
     fail("sample_weight contains a non-finite value at index ", first[weight_values]);
   }

@@ -1,5 +1,6 @@
 """Device tensors from CuPy and PyTorch, produced on a non-default stream, read in place by the
-engine: the same answer as the host-fed path, and every refusal of the RFC."""
+engine: the host-fed path's answer (to 1e-12: cuBLAS may pick kernels by pointer alignment,
+which differs between our staging buffers and the producer's), and every refusal of the RFC."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def test_cupy_on_a_side_stream_matches_the_host_path(engine, native):
     with side:
         device = [(cp.asarray(X), cp.asarray(y)) for X, y in host_batches()]
     got = run(engine, device)
-    assert np.array_equal(got.coef, want.coef)
-    assert np.array_equal(got.information, want.information)
+    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got.information, want.information, rtol=1e-12, atol=1e-14)
 
 
 def test_torch_on_a_side_stream_matches_the_host_path(engine, native):
@@ -44,7 +45,7 @@ def test_torch_on_a_side_stream_matches_the_host_path(engine, native):
         device = [(torch.from_numpy(X).cuda(), torch.from_numpy(y).cuda())
                   for X, y in host_batches()]
     got = run(engine, device)
-    assert np.array_equal(got.coef, want.coef)
+    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12, atol=1e-14)
     # The tensors are the caller's still: the deleter released our reference, not their memory.
     assert float(device[0][0].sum()) == pytest.approx(float(host_batches()[0][0].sum()))
 
