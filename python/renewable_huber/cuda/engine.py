@@ -105,6 +105,8 @@ class CudaEngine:
     # ----------------------------------------------------------------- plumbing
 
     def _update_device(self, state, X, y, w, config):
+        if y is None:
+            raise ValueError("y is required")
         dtype = state.dtype.name if state is not None and state.batch_count > 0 else None
         stream = self.stream
         with ExitStack() as held:
@@ -115,8 +117,8 @@ class CudaEngine:
                     continue
                 if not dlpack.is_device_tensor(obj):
                     raise ValueError(
-                        f"X is a CUDA tensor but {name} is not; pass X, y and sample_weight on "
-                        "the same device (nothing is moved implicitly)"
+                        f"{name} is not a CUDA tensor but another input is; pass X, y and "
+                        "sample_weight on the same device (nothing is moved implicitly)"
                     )
                 capsule = dlpack.export(obj, name, stream=stream)
                 tensor, info = dlpack.claim(capsule, name, device_id=self.device, ndims=ndims,
