@@ -141,9 +141,9 @@ class DeviceState {
   DeviceBuffer<double> information64_;
 };
 
-// The handles of the C ABI: opaque to callers.
 }  // namespace rh::cuda
 
+// The handles of the C ABI, opaque to callers.
 struct rh_cuda_engine_s {
   std::shared_ptr<rh::cuda::EngineCore> core;
 };
