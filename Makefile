@@ -8,14 +8,16 @@ PIP := $(PY) -m pip
 APT_PACKAGES := cmake g++ make python3-venv libopenblas-dev liblapacke-dev \
                 libgtest-dev libgmock-dev libbenchmark-dev tmux
 
-.PHONY: demo test setup system-packages venv native test-cpp test-python lint test-extras golden
+OUT ?= out/gpu-check
+.PHONY: demo test setup system-packages venv native native-cuda test-cpp test-python lint \
+        test-extras golden bench gpu-check
 
 demo: setup
 	$(VENV)/bin/rhuber demo
 
 test: setup lint test-cpp test-python
 
-setup: system-packages venv native
+setup: system-packages venv native native-cuda
 
 system-packages:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -27,10 +29,18 @@ system-packages:
 venv: system-packages
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[test,build]"
+	$(PIP) install -q -e ".[test,build,bench]"
 
 native: venv
 	bash scripts/build_native_cpu.sh
+
+# The CUDA engine compiles and links wherever the CUDA toolkit is (a GPU is needed only to run it).
+native-cuda: venv
+	@if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then \
+	  bash scripts/build_native_cuda.sh; \
+	else \
+	  echo "no CUDA toolkit (nvcc) here: the CUDA engine is not built; its tests will say so"; \
+	fi
 
 lint: venv
 	$(VENV)/bin/ruff check python tests scripts
@@ -47,6 +57,14 @@ test-python: native
 test-extras: setup
 	$(PIP) install -q "torch>=2.2"
 	$(PY) -m pytest tests -k "torch" -rs
+
+# The benchmark protocol's smoke profile: JSON records and PNG plots in docs/perf/results/.
+bench: setup
+	$(PY) scripts/benchmarks/benchmark_shape_sweep.py --profile smoke --out docs/perf/results/
+
+# On a machine with an NVIDIA GPU: build, GPU tests, benchmark; summary.json/.txt in $(OUT).
+gpu-check: setup
+	bash scripts/gpu_check.sh $(OUT)
 
 golden: venv
 	$(PY) scripts/generate_native_golden.py
