@@ -78,3 +78,30 @@ def test_device_tensor_is_refused_not_copied():
     FakeTensor.__module__ = "torch"
     with pytest.raises(ValueError, match="device cuda:0"):
         as_host_input(FakeTensor(), "X")
+
+
+class _FakeCudaArray:
+    """Quacks like a CuPy array on a GPU: exports DLPack from device type 2 (CUDA)."""
+
+    shape = (4, 3)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("must not be exported here")
+
+
+def test_device_prediction_is_refused_not_copied():
+    rng = np.random.default_rng(4)
+    X, y, _ = make_problem(rng, 50, 3)
+    m = RenewableHuberRegressor(backend="numpy").fit(X, y)
+    with pytest.raises(ValueError, match="device-resident prediction"):
+        m.predict(_FakeCudaArray())
+
+
+def test_device_batch_feature_count_is_checked_before_the_engine():
+    m = RenewableHuberRegressor(backend="cuda")
+    m.n_features_in_ = 5
+    with pytest.raises(ValueError, match="X has 3 features, but"):
+        m._validate_device_batch(_FakeCudaArray(), None, None, reset=False)

@@ -6,7 +6,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -22,6 +22,8 @@ from .backends import BACKENDS, make_engine
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
 from .core import Config, State
 from .core.xp import to_host
+from .cuda.dlpack import is_device_tensor
+from .profiling import _hooks as _prof
 
 _FITTED_ATTRIBUTES = (
     "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
@@ -61,6 +63,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         CUDA device ordinal for ``backend="cuda"``.
     precision : {"strict"}, default="strict"
         Numerical mode; only strict float32/float64 arithmetic exists.
+    profile : bool, default=False
+        Profile this estimator's updates and predictions brick by brick (``profile_``;
+        docs/profiling.md). Needs renewable-huber-native-cpu, whose C++ profiler records them.
 
     Attributes
     ----------
@@ -85,6 +90,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         One dict per batch since the last reset.
     backend_ : str
         The engine that ran.
+    profile_ : renewable_huber.profiling.Profile
+        With ``profile=True``: the profile of every update since the last :meth:`fit` and of
+        every prediction (``profile_.report()``, ``profile_.to_chrome_trace(path)``, ...).
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -99,6 +107,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "backend": [StrOptions(set(BACKENDS))],
         "device": [Interval(Integral, 0, None, closed="left"), None],
         "precision": [StrOptions({"strict"})],
+        "profile": ["boolean"],
     }
 
     def __init__(
@@ -115,6 +124,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         backend: str = "auto",
         device: int | None = None,
         precision: str = "strict",
+        profile: bool = False,
     ):
         self.fit_intercept = fit_intercept
         self.epsilon = epsilon
@@ -127,13 +137,14 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.backend = backend
         self.device = device
         self.precision = precision
+        self.profile = profile
 
     # ------------------------------------------------------------------ fitting
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
         """Forget any earlier state, then stream X in batches of ``batch_size`` rows."""
-        with self._transaction():
+        with self._transaction(), self._profiling(restart=True):
             self._reset()
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
             engine = self._engine()
@@ -160,7 +171,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 f"fit_intercept is {self.fit_intercept}, but the stream was started with "
                 f"fit_intercept={self._fitted_intercept}; call fit to start a new stream"
             )
-        with self._transaction():
+        with self._transaction(), self._profiling(restart=False):
             X, y, w = self._validate_batch(X, y, sample_weight, reset=first)
             engine = self._engine()
             state, diag = engine.update(None if first else self._state, X, y, w, self._config())
@@ -174,10 +185,22 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """ŷ = X coef_ + intercept_."""
         check_is_fitted(self)
+        if is_device_tensor(X):
+            raise ValueError("predict takes host arrays; device-resident prediction is not "
+                             "supported, and X is not copied to the host implicitly")
         X = validate_data(
             self, as_host_input(X, "X"), reset=False, dtype=[self._state.dtype, np.float64]
         )
-        return X @ self.coef_ + self.intercept_
+        with self._profiling(restart=False):
+            recorder = _prof.ACTIVE
+            if recorder is None:
+                return X @ self.coef_ + self.intercept_
+            start = _prof.now()
+            predictions = X @ self.coef_ + self.intercept_
+            n, p = X.shape
+            recorder.record(_prof.PREDICT, start, n * p, (n * p + p + n) * X.dtype.itemsize,
+                            2 * n * p)
+            return predictions
 
     # -------------------------------------------------------- state and storage
 
@@ -236,7 +259,18 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state.pop("_engine_cache", None)  # native engines hold threads and handles
+        state.pop("profile_", None)  # a live C++ profiler
         return state
+
+    def _profiling(self, *, restart: bool):
+        """With ``profile=True``, activate ``profile_`` (a new one when ``restart``)."""
+        if not self.profile:
+            return nullcontext()
+        from .profiling import profile
+
+        if restart or getattr(self, "profile_", None) is None:
+            self.profile_ = profile()
+        return self.profile_
 
     def _config(self) -> Config:
         return Config(
@@ -252,6 +286,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return self._engine_cache[1]
 
     def _validate_batch(self, X, y, sample_weight, *, reset: bool):
+        if self.backend == "cuda" and any(map(is_device_tensor, (X, y, sample_weight))):
+            return self._validate_device_batch(X, y, sample_weight, reset=reset)
         X = as_host_input(X, "X")
         y = as_host_input(y, "y")
         sample_weight = as_host_input(sample_weight, "sample_weight")
@@ -259,6 +295,20 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        return X, y, sample_weight
+
+    def _validate_device_batch(self, X, y, sample_weight, *, reset: bool):
+        """Device tensors go to the CUDA engine untouched (it checks values on the device and
+        refuses a wrong dtype, layout or device); only the feature count is checked here."""
+        if len(getattr(X, "shape", ())) != 2:
+            raise ValueError(f"X must be a 2-D tensor (n_samples, n_features), got {X!r:.80}")
+        n_features = int(X.shape[1])
+        if reset:
+            self.n_features_in_ = n_features
+            self.__dict__.pop("feature_names_in_", None)
+        elif n_features != self.n_features_in_:
+            raise ValueError(f"X has {n_features} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
         return X, y, sample_weight
 
     @contextmanager
