@@ -8,6 +8,8 @@
 #include <span>
 #include <vector>
 
+#include "rh/bricks/profiler.hpp"
+#include "rh/engine_bricks.hpp"
 #include "rh/ops.hpp"
 #include "rh/state.hpp"
 #include "rh/views.hpp"
@@ -23,9 +25,11 @@ class BatchOps {
   using Scalar = T;
   using Vector = std::vector<T>;
 
-  // Views must outlive the object; the workspace must be reserved for this batch.
+  // Views must outlive the object; the workspace must be reserved for this batch. Bricks are
+  // timed on `profiler` (an off profiler when nobody profiles: one branch per scope).
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
-           std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept);
+           std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept,
+           rh::bricks::Profiler& profiler);
 
   std::size_t dim() const { return dim_; }
   bool intercept() const { return intercept_; }
@@ -58,13 +62,16 @@ class BatchOps {
 
  private:
   void residual_block(const T* beta, std::size_t block, T* out) const;
-  void weighted_gram(T* out);  // X~^T diag(w * c) X~, exactly symmetric
+  // X~^T diag(w * c) X~, exactly symmetric; timed as `brick` (gram or info_update).
+  void weighted_gram(T* out, EngineBrick brick);
   // J~ v into out, J~ as stored (row-major, never symmetrized); in T and in float64.
   void apply_information(const T* v, T* out) const;
   void apply_information64(const double* v, double* out) const;
 
   Workspace<T>& ws_;
   ThreadPool& pool_;
+  rh::bricks::Profiler& prof_;
+  std::uint32_t evaluations_ = 0;  // evaluate() calls: the profiler's iteration index
   MatrixView<T> X_;
   std::span<const T> y_;
   std::span<const T> weights_;

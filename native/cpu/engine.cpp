@@ -3,10 +3,15 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "batch_ops.hpp"
+#include "rh/bricks/profiler.hpp"
+#include "rh/bricks/scope.hpp"
+#include "rh/engine_bricks.hpp"
 #include "rh/update.hpp"
 #include "rh/validation.hpp"
 
@@ -29,11 +34,48 @@ struct Engine::Impl {
 
   std::mutex mutex;  // one update at a time: the workspaces are shared
   ThreadPool pool;
+  std::shared_ptr<rh::bricks::Profiler> profiler;  // null: the process's off profiler
   Workspace<float> single_precision;
   Workspace<double> double_precision;
 };
 
 namespace {
+
+// The scopes of an engine without a profiler point here: its mode is off, so each scope is one
+// predictable branch and nothing is recorded.
+rh::bricks::Options off_options() {
+  rh::bricks::Options options;
+  options.sync_mode = rh::bricks::SyncMode::off;
+  options.track_page_faults = false;
+  return options;
+}
+
+rh::bricks::Profiler& off_profiler() {
+  static rh::bricks::Profiler off(rh::engine_brick_table(), off_options());
+  return off;
+}
+
+// begin_batch() now, end_batch() however the update leaves (a validation error too), with the
+// batch's iteration count as the solver reported it.
+class BatchScope {
+ public:
+  BatchScope(rh::bricks::Profiler& prof, std::size_t rows) : prof_(prof), on_(prof.recording()) {
+    if (on_) prof_.begin_batch(rows);
+  }
+  ~BatchScope() {
+    if (!on_) return;
+    if (iterations_ > 0) prof_.set_iteration(static_cast<std::uint32_t>(iterations_ - 1));
+    prof_.end_batch();
+  }
+  BatchScope(const BatchScope&) = delete;
+  BatchScope& operator=(const BatchScope&) = delete;
+  void set_iterations(std::int64_t n) { iterations_ = n; }
+
+ private:
+  rh::bricks::Profiler& prof_;
+  bool on_;
+  std::int64_t iterations_ = 0;
+};
 
 std::size_t resolve_threads(std::size_t requested) {
   if (requested > 0) return requested;
@@ -55,21 +97,47 @@ Engine& Engine::operator=(Engine&&) noexcept = default;
 
 std::size_t Engine::threads() const { return impl_->pool.size(); }
 
+void Engine::set_profiler(std::shared_ptr<rh::bricks::Profiler> profiler) {
+  if (profiler && profiler->bricks().known_count() != engine_brick_count) {
+    throw InvalidArgument("the profiler's brick table is not the engine's (rh::engine_brick_table())");
+  }
+  std::lock_guard lock(impl_->mutex);
+  impl_->profiler = std::move(profiler);
+}
+
+const std::shared_ptr<rh::bricks::Profiler>& Engine::profiler() const { return impl_->profiler; }
+
 template <std::floating_point T>
 std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, MatrixView<T> X,
                                                 std::span<const T> y,
                                                 std::span<const T> sample_weight,
                                                 const Config& config) {
   std::lock_guard lock(impl_->mutex);
-  validate_update(state, X, y, sample_weight, config);
+  rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_profiler();
+  BatchScope batch(prof, X.rows);
+  {
+    RH_BRICK_SCOPE(prof, EngineBrick::validate, X.rows * X.cols, (X.rows * X.cols + 2 * X.rows) * sizeof(T), 0);
+    validate_update(state, X, y, sample_weight, config);
+  }
   // Before its first batch a state is the empty state, whatever else it holds.
   const State<T> empty = state.batch_count == 0 ? State<T>::empty(state.dim()) : State<T>{};
   const StateView<T> previous = state.batch_count == 0 ? empty.view() : state;
   Workspace<T>& workspace = impl_->workspace<T>();
   const RowBlocks blocks(X.rows);
-  workspace.reserve(previous.dim(), X.rows, blocks.count());
-  BatchOps<T> ops(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept);
-  return renewable_update(ops, previous, config);
+  const std::size_t d = previous.dim();
+  std::optional<BatchOps<T>> ops;
+  {
+    // Buffers (sized once per shape), the weight sum, J~ in float64, the history signs.
+    RH_BRICK_SCOPE(prof, EngineBrick::stage, X.rows + d,
+                   X.rows * sizeof(T) + d * d * (sizeof(T) + (sizeof(T) == 8 ? 0 : 8)) +
+                       2 * d * sizeof(T),
+                   0);
+    workspace.reserve(d, X.rows, blocks.count());
+    ops.emplace(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof);
+  }
+  auto result = renewable_update(*ops, previous, config);
+  batch.set_iterations(result.second.n_iter);
+  return result;
 }
 
 template std::pair<State<float>, Diagnostics> Engine::update<float>(const StateView<float>&,

@@ -3,6 +3,7 @@
 from ._version import __version__
 from .errors import CheckpointError, EngineNotAvailableError, NumericalError
 from .estimator import RenewableHuberRegressor
+from .profiling import profile
 
 __all__ = [
     "CheckpointError",
@@ -10,4 +11,5 @@ __all__ = [
     "NumericalError",
     "RenewableHuberRegressor",
     "__version__",
+    "profile",
 ]

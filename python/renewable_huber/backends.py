@@ -15,6 +15,7 @@ import numpy as np
 from .core import Config, Diagnostics, State, update
 from .core.validation import validate_batch
 from .errors import EngineNotAvailableError, NumericalError
+from .profiling import _hooks as _prof
 
 BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
 _MODULES = {
@@ -52,6 +53,7 @@ class NativeCpuEngine:
     def __init__(self, module: Any, threads: int = 0):
         self._engine = module.Engine(threads=threads)
         self._numerical_error = module.NumericalError
+        self._attached: Any = None  # the native profiler attached to the engine, if any
 
     def update(self, state, X, y, w, config):
         config.validate()
@@ -78,6 +80,12 @@ class NativeCpuEngine:
             "max_iter": int(config.max_iter),
             "tol": config.resolved_tol(X.dtype),
         }
+        active = _prof.ACTIVE
+        profiler = None if active is None else active.native
+        if profiler is not self._attached:
+            # The active profile's C++ profiler times this engine's bricks (docs/profiling.md).
+            self._engine.set_profiler(profiler)
+            self._attached = profiler
         try:
             out, diag = self._engine.update(native_state, X, y, w, native_config)
         except self._numerical_error as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -93,7 +94,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rhuber {__version__}")
     parser.set_defaults(run=None)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in (_add_demo, _add_fit, _add_predict):
+    for add in (_add_demo, _add_fit, _add_predict, _add_profile, _add_top):
         add(commands)
     return parser
 
@@ -418,6 +419,269 @@ def _check_directory(path: Path) -> None:
     """Fail before a long run, not after it, when the output cannot be written."""
     if not path.parent.is_dir():
         raise FileNotFoundError(2, "no such directory for the output", str(path.parent))
+
+
+# ---------------------------------------------------------------------------------- profile
+
+
+def _add_stream_source(parser: argparse.ArgumentParser) -> None:
+    """``[FILE | demo]`` with the demo's size options and a file's column options."""
+    parser.add_argument(
+        "source",
+        nargs="?",
+        default="demo",
+        metavar="FILE | demo",
+        help="a data file (as for fit), or 'demo' for the built-in workload (default demo)",
+    )
+    parser.add_argument(
+        "--rows", type=_positive_int, default=100_000, metavar="N",
+        help="demo rows (default 100,000)",
+    )
+    parser.add_argument(
+        "--n-features", type=_positive_int, default=90, metavar="P",
+        help="demo features (default 90)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="demo seed (default 0)")
+    _add_column_options(parser, target_help="the response column of FILE")
+    _add_engine_options(parser, DEFAULT_BATCH_SIZE)
+    parser.add_argument(
+        "--alpha", type=float, default=0.0, help="L1 strength per unit of weight (default 0)"
+    )
+
+
+def _open_source(args: argparse.Namespace, *, seed_offset: int = 0) -> tuple[str, Any, int | None]:
+    """``(description, batches of (X, y), total rows)`` of the source."""
+    if args.source == "demo":
+        stream = make_contaminated_stream(
+            args.rows, args.n_features, batch_size=args.batch_size, seed=args.seed + seed_offset
+        )
+        return (
+            f"demo {stream.n_samples:,} rows × {stream.n_features} features", stream,
+            stream.n_samples,
+        )
+    path = Path(args.source)
+    reader = read_batches(
+        path, target=args.target, features=args.features, batch_size=args.batch_size
+    )
+    if reader.target is None:
+        raise DataFileError(path, "name the response column with --target")
+    description = f"{path} ({reader.format}), {len(reader.feature_columns)} features"
+    return description, ((X, y) for X, y, _ in reader), reader.n_rows
+
+
+def _add_profile(commands: Any) -> None:
+    parser = commands.add_parser(
+        "profile",
+        help="profile a stream brick by brick: table, breakdown, trace, graph",
+        description=(
+            "Stream FILE (or the demo) through partial_fit with the brick profiler on, "
+            "predicting each batch before learning from it, then print the brick table, the "
+            "performance breakdown and the critical path, and write the requested exports. "
+            "Needs renewable-huber-native-cpu (its C++ profiler records every engine)."
+        ),
+    )
+    _add_stream_source(parser)
+    parser.add_argument(
+        "--trace", type=Path, metavar="OUT.json",
+        help="write a Chrome trace (open in https://ui.perfetto.dev)",
+    )
+    parser.add_argument("--dot", type=Path, metavar="OUT.dot", help="write the graph (Graphviz)")
+    parser.add_argument(
+        "--json", type=Path, metavar="OUT.json", help="write the versioned JSON report"
+    )
+    parser.add_argument(
+        "--tree", action="store_true", help="also print the execution graph as an ASCII tree"
+    )
+    parser.add_argument(
+        "--sync-mode", choices=("immediate", "per_batch", "deferred"), default="immediate",
+        help="when the profiler resolves its clock (default immediate; the CPU clock is "
+        "synchronous, so the modes give the same figures here)",
+    )
+    parser.set_defaults(run=_run_profile)
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    from . import RenewableHuberRegressor
+    from .profiling import profile
+
+    for path in (args.trace, args.dot, args.json):
+        if path is not None:
+            _check_directory(path)
+    description, batches, total = _open_source(args)
+    estimator = RenewableHuberRegressor(
+        batch_size=args.batch_size, backend=args.backend, alpha=args.alpha
+    )
+    with profile(sync_mode=args.sync_mode) as prof:
+        stats = _stream(
+            estimator, batches, total=total,
+            observe=lambda X, y: estimator.predict(X) if hasattr(estimator, "coef_") else None,
+        )
+    if stats.batches == 0:
+        raise ValueError(f"{args.source}: no data rows")
+    prof.set_metadata("backend", estimator.backend_)
+    prof.set_metadata("source", description)
+    report = prof.report()
+    breakdown = prof.breakdown()
+    print(
+        f"rhuber profile: {description}, {stats.batches} batches of up to "
+        f"{args.batch_size:,} rows, backend {estimator.backend_}"
+    )
+    print()
+    print(report)
+    print(breakdown["text"])
+    graph = prof.graph()
+    path = graph.critical_path()
+    ranks = graph.rank_bricks()
+    print(
+        f"execution graph: {len(graph):,} nodes; critical path {len(path)} nodes, "
+        f"{path.length_ns / 1e6:.2f} ms"
+    )
+    if ranks:
+        god = ranks[0]
+        print(f"busiest brick: {god['brick']} ({god['time_share']:.0%} of brick self time)")
+    if args.tree:
+        print()
+        print(graph.ascii())
+    for flag, path_, write in (
+        ("trace", args.trace, prof.to_chrome_trace),
+        ("dot", args.dot, lambda p: _write_text(p, graph.to_dot())),
+        ("json", args.json, prof.to_json),
+    ):
+        if path_ is not None:
+            write(path_)
+            note = " (open in https://ui.perfetto.dev)" if flag == "trace" else ""
+            print(f"wrote {path_.resolve()}{note}")
+    return 0
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# -------------------------------------------------------------------------------------- top
+
+
+def _add_top(commands: Any) -> None:
+    parser = commands.add_parser(
+        "top",
+        help="a live view of a profiled stream: rows/s, bricks, convergence, bottleneck",
+        description=(
+            "Stream FILE (or the demo, repeated with fresh seeds) through partial_fit with the "
+            "brick profiler on, refreshing a terminal view: rows, batches, rows/s, per-brick "
+            "time and share, convergence, and a bottleneck hint from the roofline of this "
+            "machine's measured peaks. Stops at --duration, --batches, the end of FILE, q or "
+            "Ctrl-C."
+        ),
+    )
+    _add_stream_source(parser)
+    parser.add_argument(
+        "--duration", type=float, default=None, metavar="S", help="stop after S seconds"
+    )
+    parser.add_argument(
+        "--batches", type=_positive_int, default=None, metavar="N", help="stop after N batches"
+    )
+    parser.add_argument(
+        "--interval", type=float, default=0.5, metavar="S",
+        help="seconds between refreshes (default 0.5)",
+    )
+    parser.set_defaults(run=_run_top)
+
+
+def _run_top(args: argparse.Namespace) -> int:
+    from . import RenewableHuberRegressor
+    from .profiling import _top, profile
+
+    out = sys.stdout
+    live = out.isatty()
+    width = shutil.get_terminal_size((100, 40)).columns
+    peaks = _top.measure_peaks()
+    estimator = RenewableHuberRegressor(
+        batch_size=args.batch_size, backend=args.backend, alpha=args.alpha
+    )
+    description, batches, _ = _open_source(args)
+    state = _top.TopState(source=description)
+    prof = profile(trace_capacity=0)  # counters only: a long stream needs no trace
+    deadline = None if args.duration is None else time.perf_counter() + args.duration
+    last_frame = 0.0
+    keys = _Keys() if live and sys.stdin.isatty() else None
+
+    def frame(final: bool = False) -> str:
+        report = prof.report()
+        hint = _top.bottleneck_hint(report, peaks, prof.roofline(peaks.gb_per_s,
+                                                                 peaks.gflop_per_s))
+        return _top.render(state, report, prof.breakdown(), hint, width=width, final=final)
+
+    if live:
+        out.write(_top.ALT_SCREEN_ON + _top.CURSOR_OFF)
+    interrupted = False
+    try:
+        with warnings.catch_warnings(), prof:
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            round_ = 0
+            while True:
+                for X, y in batches:
+                    tick = time.perf_counter()
+                    estimator.partial_fit(X, y)
+                    state.backend = estimator.backend_
+                    state.add(len(y), time.perf_counter() - tick, estimator.diagnostics_[-1])
+                    now = time.perf_counter()
+                    done = (args.batches is not None and state.batches >= args.batches) or (
+                        deadline is not None and now >= deadline
+                    )
+                    if keys is not None and keys.quit_pressed():
+                        done = True
+                    if live and (now - last_frame >= args.interval or done):
+                        out.write(_top.CLEAR + frame() + "\n")
+                        out.flush()
+                        last_frame = now
+                    if done:
+                        break
+                else:
+                    if args.source != "demo":
+                        break  # the end of the file
+                    round_ += 1
+                    _, batches, _ = _open_source(args, seed_offset=round_)
+                    continue
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if keys is not None:
+            keys.restore()
+        if live:
+            out.write(_top.CURSOR_ON + _top.ALT_SCREEN_OFF)
+            out.flush()
+    if state.batches == 0:
+        raise ValueError(f"{args.source}: no data rows")
+    print(frame(final=True).replace(_top.BOLD, "").replace(_top.DIM, "").replace(_top.RESET, ""))
+    return 130 if interrupted and args.duration is None and args.batches is None else 0
+
+
+class _Keys:
+    """Reads 'q' from a terminal without waiting (cbreak mode), restoring it afterwards."""
+
+    def __init__(self) -> None:
+        import termios
+        import tty
+
+        self._fd = sys.stdin.fileno()
+        self._saved = termios.tcgetattr(self._fd)
+        tty.setcbreak(self._fd)
+
+    def quit_pressed(self) -> bool:
+        import select
+
+        while select.select([self._fd], [], [], 0)[0]:
+            if os.read(self._fd, 1) in (b"q", b"Q"):
+                return True
+        return False
+
+    def restore(self) -> None:
+        import termios
+
+        termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
 
 
 # ------------------------------------------------------------------------ shared machinery

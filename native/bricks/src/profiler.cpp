@@ -188,6 +188,37 @@ void Profiler::end_batch() {
   batch_.store(kNoBatch, std::memory_order_relaxed);
 }
 
+void Profiler::record_external(const ExternalScope& e) {
+  if (!recording()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (e.brick >= table_.size()) {
+      throw std::out_of_range("brick id " + std::to_string(e.brick) + " is not in the table (" +
+                              std::to_string(table_.size()) + " bricks)");
+    }
+  }
+  detail::ThreadState& ts = local();
+  detail::OpenScope s{};
+  s.ts = &ts;
+  s.elements = e.elements;
+  s.bytes = e.bytes;
+  s.flops = e.flops;
+  s.site = nullptr;
+  s.batch = e.batch != kNoBatch ? e.batch : batch_.load(std::memory_order_relaxed);
+  s.iteration = e.iteration >= 0 ? static_cast<std::uint32_t>(e.iteration)
+                                 : iteration_.load(std::memory_order_relaxed);
+  s.brick = e.brick;
+  s.depth = e.depth;
+  s.kind = EventKind::brick;
+  s.direction = Direction::none;
+  commit(ts, s, e.start_steady_ns - batch_clock_.created_ns,
+         std::max<std::int64_t>(e.duration_ns, 0), 0);
+}
+
+std::int64_t Profiler::now_ns() const noexcept {
+  return detail::steady_now_ns() - batch_clock_.created_ns;
+}
+
 void Profiler::set_setup_ns(std::int64_t ns) {
   std::lock_guard lock(mutex_);
   batch_clock_.setup_ns = ns;

@@ -293,5 +293,48 @@ TEST(CpuFeatures, CycleCounterIsMonotonic) {
   EXPECT_EQ(clock.uses_tsc(), f.tsc && f.invariant_tsc);
 }
 
+TEST(Profiler, ExternallyTimedScopesCountAndTraceLikeScopes) {
+  Options o;
+  o.trace_capacity = 64;
+  Profiler p(test_table(), o);
+  p.begin_batch(10);
+  p.set_iteration(2);
+  const std::int64_t t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count();
+  p.record_external({.brick = static_cast<BrickId>(B::gemv),
+                     .start_steady_ns = t0,
+                     .duration_ns = 5000,
+                     .elements = 7,
+                     .bytes = 56,
+                     .flops = 14});
+  p.record_external({.brick = static_cast<BrickId>(B::gemv),
+                     .start_steady_ns = t0 + 6000,
+                     .duration_ns = 1000,
+                     .batch = 4,
+                     .iteration = 9});
+  p.end_batch();
+  const BrickStats s = p.stats(static_cast<BrickId>(B::gemv));
+  EXPECT_EQ(s.count, 2u);
+  EXPECT_EQ(s.total_ns, 6000u);
+  EXPECT_EQ(s.min_ns, 1000u);
+  EXPECT_EQ(s.elements, 7u);
+  EXPECT_EQ(s.flops, 14u);
+  const std::vector<Event> ev = p.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].batch, 0u);
+  EXPECT_EQ(ev[0].iteration, 2u);
+  EXPECT_EQ(ev[1].batch, 4u);
+  EXPECT_EQ(ev[1].iteration, 9u);
+  EXPECT_EQ(ev[1].start_ns - ev[0].start_ns, 6000);
+  // On the profiler's timeline: after construction, before now.
+  EXPECT_GE(ev[0].start_ns, 0);
+  EXPECT_LE(ev[0].start_ns, p.now_ns());
+  EXPECT_THROW(p.record_external({.brick = 99}), std::out_of_range);
+  p.set_sync_mode(SyncMode::off);
+  p.record_external({.brick = static_cast<BrickId>(B::gemv), .duration_ns = 1});
+  EXPECT_EQ(p.stats(static_cast<BrickId>(B::gemv)).count, 2u);
+}
+
 }  // namespace
 }  // namespace rh::bricks

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..profiling import _hooks as _prof
 from .huber import huber_difference, rho
 from .types import State
 from .xp import f64
@@ -65,12 +66,31 @@ class BatchProblem:
         return (self.W + self.sum_w) * self.lam
 
     def residual(self, beta: Any) -> Any:
-        return self.y - self.Xt @ beta
+        p = _prof.ACTIVE
+        if p is None:
+            return self.y - self.Xt @ beta
+        t0 = _prof.now()
+        r = self.y - self.Xt @ beta
+        n, d = self.Xt.shape
+        p.record(_prof.RESIDUAL, t0, n * d, (n * d + 2 * n) * _prof.itemsize(r), 2 * n * d)
+        return r
 
     def gradient(self, beta: Any, r: Any, tau: float) -> Any:
         """∇f = −X̃ᵀ(w ∘ ψ(r)) + J̃ (β − β̃) − W λ̃ s̃."""
-        psi = self.xp.clip(r, -tau, tau)
-        return -(self.Xt.T @ (self.w * psi)) + self.J @ (beta - self.beta_prev) - self.history_pull
+        p = _prof.ACTIVE
+        if p is None:
+            psi = self.xp.clip(r, -tau, tau)
+            return (-(self.Xt.T @ (self.w * psi)) + self.J @ (beta - self.beta_prev)
+                    - self.history_pull)
+        n, d = self.Xt.shape
+        size = _prof.itemsize(r)
+        t0 = _prof.now()
+        weighted_psi = self.w * self.xp.clip(r, -tau, tau)
+        p.record(_prof.HUBER, t0, n, 3 * n * size, 3 * n)
+        t0 = _prof.now()
+        g = -(self.Xt.T @ weighted_psi) + self.J @ (beta - self.beta_prev) - self.history_pull
+        p.record(_prof.SCORE, t0, n * d, (n * d + d * d) * size, 2 * n * d + 2 * d * d)
+        return g
 
     def weighted_gram(self, row_weights: Any) -> Any:
         """X̃ᵀ diag(row_weights) X̃, lower triangle mirrored so it is exactly symmetric."""
@@ -81,17 +101,41 @@ class BatchProblem:
 
     def curvature_weights(self, r: Any, tau: float) -> Any:
         """w ∘ c(r), c(r) = 1{|r| ≤ τ}."""
-        return self.w * (self.xp.abs(r) <= tau).astype(self.dtype)
+        p = _prof.ACTIVE
+        if p is None:
+            return self.w * (self.xp.abs(r) <= tau).astype(self.dtype)
+        t0 = _prof.now()
+        c = self.w * (self.xp.abs(r) <= tau).astype(self.dtype)
+        p.record(_prof.HUBER, t0, len(c), 3 * len(c) * _prof.itemsize(c), 2 * len(c))
+        return c
 
     def newton_matrix(self, r: Any, tau: float) -> Any:
         xp = self.xp
-        H = self.weighted_gram(self.curvature_weights(r, tau)) + self.J
+        c = self.curvature_weights(r, tau)
+        p = _prof.ACTIVE
+        t0 = _prof.now() if p is not None else 0
+        H = self.weighted_gram(c) + self.J
         if self.ridge:
             H = H + self.ridge * xp.eye(H.shape[0], dtype=H.dtype)
+        if p is not None:
+            n, d = self.Xt.shape
+            p.record(_prof.GRAM, t0, n, (2 * n * d + 2 * d * d) * _prof.itemsize(H),
+                     2 * n * d * d + n * d)
         return H
 
     def smooth_delta(self, r: Any, beta: Any, s: Any, a: Any, tau: float) -> float:
         """f(β + s) − f(β) with a = X̃s, evaluated without cancellation (docs/numerics.md)."""
+        p = _prof.ACTIVE
+        if p is None:
+            return self._smooth_delta(r, beta, s, a, tau)
+        t0 = _prof.now()
+        delta = self._smooth_delta(r, beta, s, a, tau)
+        n, d = self.Xt.shape
+        p.record(_prof.LINE_SEARCH, t0, n, 3 * n * _prof.itemsize(r) + 8 * d * d,
+                 12 * n + 6 * d * d)
+        return delta
+
+    def _smooth_delta(self, r: Any, beta: Any, s: Any, a: Any, tau: float) -> float:
         xp = self.xp
         data = float(xp.sum(f64(self.w, xp) * huber_difference(r, a, tau, xp)))
         J64, d64, s64 = f64(self.J, xp), f64(beta - self.beta_prev, xp), f64(s, xp)
@@ -103,7 +147,11 @@ class BatchProblem:
         """Q(β), accumulated in float64."""
         xp = self.xp
         r64 = f64(self.residual(beta), xp)
+        p = _prof.ACTIVE
+        t0 = _prof.now() if p is not None else 0
         data = float(xp.sum(f64(self.w, xp) * rho(r64, tau, xp)))
+        if p is not None:
+            p.record(_prof.HUBER, t0, len(r64), 16 * len(r64), 6 * len(r64))
         d64 = f64(beta - self.beta_prev, xp)
         quad = 0.5 * float(d64 @ (f64(self.J, xp) @ d64))
         pull = float(f64(self.history_pull, xp) @ d64)

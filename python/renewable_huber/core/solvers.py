@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..profiling import _hooks as _prof
 from . import ladder
 from .problem import BatchProblem
 
@@ -31,15 +32,27 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
     xp = problem.xp
     halvings, rung = 0, "cholesky"
     for k in range(1, max_iter + 1):
+        p = _prof.ACTIVE
+        if p is not None:
+            p.next_iteration()
         r = problem.residual(beta)
         g = problem.gradient(beta, r, tau)
-        step, rung = ladder.solve(problem.newton_matrix(r, tau), -g)
+        H = problem.newton_matrix(r, tau)
+        t0 = _prof.now() if p is not None else 0
+        step, rung = ladder.solve(H, -g)
         step = xp.asarray(step, dtype=problem.dtype)
+        if p is not None:
+            d = H.shape[0]
+            p.record(_prof.SOLVE, t0, d * d, d * d * _prof.itemsize(H), d**3 // 3 + 2 * d * d)
         if _converged(step, beta + step, tol, xp):
             # Already below the tolerance: Q cannot resolve a change this small, so Armijo would
             # compare rounding noise (docs/numerics.md, "Solvers").
             return SolveResult(beta + step, True, k, halvings, rung)
+        t0 = _prof.now() if p is not None else 0
         a = problem.Xt @ step
+        if p is not None:
+            n, d = problem.Xt.shape
+            p.record(_prof.LINE_SEARCH, t0, n, n * d * _prof.itemsize(a), 2 * n * d)
         slope = float(xp.asarray(g, dtype=xp.float64) @ xp.asarray(step, dtype=xp.float64))
         t = 1.0
         for trial in range(MAX_HALVINGS + 1):
@@ -66,16 +79,28 @@ def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float
     xp = problem.xp
     phi, doublings = 1.0, 0
     for k in range(1, max_iter + 1):
+        p = _prof.ACTIVE
+        if p is not None:
+            p.next_iteration()
         r = problem.residual(beta)
         g = problem.gradient(beta, r, tau)
         g64 = xp.asarray(g, dtype=xp.float64)
         for trial in range(MAX_DOUBLINGS + 1):
+            t0 = _prof.now() if p is not None else 0
             z = beta - g / phi
             candidate = soft_threshold(z, problem.l1_level / phi, problem.penalized, xp)
             s = candidate - beta
+            if p is not None:
+                d = len(s)
+                p.record(_prof.PROX, t0, d, 4 * d * _prof.itemsize(s), 6 * d)
             s64 = xp.asarray(s, dtype=xp.float64)
             bound = float(g64 @ s64) + 0.5 * phi * float(s64 @ s64)
-            if problem.smooth_delta(r, beta, s, problem.Xt @ s, tau) <= bound:
+            t0 = _prof.now() if p is not None else 0
+            a = problem.Xt @ s
+            if p is not None:
+                n, d = problem.Xt.shape
+                p.record(_prof.LINE_SEARCH, t0, n, n * d * _prof.itemsize(a), 2 * n * d)
+            if problem.smooth_delta(r, beta, s, a, tau) <= bound:
                 break
             if trial == MAX_DOUBLINGS:
                 return SolveResult(beta, False, k, doublings, "lamm")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NumericalError
+from ..profiling import _hooks as _prof
 from .huber import robust_scale, weighted_median, weighted_std
 from .problem import BatchProblem
 from .solvers import solve
@@ -44,8 +45,42 @@ def update(
     Raises ValueError / TypeError on bad input or parameters and NumericalError when the result
     is not finite; in every case no new state exists, so the caller's state is untouched.
     """
+    p = _prof.ACTIVE
+    if p is None:
+        return _update(previous_state, X, y, sample_weight, config)
+    # Profiled: one batch of the profile, its bricks timed in Python (docs/profiling.md).
+    started = p.begin_batch(_rows(X))
+    iterations = 0
+    try:
+        out = _update(previous_state, X, y, sample_weight, config)
+        iterations = out[1].n_iter
+        return out
+    finally:
+        if started:
+            p.end_batch(iterations)
+
+
+def _rows(X: Any) -> int:
+    shape = getattr(X, "shape", None)
+    if shape:
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        return 0
+
+
+def _update(
+    previous_state: State | None, X: Any, y: Any, sample_weight: Any, config: Config
+) -> tuple[State, Diagnostics]:
+    p = _prof.ACTIVE
+    t0 = _prof.now() if p is not None else 0
     config.validate()
     X, y, w = validate_batch(X, y, sample_weight, previous_state, config.fit_intercept)
+    if p is not None:
+        n, p_ = X.shape
+        p.record(_prof.VALIDATE, t0, n * p_, (n * p_ + 2 * n) * _prof.itemsize(X))
+        t0 = _prof.now()
     xp = namespace(X)
     dtype = np.dtype(X.dtype)
     d = X.shape[1] + int(config.fit_intercept)
@@ -53,6 +88,9 @@ def update(
     if state is None or state.batch_count == 0:
         state = State.empty(d, dtype, xp)
     problem = BatchProblem.build(state, X, y, w, config, xp)
+    if p is not None:
+        n = X.shape[0]
+        p.record(_prof.STAGE, t0, n + d, (2 * n * d + n) * _prof.itemsize(X))
     tol = config.resolved_tol(dtype)
     as_tau = lambda scale: float(dtype.type(config.epsilon * scale))  # noqa: E731 — τ in the dtype
 
@@ -81,8 +119,16 @@ def update(
 
     result = solve(problem, beta, tau, config.max_iter, tol)
     beta = result.beta
+    if p is not None:
+        p.next_iteration()  # the final evaluation, as native_cpu counts it
     r = problem.residual(beta)
-    information = state.information + problem.weighted_gram(problem.curvature_weights(r, tau))
+    c = problem.curvature_weights(r, tau)
+    t0 = _prof.now() if p is not None else 0
+    information = state.information + problem.weighted_gram(c)
+    if p is not None:
+        n = X.shape[0]
+        p.record(_prof.INFO_UPDATE, t0, n, (2 * n * d + 2 * d * d) * _prof.itemsize(X),
+                 2 * n * d * d + n * d)
     objective = problem.objective(beta, tau)
 
     if not (bool(xp.all(xp.isfinite(beta))) and bool(xp.all(xp.isfinite(information)))):

@@ -20,6 +20,10 @@
 #include "rh/state.hpp"
 #include "rh/views.hpp"
 
+namespace rh::bricks {
+class Profiler;
+}
+
 namespace rh::cpu {
 
 struct EngineOptions {
@@ -34,6 +38,14 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
 
   std::size_t threads() const;
+
+  // Profiling (docs/profiling.md): with a profiler attached, each update is one batch of it
+  // (begin_batch/end_batch, page faults around it) and its bricks are timed on every thread of the
+  // engine. The profiler must be built on rh::engine_brick_table() (rh/engine_bricks.hpp). Without
+  // one (the default), or with its sync mode off, a scope costs one predictable branch. Attach
+  // between updates only.
+  void set_profiler(std::shared_ptr<rh::bricks::Profiler> profiler);
+  const std::shared_ptr<rh::bricks::Profiler>& profiler() const;
 
   // Updates are serialized per engine (the workspace is shared); use one engine per stream to
   // run streams concurrently.

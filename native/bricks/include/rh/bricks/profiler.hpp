@@ -40,6 +40,19 @@ enum class SyncMode : std::uint8_t {
 std::string_view to_string(SyncMode m) noexcept;
 SyncMode sync_mode_from_string(std::string_view name);
 
+// A scope timed by the caller instead of the profiler (see Profiler::record_external).
+struct ExternalScope {
+  BrickId brick = 0;
+  std::int64_t start_steady_ns = 0;  // std::chrono::steady_clock (CLOCK_MONOTONIC), in ns
+  std::int64_t duration_ns = 0;
+  std::uint64_t elements = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t flops = 0;
+  std::uint32_t batch = kNoBatch;   // kNoBatch: the profiler's current batch
+  std::int64_t iteration = -1;      // negative: the profiler's current iteration
+  std::uint8_t depth = 0;           // nesting depth, for the trace's args only
+};
+
 struct Options {
   SyncMode sync_mode = SyncMode::immediate;
   std::size_t trace_capacity = 0;        // events kept per thread (newest win); 0 disables tracing
@@ -145,6 +158,18 @@ class Profiler {
   ExecutionGraph graph() const;
   std::string clock_name() const;
   const CpuClock& cpu_clock() const noexcept { return cpu_; }
+
+  // --- externally timed scopes (slow path) ---
+  // Counts a scope that the caller timed itself, on the calling thread's counters and trace, as a
+  // scope of `s.brick` would have. For code the profiler cannot wrap: the NumPy reference engine
+  // times its bricks in Python with time.perf_counter_ns() (CLOCK_MONOTONIC on Linux, the clock of
+  // std::chrono::steady_clock), and its events then flow into the same report, trace and graph.
+  // The start is moved onto the profiler's timeline by the steady_clock reading taken at
+  // construction (within ~100 ns of the TSC epoch). Cycles are not known: 0. Does nothing when
+  // the profiler is off; throws std::out_of_range for a brick outside the table.
+  void record_external(const ExternalScope& s);
+  // Now on the profiler's timeline (ns since construction), from steady_clock.
+  std::int64_t now_ns() const noexcept;
 
   // --- hot path (used by Scope) ---
   void start(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
