@@ -121,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         document = Sweep(profile, progress=not args.quiet).run(
             command=[sys.executable, *sys.argv] if argv is None else ["main", *argv]
         )
-        validate_document(document)
         path = _output_paths(args.out, profile.name)
+        # Written before validation: a long run is never lost to a schema error.
         path.write_text(json.dumps(document, indent=1) + "\n")
         print(f"wrote {path}")
+        validate_document(document)
         if not args.no_plots:
             for png in plot(document, path.with_suffix("")):
                 print(f"wrote {png}")

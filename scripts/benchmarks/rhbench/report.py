@@ -71,6 +71,11 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Comparison],
         warnings.append(f"different hardware: {old.get('hardware')!r} vs "
                         f"{new.get('hardware')!r}; RFC 0001 does not merge such results, "
                         "ratios are indicative only")
+    old_threads = old.get("profile", {}).get("threads")
+    new_threads = new.get("profile", {}).get("threads")
+    if old_threads != new_threads:
+        warnings.append(f"different thread limits: {old_threads} vs {new_threads} "
+                        "(None: every library at its default)")
     old_by_key = {record_key(r): r for r in _ok(old["records"])}
     new_by_key = {record_key(r): r for r in _ok(new["records"])}
     pairs = [

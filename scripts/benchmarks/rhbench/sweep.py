@@ -308,7 +308,6 @@ class Sweep:
 
         p = self.profile
         started = _dt.datetime.now(_dt.UTC)
-        self.environment = collect_environment()
         if self.limits is None:
             self._log("measuring memory bandwidth and GEMM peak")
             self.limits = measure_machine_limits(p.bandwidth_elements, p.gemm_n,
@@ -322,6 +321,8 @@ class Sweep:
         bar = tqdm(total=len(tasks) * n_subjects, file=sys.stderr, disable=not self.progress,
                    unit="run", dynamic_ncols=True)
         with limiter:
+            # Inside the limit, so that the recorded BLAS thread counts are those in force.
+            self.environment = collect_environment()
             records = self._loop(tasks, bar)
         bar.close()
         return {
