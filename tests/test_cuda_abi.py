@@ -54,8 +54,9 @@ def parse_header(text: str) -> dict:
             fields.append({"name": field, "type": _normalize_type(type_text)})
         structs[name] = fields
     functions = {}
+    declarations = re.sub(r"^\s*#.*$", " ", code, flags=re.M)  # not the macros' own text
     for returns, name, params in re.findall(
-        r"RH_CUDA_API\s+(.+?)\s*(\w+)\s*\(([^)]*)\)\s*;", code, re.S
+        r"RH_CUDA_API\s+(.+?)\s*(\w+)\s*\(([^)]*)\)\s*;", declarations, re.S
     ):
         parsed = []
         if params.strip() != "void":
@@ -269,3 +270,88 @@ def test_engine_creation_without_a_gpu_reports_no_device(contract, library):
     assert status == contract["constants"]["RH_CUDA_ERROR_NO_DEVICE"]
     assert library.rh_cuda_last_error().decode().startswith("no CUDA device")
     assert handle.value is None
+
+
+# ------------------------------------------------------- profiling (ABI 1.1), without a GPU
+
+def test_profiling_entry_points_refuse_a_null_engine(contract, library):
+    codes = contract["constants"]
+    invalid = codes["RH_CUDA_ERROR_INVALID_ARGUMENT"]
+    for mode in ("RH_CUDA_PROFILE_OFF", "RH_CUDA_PROFILE_PER_BATCH", "RH_CUDA_PROFILE_DEFERRED"):
+        assert library.rh_cuda_engine_set_profiling(None, ctypes.c_int32(codes[mode])) == invalid
+        assert library.rh_cuda_last_error().decode() == "engine must not be NULL"
+    needed = ctypes.c_uint64(12345)
+    status = library.rh_cuda_engine_profile_json(
+        None, ctypes.c_int32(codes["RH_CUDA_PROFILE_FORMAT_REPORT"]), None, ctypes.c_uint64(0),
+        ctypes.byref(needed))
+    assert status == invalid
+    assert library.rh_cuda_last_error().decode() == "engine must not be NULL"
+    assert needed.value == 12345  # untouched on failure
+
+
+def test_profile_json_checks_its_out_pointers_before_the_engine_is_used(contract, library):
+    # A bogus, never-dereferenced handle: the NULL `needed` is refused first.
+    codes = contract["constants"]
+    bogus = ctypes.c_void_p(0x1)
+    status = library.rh_cuda_engine_profile_json(
+        bogus, ctypes.c_int32(codes["RH_CUDA_PROFILE_FORMAT_REPORT"]), None, ctypes.c_uint64(0),
+        None)
+    assert status == codes["RH_CUDA_ERROR_INVALID_ARGUMENT"]
+    assert library.rh_cuda_last_error().decode() == "needed must not be NULL"
+    needed = ctypes.c_uint64(0)
+    status = library.rh_cuda_engine_profile_json(
+        bogus, ctypes.c_int32(codes["RH_CUDA_PROFILE_FORMAT_REPORT"]), None, ctypes.c_uint64(16),
+        ctypes.byref(needed))
+    assert status == codes["RH_CUDA_ERROR_INVALID_ARGUMENT"]
+    assert "buffer must not be NULL" in library.rh_cuda_last_error().decode()
+
+
+def test_profiling_without_a_gpu_starts_at_engine_creation(contract, library):
+    """Without a device no engine exists to profile: creation reports RH_CUDA_ERROR_NO_DEVICE,
+    and the profiling calls then only see a NULL handle."""
+    count = ctypes.c_int32()
+    if library.rh_cuda_device_count(ctypes.byref(count)) == contract["constants"]["RH_CUDA_OK"]:
+        pytest.skip("a CUDA device is present: tests/gpu/test_cuda_profiling.py covers it")
+    options = _ctypes_struct(next(s for s in contract["structs"]
+                                  if s["name"] == "rh_cuda_engine_options"))()
+    handle = ctypes.c_void_p()
+    status = library.rh_cuda_engine_create(ctypes.byref(options), ctypes.byref(handle))
+    assert status == contract["constants"]["RH_CUDA_ERROR_NO_DEVICE"]
+    assert library.rh_cuda_engine_set_profiling(
+        handle, ctypes.c_int32(contract["constants"]["RH_CUDA_PROFILE_PER_BATCH"])
+    ) == contract["constants"]["RH_CUDA_ERROR_INVALID_ARGUMENT"]
+
+
+def test_cuda_engine_wrapper_exposes_the_profile(monkeypatch):
+    """CudaEngine switches the engine's profiling with the active renewable_huber.profile(), and
+    profile_report() parses the engine's JSON; checked here on a stand-in native engine."""
+    from renewable_huber.cuda.engine import CudaEngine
+    from renewable_huber.profiling import _hooks
+
+    calls = []
+
+    class FakeEngine:
+        def set_profiling(self, mode):
+            calls.append(mode)
+
+        def profile_json(self, format=0):
+            return '{"schema_version": 1, "bricks": []}' if format == 0 else '{"traceEvents": []}'
+
+    engine = CudaEngine.__new__(CudaEngine)
+    engine._engine = FakeEngine()
+    engine._profiled_by = None
+    engine._profiling = False
+    engine._sync_profiling()
+    assert calls == []
+    monkeypatch.setattr(_hooks, "ACTIVE", object())
+    engine._sync_profiling()
+    engine._sync_profiling()
+    assert calls == [1]  # once per profile, per_batch
+    monkeypatch.setattr(_hooks, "ACTIVE", object())
+    engine._sync_profiling()
+    assert calls == [1, 0, 1]  # a new profile starts afresh
+    monkeypatch.setattr(_hooks, "ACTIVE", None)
+    engine._sync_profiling()
+    assert calls == [1, 0, 1, 0]
+    assert engine.profile_report() == {"schema_version": 1, "bricks": []}
+    assert engine.profile_trace() == '{"traceEvents": []}'

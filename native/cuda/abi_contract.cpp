@@ -14,7 +14,7 @@ constexpr bool has_type = std::is_same_v<Field, Expected>;
 
 }  // namespace
 
-static_assert(RH_CUDA_ABI_VERSION == (1 << 16 | 0));
+static_assert(RH_CUDA_ABI_VERSION == (1 << 16 | 1));
 
 static_assert(RH_CUDA_OK == 0);
 static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
@@ -35,6 +35,11 @@ static_assert(RH_CUDA_SOLVER_CHOLESKY == 0);
 static_assert(RH_CUDA_SOLVER_LU == 1);
 static_assert(RH_CUDA_SOLVER_SVD == 2);
 static_assert(RH_CUDA_SOLVER_LAMM == 3);
+static_assert(RH_CUDA_PROFILE_OFF == 0);
+static_assert(RH_CUDA_PROFILE_PER_BATCH == 1);
+static_assert(RH_CUDA_PROFILE_DEFERRED == 2);
+static_assert(RH_CUDA_PROFILE_FORMAT_REPORT == 0);
+static_assert(RH_CUDA_PROFILE_FORMAT_TRACE == 1);
 
 static_assert(std::is_same_v<rh_cuda_engine_t, struct rh_cuda_engine_s*>);
 static_assert(std::is_same_v<rh_cuda_state_t, struct rh_cuda_state_s*>);

@@ -2,8 +2,10 @@
 // any exception becomes a status code and the thread's last error message, so none crosses the
 // ABI (shared/conventions.md, after XGBoost's c_api).
 
+#include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine_internal.hpp"
@@ -162,6 +164,38 @@ int rh_cuda_engine_stats_get(rh_cuda_engine_t engine, rh_cuda_engine_stats* out)
                                              .device_allocations = a.device_allocations,
                                              .device_bytes = a.device_bytes,
                                              .pinned_bytes = a.pinned_bytes};
+  RH_API_END
+}
+
+int rh_cuda_engine_set_profiling(rh_cuda_engine_t engine, int32_t mode) {
+  RH_API_BEGIN
+  rh_cuda_engine_s& e = require(engine, "engine");
+  std::lock_guard lock(e.core->mutex());
+  e.core->set_profiling(mode);
+  RH_API_END
+}
+
+int rh_cuda_engine_profile_json(rh_cuda_engine_t engine, int32_t format, char* buffer,
+                                uint64_t capacity, uint64_t* needed) {
+  RH_API_BEGIN
+  rh_cuda_engine_s& e = require(engine, "engine");
+  uint64_t& size = require(needed, "needed");
+  if (buffer == nullptr && capacity != 0) {
+    throw rh::InvalidArgument("buffer must not be NULL when capacity is not 0");
+  }
+  std::string json;
+  {
+    std::lock_guard lock(e.core->mutex());
+    json = e.core->profile_json(format);
+  }
+  size = static_cast<uint64_t>(json.size()) + 1;
+  if (capacity == 0) return RH_CUDA_OK;  // a size query
+  if (capacity < size) {
+    throw rh::InvalidArgument("the buffer holds " + std::to_string(capacity) +
+                              " bytes, but the profile needs " + std::to_string(size) +
+                              " (NUL included); *needed has the size");
+  }
+  std::memcpy(buffer, json.c_str(), json.size() + 1);
   RH_API_END
 }
 

@@ -185,6 +185,7 @@ EngineCore::~EngineCore() {
     // Buffers and handles go while this device is current.
     single_ = {};
     double_ = {};
+    profiler_.reset();
     ordering_.reset();
     cusolver_.reset();
     cublas_.reset();

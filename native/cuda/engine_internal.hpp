@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "resources.hpp"
+#include "rh/bricks/profiler.hpp"
 #include "rh/config.hpp"
 #include "rh/diagnostics.hpp"
 #include "rh/state.hpp"
@@ -61,6 +62,16 @@ class EngineCore {
   std::int64_t updates() const noexcept { return updates_; }
   void count_update() noexcept { ++updates_; }
 
+  // Profiling (profiling.cu, docs/cuda.md): the profiler that the brick scopes write to, the
+  // engine's own while profiling is on, else a process-wide one that is off (one branch per
+  // scope). The callers below hold mutex().
+  rh::bricks::Profiler& profiler() noexcept;
+  // RH_CUDA_PROFILE_*: switching on from off starts a new profile on CUDA events of the engine's
+  // stream; switching off keeps the last profile readable.
+  void set_profiling(std::int32_t mode);
+  // RH_CUDA_PROFILE_FORMAT_*: the report or the Chrome trace, as JSON.
+  std::string profile_json(std::int32_t format);
+
   template <std::floating_point T>
   Workspace<T>& workspace() noexcept {
     if constexpr (std::same_as<T, float>) {
@@ -79,6 +90,8 @@ class EngineCore {
   std::unique_ptr<CublasHandle> cublas_;
   std::unique_ptr<CusolverHandle> cusolver_;
   std::unique_ptr<Event> ordering_;
+  std::unique_ptr<rh::bricks::Profiler> profiler_;  // its events live on stream_: freed first
+  bool profiling_ = false;
   Workspace<float> single_;
   Workspace<double> double_;
 };

@@ -6,6 +6,7 @@
 #include "device_blas.hpp"
 #include "kernels.hpp"
 #include "objective.hpp"
+#include "profiling.hpp"
 #include "rh/ops.hpp"
 
 namespace rh::cuda {
@@ -18,6 +19,7 @@ DeviceOps<T>::DeviceOps(EngineCore& core, Workspace<T>& workspace, const StateVi
                         const T* previous_information, const DeviceBatch<T>& batch,
                         bool fit_intercept)
     : core_(core),
+      prof_(core.profiler()),
       ws_(workspace),
       batch_(batch),
       solver_(core, workspace),
@@ -31,6 +33,8 @@ DeviceOps<T>::DeviceOps(EngineCore& core, Workspace<T>& workspace, const StateVi
       effective_weight_(previous.effective_weight),
       history_weight_(static_cast<double>(
           static_cast<T>(previous.effective_weight * previous.previous_lambda))) {
+  // The previous coefficients up, their signs, J~ in float64.
+  RH_CUDA_BRICK(prof_, stage, dim_ * dim_, dim_ * sizeof(T) + dim_ * dim_ * (sizeof(T) + 8), 0);
   RH_CUDA_CHECK(cudaMemcpyAsync(ws_.previous_coef.data(), previous.coef.data(), dim_ * sizeof(T),
                                 cudaMemcpyHostToDevice, stream_));
   kernels::history_sign(stream_, dim_, features_, ws_.previous_coef.data(),
@@ -62,6 +66,7 @@ auto DeviceOps<T>::make_vector() -> Vector {
 
 template <std::floating_point T>
 void DeviceOps<T>::assign(std::span<const T> host, Vector& out) {
+  RH_CUDA_BRICK(prof_, stage, dim_, dim_ * sizeof(T), 0);
   std::copy(host.begin(), host.end(), ws_.host_vector.data());
   RH_CUDA_CHECK(cudaMemcpyAsync(out.data(), ws_.host_vector.data(), dim_ * sizeof(T),
                                 cudaMemcpyHostToDevice, stream_));
@@ -70,6 +75,7 @@ void DeviceOps<T>::assign(std::span<const T> host, Vector& out) {
 
 template <std::floating_point T>
 void DeviceOps<T>::copy_to_host(const Vector& v, std::span<T> host) {
+  RH_CUDA_BRICK(prof_, transfer, dim_, dim_ * sizeof(T), 0);
   RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_vector.data(), v.data(), dim_ * sizeof(T),
                                 cudaMemcpyDeviceToHost, stream_));
   core_.synchronize();
@@ -106,6 +112,7 @@ double DeviceOps<T>::norm_inf(const Vector& v) {
 
 template <std::floating_point T>
 void DeviceOps<T>::soft_threshold(const Vector& z, double level, Vector& out) {
+  RH_CUDA_BRICK(prof_, prox, dim_, 2 * dim_ * sizeof(T), 2 * dim_);
   kernels::soft_threshold(stream_, dim_, features_, z.data(), static_cast<T>(level), out.data());
 }
 
@@ -123,7 +130,12 @@ void DeviceOps<T>::residual_into(const T* beta, T* out) {
 template <std::floating_point T>
 void DeviceOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
   // The projection buffer is free here: the drivers ask for residuals outside line searches.
-  residual_into(beta.data(), ws_.projection.data());
+  {
+    RH_CUDA_BRICK(prof_, residual, batch_.rows * dim_,
+                  batch_.rows * (features_ + 2) * sizeof(T), 2 * batch_.rows * dim_);
+    residual_into(beta.data(), ws_.projection.data());
+  }
+  RH_CUDA_BRICK(prof_, transfer, batch_.rows, batch_.rows * sizeof(T), 0);
   RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_rows.data(), ws_.projection.data(),
                                 batch_.rows * sizeof(T), cudaMemcpyDeviceToHost, stream_));
   core_.synchronize();
@@ -132,17 +144,30 @@ void DeviceOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
 
 template <std::floating_point T>
 void DeviceOps<T>::evaluate(const Vector& beta, double tau) {
-  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.current.data(), beta.data(), dim_ * sizeof(T),
-                                cudaMemcpyDeviceToDevice, stream_));
+  prof_.set_iteration(evaluations_++);
+  const std::size_t rows = batch_.rows;
   tau_ = static_cast<T>(tau);
   const auto p = static_cast<std::int64_t>(features_);
   const auto n = static_cast<std::int64_t>(batch_.rows);
   DeviceScalars* scalars = ws_.scalars.data();
-  residual_into(ws_.current.data(), ws_.residual.data());
-  kernels::huber_terms(stream_, batch_.rows, ws_.residual.data(), batch_.w, tau_,
-                       ws_.weighted_score.data(), ws_.weighted_curvature.data(),
-                       ws_.partials.data());
-  kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 2, &scalars->sums[loss]);
+  {
+    RH_CUDA_BRICK(prof_, residual, rows * dim_, rows * (features_ + 2) * sizeof(T),
+                  2 * rows * dim_);
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws_.current.data(), beta.data(), dim_ * sizeof(T),
+                                  cudaMemcpyDeviceToDevice, stream_));
+    residual_into(ws_.current.data(), ws_.residual.data());
+  }
+  {
+    RH_CUDA_BRICK(prof_, huber, rows, 5 * rows * sizeof(T), 8 * rows);
+    kernels::huber_terms(stream_, batch_.rows, ws_.residual.data(), batch_.w, tau_,
+                         ws_.weighted_score.data(), ws_.weighted_curvature.data(),
+                         ws_.partials.data());
+    kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 2, &scalars->sums[loss]);
+  }
+  // X~^T (w psi), then J~ (beta - beta~) in T and in float64: the history part of the score.
+  RH_CUDA_BRICK(prof_, score, rows * dim_ + 2 * dim_ * dim_,
+                rows * (features_ + 1) * sizeof(T) + dim_ * dim_ * (sizeof(T) + 8),
+                2 * rows * dim_ + 4 * dim_ * dim_);
   blas::gemv(core_.cublas(), CUBLAS_OP_N, p, n, T{1}, batch_.X, p, ws_.weighted_score.data(), 1,
              T{0}, ws_.score.data(), 1);
   if (intercept_) kernels::store_sum(stream_, &scalars->sums[score_total], ws_.score.data() + p);
@@ -159,12 +184,15 @@ void DeviceOps<T>::evaluate(const Vector& beta, double tau) {
 
 template <std::floating_point T>
 void DeviceOps<T>::gradient(Vector& out) {
+  RH_CUDA_BRICK(prof_, score, dim_, 4 * dim_ * sizeof(T), 3 * dim_);
   kernels::gradient(stream_, dim_, ws_.score.data(), ws_.information_delta.data(),
                     ws_.history_sign.data(), static_cast<T>(history_weight_), out.data());
 }
 
 template <std::floating_point T>
 double DeviceOps<T>::objective(double lambda) {
+  // The objective at the current point: reductions over d, and the scalars back.
+  RH_CUDA_BRICK(prof_, line_search, dim_, 4 * dim_ * 8, 8 * dim_);
   kernels::objective_terms(stream_, dim_, features_, ws_.delta64.data(),
                            ws_.information_delta64.data(), ws_.history_sign.data(),
                            ws_.current.data(), &ws_.scalars.data()->sums[quadratic]);
@@ -196,6 +224,9 @@ void DeviceOps<T>::gram_into(T* gram) {
 
 template <std::floating_point T>
 void DeviceOps<T>::form_hessian(double ridge) {
+  const std::size_t rows = batch_.rows;
+  RH_CUDA_BRICK(prof_, gram, rows * dim_, (2 * rows * dim_ + 3 * dim_ * dim_) * sizeof(T),
+                rows * dim_ * (dim_ + 2) + 2 * dim_ * dim_);
   DeviceScalars* scalars = ws_.scalars.data();
   gram_into(ws_.gram.data());
   RH_CUDA_CHECK(cudaMemsetAsync(&scalars->asymmetric, 0, sizeof(int), stream_));
@@ -216,23 +247,30 @@ const DeviceScalars& DeviceOps<T>::hessian_facts() {
 
 template <std::floating_point T>
 bool DeviceOps<T>::hessian_symmetric() {
+  RH_CUDA_BRICK(prof_, solve, dim_ * dim_, sizeof(DeviceScalars), 0);
   return hessian_facts().asymmetric == 0;
 }
 
 template <std::floating_point T>
 SolveAttempt DeviceOps<T>::solve_cholesky(const Vector& rhs, Vector& out) {
+  RH_CUDA_BRICK(prof_, solve, dim_ * dim_, dim_ * dim_ * sizeof(T),
+                dim_ * dim_ * dim_ / 3 + 2 * dim_ * dim_);
   const auto one_norm = static_cast<T>(hessian_facts().one_norm);
   return solver_.cholesky(ws_.hessian.data(), one_norm, rhs.data(), out.data());
 }
 
 template <std::floating_point T>
 SolveAttempt DeviceOps<T>::solve_lu(const Vector& rhs, Vector& out) {
+  RH_CUDA_BRICK(prof_, solve, dim_ * dim_, dim_ * dim_ * sizeof(T),
+                2 * dim_ * dim_ * dim_ / 3 + 2 * dim_ * dim_);
   const auto one_norm = static_cast<T>(hessian_facts().one_norm);
   return solver_.lu(ws_.hessian.data(), one_norm, rhs.data(), out.data());
 }
 
 template <std::floating_point T>
 void DeviceOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
+  // SVD-based least squares: of the order of 4 d^3 flops.
+  RH_CUDA_BRICK(prof_, solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 4 * dim_ * dim_ * dim_);
   solver_.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
 }
 
@@ -240,6 +278,8 @@ void DeviceOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) 
 
 template <std::floating_point T>
 void DeviceOps<T>::project(const Vector& step) {
+  RH_CUDA_BRICK(prof_, line_search, batch_.rows, batch_.rows * (features_ + 1) * sizeof(T),
+                2 * batch_.rows * dim_);
   const auto p = static_cast<std::int64_t>(features_);
   const auto n = static_cast<std::int64_t>(batch_.rows);
   blas::gemv(core_.cublas(), CUBLAS_OP_T, p, n, T{1}, batch_.X, p, step.data(), 1, T{0},
@@ -254,6 +294,9 @@ void DeviceOps<T>::project(const Vector& step) {
 // and brought back together.
 template <std::floating_point T>
 double DeviceOps<T>::objective_change(const Vector& step, double t) {
+  RH_CUDA_BRICK(prof_, line_search, batch_.rows + dim_,
+                3 * batch_.rows * sizeof(T) + dim_ * dim_ * 8,
+                12 * batch_.rows + 2 * dim_ * dim_ + 8 * dim_);
   const auto factor = static_cast<T>(t);
   const auto d = static_cast<std::int64_t>(dim_);
   DeviceScalars* scalars = ws_.scalars.data();
@@ -274,9 +317,15 @@ double DeviceOps<T>::objective_change(const Vector& step, double t) {
 
 template <std::floating_point T>
 void DeviceOps<T>::information(std::span<T> out) {
-  gram_into(ws_.gram.data());
-  kernels::add_information(stream_, dim_, ws_.gram.data(), information_,
-                           ws_.next_information.data());
+  {
+    const std::size_t rows = batch_.rows;
+    RH_CUDA_BRICK(prof_, info_update, rows * dim_,
+                  (2 * rows * dim_ + 3 * dim_ * dim_) * sizeof(T), rows * dim_ * (dim_ + 2));
+    gram_into(ws_.gram.data());
+    kernels::add_information(stream_, dim_, ws_.gram.data(), information_,
+                             ws_.next_information.data());
+  }
+  RH_CUDA_BRICK(prof_, transfer, dim_ * dim_, dim_ * dim_ * sizeof(T), 0);
   RH_CUDA_CHECK(cudaMemcpyAsync(out.data(), ws_.next_information.data(),
                                 dim_ * dim_ * sizeof(T), cudaMemcpyDeviceToHost, stream_));
   core_.synchronize();

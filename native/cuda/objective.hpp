@@ -11,6 +11,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "engine_internal.hpp"
@@ -83,6 +84,8 @@ class DeviceOps {
   const DeviceScalars& hessian_facts();       // symmetry and ||H||_1 of the last form_hessian
 
   EngineCore& core_;
+  rh::bricks::Profiler& prof_;      // the engine's, or an off one (profiling.hpp)
+  std::uint32_t evaluations_ = 0;   // evaluate() calls: the profiler's iteration index
   Workspace<T>& ws_;
   DeviceBatch<T> batch_;
   LinearSolver<T> solver_;

@@ -10,6 +10,7 @@
 #include "kernels.hpp"
 #include "nvtx.hpp"
 #include "objective.hpp"
+#include "profiling.hpp"
 #include "rh/update.hpp"
 
 namespace rh::cuda {
@@ -28,6 +29,32 @@ class QuietSynchronize {
   cudaStream_t stream_;
 };
 
+// begin_batch() now, end_batch() however the update leaves (a validation error too), with the
+// batch's iteration count as the solver reported it. In RH_CUDA_PROFILE_PER_BATCH end_batch()
+// reads the batch's CUDA events, once.
+class BatchScope {
+ public:
+  BatchScope(rh::bricks::Profiler& prof, std::size_t rows) : prof_(prof), on_(prof.recording()) {
+    if (on_) prof_.begin_batch(rows);
+  }
+  ~BatchScope() {
+    if (!on_) return;
+    try {
+      if (iterations_ > 0) prof_.set_iteration(static_cast<std::uint32_t>(iterations_ - 1));
+      prof_.end_batch();
+    } catch (...) {  // a failed read of the events loses this batch's timing, not the update
+    }
+  }
+  BatchScope(const BatchScope&) = delete;
+  BatchScope& operator=(const BatchScope&) = delete;
+  void set_iterations(std::int64_t n) { iterations_ = n; }
+
+ private:
+  rh::bricks::Profiler& prof_;
+  bool on_;
+  std::int64_t iterations_ = 0;
+};
+
 void check_state_dtype(const DeviceState& state, const rh_cuda_array& X) {
   if (X.dtype != state.dtype()) {
     throw InvalidArgument(std::string("X has dtype ") + dtype_name(X.dtype) +
@@ -39,19 +66,21 @@ void check_state_dtype(const DeviceState& state, const rh_cuda_array& X) {
 template <std::floating_point T>
 Diagnostics update_as(EngineCore& core, const DeviceState& previous, const rh_cuda_array& X,
                       const rh_cuda_array& y, const rh_cuda_array* sample_weight,
-                      const Config& config, DeviceState& next) {
+                      const Config& config, DeviceState& next, std::int64_t& iterations) {
   Workspace<T>& ws = core.workspace<T>();
   const State<T>& caller_state = previous.host<T>();
   const std::size_t d = caller_state.dim();
   const auto rows = static_cast<std::size_t>(X.rows);
   const auto features = static_cast<std::size_t>(X.cols);
-  {
-    RH_NVTX_RANGE("rh.cuda.reserve");
-    ws.reserve(d, features, rows, core.allocations(), core.cusolver(), core.cusolver_params());
-  }
+  rh::bricks::Profiler& prof = core.profiler();
   DeviceBatch<T> batch;
   {
-    RH_NVTX_RANGE("rh.cuda.batch");
+    // Buffers (sized once per shape), the batch's checks and its copy to the device (host
+    // arrays), or its checks in place and the weights back (device arrays).
+    const bool host = X.device_type != RH_CUDA_DEVICE_CUDA;
+    RH_CUDA_BRICK(prof, stage, rows * features,
+                  (host ? rows * (features + 2) : rows) * sizeof(T), 0);
+    ws.reserve(d, features, rows, core.allocations(), core.cusolver(), core.cusolver_params());
     batch = prepare_batch(core, ws, caller_state.view(), X, y, sample_weight, config);
   }
 
@@ -61,18 +90,20 @@ Diagnostics update_as(EngineCore& core, const DeviceState& previous, const rh_cu
   const StateView<T> view = first ? empty.view() : caller_state.view();
   const T* information = previous.device_information<T>();
   if (first) {
+    RH_CUDA_BRICK(prof, stage, d * d, d * d * sizeof(T), 0);
     RH_CUDA_CHECK(cudaMemsetAsync(ws.empty_information.data(), 0, d * d * sizeof(T),
                                   core.stream()));
     information = ws.empty_information.data();
   }
 
-  RH_NVTX_RANGE("rh.cuda.solve");
+  RH_NVTX_RANGE("rh.cuda.renewable_update");
   std::pair<State<T>, Diagnostics> result = [&] {
     DeviceOps<T> ops(core, ws, view, information, batch, config.fit_intercept);
     return renewable_update(ops, view, config);
   }();
   next.commit(std::move(result.first), ws.next_information);
   core.count_update();
+  iterations = result.second.n_iter;
   return result.second;
 }
 
@@ -92,18 +123,26 @@ void predict_as(EngineCore& core, const DeviceState& state, const rh_cuda_array&
     throw InvalidArgument("out must be a vector of " + std::to_string(n) + " entries");
   }
   if (n == 0) return;
+  rh::bricks::Profiler& prof = core.profiler();
   Workspace<T>& ws = core.workspace<T>();
-  ws.reserve(d, p, n, core.allocations(), core.cusolver(), core.cusolver_params());
   const cudaStream_t stream = core.stream();
-  RH_CUDA_CHECK(cudaMemcpyAsync(ws.staged_x.data(), X.data, n * p * sizeof(T),
-                                cudaMemcpyHostToDevice, stream));
-  RH_CUDA_CHECK(cudaMemcpyAsync(ws.current.data(), host.coef.data(), d * sizeof(T),
-                                cudaMemcpyHostToDevice, stream));
-  const auto rows = static_cast<std::int64_t>(n);
-  const auto cols = static_cast<std::int64_t>(p);
-  blas::gemv(core.cublas(), CUBLAS_OP_T, cols, rows, T{1}, ws.staged_x.data(), cols,
-             ws.current.data(), 1, T{0}, ws.projection.data(), 1);
-  if (d == p + 1) kernels::add_scalar(stream, n, ws.current.data() + p, ws.projection.data());
+  {
+    RH_CUDA_BRICK(prof, stage, n * p + d, (n * p + d) * sizeof(T), 0);
+    ws.reserve(d, p, n, core.allocations(), core.cusolver(), core.cusolver_params());
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws.staged_x.data(), X.data, n * p * sizeof(T),
+                                  cudaMemcpyHostToDevice, stream));
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws.current.data(), host.coef.data(), d * sizeof(T),
+                                  cudaMemcpyHostToDevice, stream));
+  }
+  {
+    RH_CUDA_BRICK(prof, predict, n * p, (n * p + n + d) * sizeof(T), 2 * n * p);
+    const auto rows = static_cast<std::int64_t>(n);
+    const auto cols = static_cast<std::int64_t>(p);
+    blas::gemv(core.cublas(), CUBLAS_OP_T, cols, rows, T{1}, ws.staged_x.data(), cols,
+               ws.current.data(), 1, T{0}, ws.projection.data(), 1);
+    if (d == p + 1) kernels::add_scalar(stream, n, ws.current.data() + p, ws.projection.data());
+  }
+  RH_CUDA_BRICK(prof, transfer, n, n * sizeof(T), 0);
   RH_CUDA_CHECK(cudaMemcpyAsync(out.data, ws.projection.data(), n * sizeof(T),
                                 cudaMemcpyDeviceToHost, stream));
   core.synchronize();
@@ -118,20 +157,29 @@ Diagnostics update(EngineCore& core, const DeviceState& previous, const rh_cuda_
     throw InvalidArgument("the states were created by another engine; states are bound to the "
                           "engine (and device) that created them");
   }
-  check_state_dtype(previous, X);
-  check_descriptor(core, X, "X", previous.dtype());
-  check_descriptor(core, y, "y", previous.dtype());
-  if (sample_weight != nullptr) {
-    check_descriptor(core, *sample_weight, "sample_weight", previous.dtype());
-  }
   std::lock_guard lock(core.mutex());
   DeviceGuard guard(core.device());
   QuietSynchronize settle(core.stream());
   RH_NVTX_RANGE("rh.cuda.update");
-  if (previous.dtype() == RH_CUDA_FLOAT32) {
-    return update_as<float>(core, previous, X, y, sample_weight, config, next);
+  rh::bricks::Profiler& prof = core.profiler();
+  BatchScope batch(prof, X.rows > 0 ? static_cast<std::size_t>(X.rows) : 0);
+  {
+    // The descriptors only: the values are checked while they are staged.
+    RH_CUDA_BRICK(prof, validate, 3, 3 * sizeof(rh_cuda_array), 0);
+    check_state_dtype(previous, X);
+    check_descriptor(core, X, "X", previous.dtype());
+    check_descriptor(core, y, "y", previous.dtype());
+    if (sample_weight != nullptr) {
+      check_descriptor(core, *sample_weight, "sample_weight", previous.dtype());
+    }
   }
-  return update_as<double>(core, previous, X, y, sample_weight, config, next);
+  std::int64_t iterations = 0;
+  Diagnostics result =
+      previous.dtype() == RH_CUDA_FLOAT32
+          ? update_as<float>(core, previous, X, y, sample_weight, config, next, iterations)
+          : update_as<double>(core, previous, X, y, sample_weight, config, next, iterations);
+  batch.set_iterations(iterations);
+  return result;
 }
 
 void predict(EngineCore& core, const DeviceState& state, const rh_cuda_array& X,
@@ -141,12 +189,15 @@ void predict(EngineCore& core, const DeviceState& state, const rh_cuda_array& X,
         "device-resident prediction is not supported: predict takes host arrays (the result "
         "would otherwise be copied to the host implicitly)");
   }
-  check_state_dtype(state, X);
-  check_descriptor(core, X, "X", state.dtype());
-  check_descriptor(core, out, "out", state.dtype());
   std::lock_guard lock(core.mutex());
   DeviceGuard guard(core.device());
   QuietSynchronize settle(core.stream());
+  {
+    RH_CUDA_BRICK(core.profiler(), validate, 2, 2 * sizeof(rh_cuda_array), 0);
+    check_state_dtype(state, X);
+    check_descriptor(core, X, "X", state.dtype());
+    check_descriptor(core, out, "out", state.dtype());
+  }
   if (state.dtype() == RH_CUDA_FLOAT32) {
     predict_as<float>(core, state, X, out);
   } else {

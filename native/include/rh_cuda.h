@@ -24,7 +24,7 @@ extern "C" {
 
 /* ABI version: the major changes when a struct or signature changes incompatibly. */
 #define RH_CUDA_ABI_VERSION_MAJOR 1
-#define RH_CUDA_ABI_VERSION_MINOR 0
+#define RH_CUDA_ABI_VERSION_MINOR 1
 #define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -55,6 +55,15 @@ extern "C" {
 #define RH_CUDA_SOLVER_LU 1
 #define RH_CUDA_SOLVER_SVD 2
 #define RH_CUDA_SOLVER_LAMM 3
+
+/* rh_cuda_engine_set_profiling: how the bricks are timed (since ABI 1.1). */
+#define RH_CUDA_PROFILE_OFF 0       /* nothing recorded: one branch per brick */
+#define RH_CUDA_PROFILE_PER_BATCH 1 /* CUDA events, read once at the end of each batch */
+#define RH_CUDA_PROFILE_DEFERRED 2  /* CUDA events, read only when a profile is exported */
+
+/* rh_cuda_engine_profile_json: what is exported. */
+#define RH_CUDA_PROFILE_FORMAT_REPORT 0 /* the bricks report (docs/bricks.md), schema 1 */
+#define RH_CUDA_PROFILE_FORMAT_TRACE 1  /* Chrome trace-event JSON (Perfetto, chrome://tracing) */
 
 typedef struct rh_cuda_engine_s* rh_cuda_engine_t;
 typedef struct rh_cuda_state_s* rh_cuda_state_t;
@@ -142,6 +151,20 @@ RH_CUDA_API int rh_cuda_engine_free(rh_cuda_engine_t engine);
 /* The engine's stream as a cudaStream_t value: the stream to pass to __dlpack__. */
 RH_CUDA_API int rh_cuda_engine_stream(rh_cuda_engine_t engine, uint64_t* out);
 RH_CUDA_API int rh_cuda_engine_stats_get(rh_cuda_engine_t engine, rh_cuda_engine_stats* out);
+
+/* Per-brick timing of the engine's updates and predictions on CUDA events (docs/cuda.md,
+ * "Profiling"); mode is RH_CUDA_PROFILE_*. Switching on from off starts a new profile (the
+ * previous one is discarded); switching between the on modes keeps it; switching off keeps it
+ * readable. Since ABI 1.1. */
+RH_CUDA_API int rh_cuda_engine_set_profiling(rh_cuda_engine_t engine, int32_t mode);
+/* The engine's profile as NUL-terminated JSON (format: RH_CUDA_PROFILE_FORMAT_*). *needed is
+ * set to the bytes it takes, NUL included, whenever the profile could be produced; buffer may be
+ * NULL when capacity is 0 (a size query, RH_CUDA_OK). A non-zero capacity below *needed is RH_CUDA_ERROR_INVALID_ARGUMENT, and
+ * the buffer is left untouched. Reading a profile resolves its pending events (synchronizing
+ * the engine's stream). RH_CUDA_ERROR_INVALID_ARGUMENT if profiling was never switched on.
+ * Since ABI 1.1. */
+RH_CUDA_API int rh_cuda_engine_profile_json(rh_cuda_engine_t engine, int32_t format, char* buffer,
+                                            uint64_t capacity, uint64_t* needed);
 
 /* An empty state (all zeros, batch_count 0) of `dim` coefficients, resident on the engine's
  * device. */

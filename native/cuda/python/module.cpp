@@ -208,6 +208,30 @@ class Engine {
     return out;
   }
 
+  void set_profiling(std::int32_t mode) {
+    nb::gil_scoped_release release;
+    check(rh_cuda_engine_set_profiling(handle_, mode));
+  }
+
+  // The profile as JSON text: the size first, then the text (reading it may synchronize). An
+  // update on another thread may grow it in between: then ask again with the new size.
+  std::string profile_json(std::int32_t format) const {
+    nb::gil_scoped_release release;
+    std::uint64_t needed = 0;
+    check(rh_cuda_engine_profile_json(handle_, format, nullptr, 0, &needed));
+    for (;;) {
+      std::string text(needed, '\0');
+      const std::uint64_t capacity = needed;
+      const int status = rh_cuda_engine_profile_json(handle_, format, text.data(), capacity,
+                                                     &needed);
+      if (status == RH_CUDA_OK) {
+        text.resize(needed - 1);  // the NUL
+        return text;
+      }
+      if (needed <= capacity) check(status);
+    }
+  }
+
   State* new_state(const std::string& dtype, std::int64_t dim) {
     rh_cuda_state_t handle = nullptr;
     check(rh_cuda_state_create(handle_, dtype_from_name(dtype), dim, &handle));
@@ -297,6 +321,10 @@ NB_MODULE(_renewable_huber_native_cuda, m) {
            "stream: 0 for the engine's own stream, else a cudaStream_t value to borrow.")
       .def_prop_ro("stream", &Engine::stream)
       .def("stats", &Engine::stats)
+      .def("set_profiling", &Engine::set_profiling, "mode"_a,
+           "RH_CUDA_PROFILE_*: 0 off, 1 per_batch, 2 deferred (CUDA events on the stream).")
+      .def("profile_json", &Engine::profile_json, "format"_a = RH_CUDA_PROFILE_FORMAT_REPORT,
+           "The engine's profile as JSON: 0 the bricks report, 1 the Chrome trace.")
       .def("new_state", &Engine::new_state, "dtype"_a, "dim"_a, nb::rv_policy::take_ownership)
       .def("update", &Engine::update, "previous"_a, "next"_a, "X"_a, "y"_a, "sample_weight"_a,
            "config"_a)

@@ -11,10 +11,17 @@ per (dtype, dimension) and remembers which :class:`~renewable_huber.core.State` 
 the next update is handed that same object, nothing is uploaded; any other state (a checkpoint,
 another engine's) is uploaded first. Returned states have read-only arrays, so the object still
 describes what the device holds.
+
+Profiling (docs/cuda.md, "Profiling"): while a ``renewable_huber.profile()`` is active, the engine
+times its bricks on CUDA events of its stream with its own C++ profiler (per_batch mode: one read
+per batch). That profiler lives in librh_cuda, apart from the profile's, and the two are not
+merged: read it with :meth:`CudaEngine.profile_report` (the bricks report as a dict) or
+:meth:`CudaEngine.profile_trace` (Chrome trace JSON).
 """
 
 from __future__ import annotations
 
+import json
 from contextlib import ExitStack
 from typing import Any
 
@@ -24,12 +31,16 @@ from ..adapters import as_host_input
 from ..core import Config, Diagnostics, State
 from ..core.validation import validate_batch
 from ..errors import EngineNotAvailableError
+from ..profiling import _hooks as _prof
 from . import dlpack
 
 # rh_cuda.h's codes, as the native module takes them.
 _DTYPE_CODES = {"float32": 1, "float64": 2}
 _DEVICE_CPU = 1
 _DEVICE_CUDA = 2
+# RH_CUDA_PROFILE_* and RH_CUDA_PROFILE_FORMAT_*.
+_PROFILE_OFF, _PROFILE_PER_BATCH = 0, 1
+_FORMAT_REPORT, _FORMAT_TRACE = 0, 1
 
 
 def _host_descriptor(a: np.ndarray) -> tuple[int, int, int, int, int, int, int, int]:
@@ -63,6 +74,8 @@ class CudaEngine:
         self.device = int(device)
         self._states: dict[tuple[str, int], Any] = {}
         self._resident: dict[tuple[str, int], State] = {}
+        self._profiled_by: Any = None  # the profile recorder the engine's profiling follows
+        self._profiling = False
 
     @property
     def stream(self) -> int:
@@ -73,9 +86,35 @@ class CudaEngine:
         """Update and allocation counters: warm batches of one shape allocate nothing."""
         return dict(self._engine.stats())
 
+    def profile_report(self) -> dict[str, Any]:
+        """The engine's bricks report (docs/bricks.md, schema of ``Profile.to_json``) of the
+        latest profile: the updates and predictions made while a ``renewable_huber.profile()``
+        was active, timed on CUDA events. Reading it synchronizes the engine's stream.
+        ValueError if the engine was never profiled."""
+        return json.loads(self._engine.profile_json(_FORMAT_REPORT))
+
+    def profile_trace(self) -> str:
+        """The same profile as Chrome trace-event JSON (Perfetto, chrome://tracing)."""
+        return self._engine.profile_json(_FORMAT_TRACE)
+
+    def _sync_profiling(self) -> None:
+        """Follow the active profile: on (a new engine profile) when one becomes active, off
+        (the engine's profile kept for profile_report) when none is."""
+        active = _prof.ACTIVE
+        if active is self._profiled_by:
+            return
+        if self._profiling:
+            self._engine.set_profiling(_PROFILE_OFF)
+            self._profiling = False
+        if active is not None:
+            self._engine.set_profiling(_PROFILE_PER_BATCH)
+            self._profiling = True
+        self._profiled_by = active
+
     def update(self, state: State | None, X: Any, y: Any, w: Any,
                config: Config) -> tuple[State, Diagnostics]:
         config.validate()
+        self._sync_profiling()
         if any(dlpack.is_device_tensor(a) for a in (X, y, w)):
             return self._update_device(state, X, y, w, config)
         X, y, w = (as_host_input(a, n) for a, n in ((X, "X"), (y, "y"), (w, "sample_weight")))
@@ -96,6 +135,7 @@ class CudaEngine:
                 "array (the result would otherwise be copied to the host implicitly)"
             )
         X = np.ascontiguousarray(as_host_input(X, "X"), dtype=state.dtype)
+        self._sync_profiling()
         d = state.n_coef
         handle = self._states_for(state, state.dtype.name, d, None, dim=d)[0]
         out = np.empty(X.shape[0], dtype=state.dtype)
