@@ -68,7 +68,7 @@ def test_every_update_brick_is_timed_on_the_device(engine, dtype):
         assert b["total_ns"] > 0, name
         assert b["min_ns"] <= b["max_ns"], name
     n, p = data[0][0].shape
-    d = p + 1
+    d = state.n_coef
     assert seen["validate"]["count"] == len(data) + 1  # each update and the prediction
     assert seen["predict"]["count"] == 1
     assert seen["predict"]["flops"] == 2 * n * p
