@@ -10,7 +10,7 @@ APT_PACKAGES := cmake g++ make python3-venv libopenblas-dev liblapacke-dev \
 
 OUT ?= out/gpu-check
 .PHONY: demo test setup system-packages venv native native-cuda test-cpp test-python lint \
-        test-extras golden bench gpu-check
+        test-extras test-bricks golden bench gpu-check
 
 demo: setup
 	$(VENV)/bin/rhuber demo
@@ -45,8 +45,13 @@ native-cuda: venv
 lint: venv
 	$(VENV)/bin/ruff check python tests scripts
 
+# The native tree's CTest suite includes the bricks library's tests (Release -Werror and ASan).
 test-cpp: system-packages
 	bash scripts/test_native_cpp.sh
+
+# The bricks library on its own: standalone build, its demo's report against the schema, the
+# NVTX sink under ASan; `scripts/test_bricks.sh bench` runs its Google Benchmarks.
+test-bricks: system-packages
 	bash scripts/test_bricks.sh
 
 test-python: native
