@@ -25,6 +25,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       features_(X.cols),
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
+      chunk_(chunk_rows(X.cols, sizeof(T))),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),
       history_weight_(static_cast<double>(
@@ -99,19 +100,20 @@ void BatchOps<T>::soft_threshold(const Vector& z, double level, Vector& out) con
 // --- per-row passes ----------------------------------------------------------------------------
 
 template <std::floating_point T>
-void BatchOps<T>::residual_block(const T* beta, std::size_t block, T* out) const {
-  const std::size_t begin = blocks_.begin(block);
-  const std::size_t rows = blocks_.end(block) - begin;
+void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const {
+  const std::size_t rows = end - begin;
   RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_, (rows * (features_ + 2)) * sizeof(T),
                  2 * rows * dim_);
   blas::gemv(false, rows, features_, T{1}, X_.row(begin), features_, beta, T{0}, out + begin);
   const T offset = intercept_ ? beta[features_] : T{0};
-  for (std::size_t i = begin; i < begin + rows; ++i) out[i] = y_[i] - (out[i] + offset);
+  for (std::size_t i = begin; i < end; ++i) out[i] = y_[i] - (out[i] + offset);
 }
 
 template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
-  pool_.run(blocks_.count(), [&](std::size_t b) { residual_block(beta.data(), b, out.data()); });
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    residual_rows(beta.data(), blocks_.begin(b), blocks_.end(b), out.data());
+  });
 }
 
 template <std::floating_point T>
@@ -120,32 +122,38 @@ void BatchOps<T>::evaluate(const Vector& beta, double tau) {
   current_ = beta;
   tau_ = static_cast<T>(tau);
   const double tau64 = static_cast<double>(tau_);
-  // One pass per block: residual, psi, curvature, loss, and the block's share of X~^T (w psi).
+  // One pass over X per block, chunk by chunk: the residual product brings a chunk of rows into
+  // cache, psi, curvature and loss follow, and the score product X^T (w psi) reads the same rows
+  // again from cache, so X crosses the memory bus once per evaluation.
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    residual_block(beta.data(), b, ws_.residual.data());
     const std::size_t begin = blocks_.begin(b);
     const std::size_t end = blocks_.end(b);
+    T* partial = ws_.score_partials.data() + b * dim_;
+    std::fill_n(partial, dim_, T{0});
     double loss = 0.0;
     double score_sum = 0.0;
-    {
-    RH_BRICK_SCOPE(prof_, EngineBrick::huber, end - begin, 4 * (end - begin) * sizeof(T),
-                   8 * (end - begin));
-    for (std::size_t i = begin; i < end; ++i) {
-      const T r = ws_.residual[i];
-      const T w = weights_[i];
-      const T psi = std::clamp(r, -tau_, tau_);
-      ws_.weighted_score[i] = w * psi;
-      ws_.weighted_curvature[i] = std::fabs(r) <= tau_ ? w : T{0};
-      loss += static_cast<double>(w) * huber_rho(static_cast<double>(r), tau64);
-      score_sum += static_cast<double>(ws_.weighted_score[i]);
-    }
+    for (std::size_t lo = begin; lo < end; lo += chunk_) {
+      const std::size_t hi = std::min(end, lo + chunk_);
+      residual_rows(beta.data(), lo, hi, ws_.residual.data());
+      {
+        RH_BRICK_SCOPE(prof_, EngineBrick::huber, hi - lo, 4 * (hi - lo) * sizeof(T),
+                       8 * (hi - lo));
+        for (std::size_t i = lo; i < hi; ++i) {
+          const T r = ws_.residual[i];
+          const T w = weights_[i];
+          const T psi = std::clamp(r, -tau_, tau_);
+          ws_.weighted_score[i] = w * psi;
+          ws_.weighted_curvature[i] = std::fabs(r) <= tau_ ? w : T{0};
+          loss += static_cast<double>(w) * huber_rho(static_cast<double>(r), tau64);
+          score_sum += static_cast<double>(ws_.weighted_score[i]);
+        }
+      }
+      RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * dim_, (hi - lo) * sizeof(T),
+                     2 * (hi - lo) * dim_);
+      blas::gemv(true, hi - lo, features_, T{1}, X_.row(lo), features_,
+                 ws_.weighted_score.data() + lo, T{1}, partial);
     }
     ws_.loss_partials[b] = loss;
-    RH_BRICK_SCOPE(prof_, EngineBrick::score, (end - begin) * dim_,
-                   (end - begin) * (features_ + 1) * sizeof(T), 2 * (end - begin) * dim_);
-    T* partial = ws_.score_partials.data() + b * dim_;
-    blas::gemv(true, end - begin, features_, T{1}, X_.row(begin), features_,
-               ws_.weighted_score.data() + begin, T{0}, partial);
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
   // J~ (beta - beta~), in T and in float64: the history part of the score.
@@ -193,38 +201,116 @@ double BatchOps<T>::objective(double lambda) const {
 // --- the Newton system -------------------------------------------------------------------------
 
 template <std::floating_point T>
-void BatchOps<T>::weighted_gram(T* out, EngineBrick brick) {
+void BatchOps<T>::scale_row(std::size_t row, T weight, T* out) const {
+  const T root = std::sqrt(weight);
+  const T* x = X_.row(row);
+  for (std::size_t j = 0; j < features_; ++j) out[j] = root * x[j];
+  if (intercept_) out[features_] = root;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::weighted_gram(EngineBrick brick) {
+  if (gram_valid_ && incremental_updates_ < max_incremental_updates &&
+      update_gram_incrementally(brick)) {
+    ++incremental_updates_;
+    return;
+  }
+  full_gram(brick);
+  gram_valid_ = true;
+  incremental_updates_ = 0;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::full_gram(EngineBrick brick) {
   // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so
   // every entry of the Gram, intercept row included, comes from one kernel with one summation
   // order: exactly duplicated columns then give an exactly singular Gram, as in the reference.
+  // Rows are scaled and multiplied a chunk at a time, so the scaled copy is read back from cache.
+  const std::size_t chunk = std::max(chunk_, 4 * dim_);  // enough rows to amortize C's traffic
   pool_.run(blocks_.count(), [&](std::size_t b) {
     const std::size_t begin = blocks_.begin(b);
     const std::size_t end = blocks_.end(b);
     // The scaled rows and SYRK's lower triangle: rows * d * (d + 1) flops.
     RH_BRICK_SCOPE(prof_, brick, end - begin, 2 * (end - begin) * dim_ * sizeof(T),
                    (end - begin) * dim_ * (dim_ + 2));
-    for (std::size_t i = begin; i < end; ++i) {
-      const T root = std::sqrt(ws_.weighted_curvature[i]);
-      const T* x = X_.row(i);
-      T* scaled = ws_.scaled_rows.data() + i * dim_;
-      for (std::size_t j = 0; j < features_; ++j) scaled[j] = root * x[j];
-      if (intercept_) scaled[features_] = root;
+    T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
+    for (std::size_t lo = begin; lo < end; lo += chunk) {
+      const std::size_t hi = std::min(end, lo + chunk);
+      T* scaled = ws_.scaled_rows.data() + lo * dim_;
+      for (std::size_t i = lo; i < hi; ++i) {
+        scale_row(i, ws_.weighted_curvature[i], scaled + (i - lo) * dim_);
+      }
+      blas::syrk_lower(hi - lo, dim_, scaled, lo == begin ? T{0} : T{1}, partial, dim_);
     }
-    blas::syrk_lower(end - begin, dim_, ws_.scaled_rows.data() + begin * dim_,
-                     ws_.gram_partials.data() + b * dim_ * dim_, dim_);
   });
   RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
                  blocks_.count() * dim_ * (dim_ + 1) / 2);
+  T* gram = ws_.gram.data();
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
       T sum = ws_.gram_partials[i * dim_ + j];
       for (std::size_t b = 1; b < blocks_.count(); ++b) {
         sum += ws_.gram_partials[b * dim_ * dim_ + i * dim_ + j];
       }
-      out[i * dim_ + j] = sum;
-      out[j * dim_ + i] = sum;
+      gram[i * dim_ + j] = sum;
+      gram[j * dim_ + i] = sum;
     }
   }
+  std::copy_n(ws_.weighted_curvature.begin(), X_.rows, ws_.gram_curvature.begin());
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
+  const std::size_t rows = X_.rows;
+  std::size_t flips = 0;
+  {
+    RH_BRICK_SCOPE(prof_, brick, rows, 2 * rows * sizeof(T), 0);
+    for (std::size_t i = 0; i < rows; ++i) {
+      if (ws_.weighted_curvature[i] != ws_.gram_curvature[i]) ws_.flipped[flips++] = i;
+    }
+  }
+  // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
+  if (flips * max_flip_fraction_inverse > rows) return false;
+  if (flips == 0) return true;
+  // The rows entering the curvature set, then those leaving it, scaled as in full_gram; a row
+  // whose weight moved without leaving (not produced by 0/w curvature, but cheap to allow) is
+  // both. At most 2 * flips <= rows rows: scaled_rows has room.
+  RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
+  T* scaled = ws_.scaled_rows.data();
+  std::size_t entering = 0;
+  for (std::size_t k = 0; k < flips; ++k) {
+    const std::size_t i = ws_.flipped[k];
+    if (ws_.weighted_curvature[i] != T{0}) {
+      scale_row(i, ws_.weighted_curvature[i], scaled + entering++ * dim_);
+    }
+  }
+  std::size_t leaving = 0;
+  for (std::size_t k = 0; k < flips; ++k) {
+    const std::size_t i = ws_.flipped[k];
+    if (ws_.gram_curvature[i] != T{0}) {
+      scale_row(i, ws_.gram_curvature[i], scaled + (entering + leaving++) * dim_);
+    }
+    ws_.gram_curvature[i] = ws_.weighted_curvature[i];
+  }
+  // Each correction comes from the same SYRK kernel as the full Gram, so duplicated columns stay
+  // exactly duplicated; only the lower triangle is updated, then mirrored: exactly symmetric.
+  T* gram = ws_.gram.data();
+  const T* in = ws_.gram_entering.data();
+  const T* out = ws_.gram_leaving.data();
+  if (entering > 0) blas::syrk_lower(entering, dim_, scaled, T{0}, ws_.gram_entering.data(), dim_);
+  if (leaving > 0) {
+    blas::syrk_lower(leaving, dim_, scaled + entering * dim_, T{0}, ws_.gram_leaving.data(), dim_);
+  }
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      T value = gram[i * dim_ + j];
+      if (entering > 0) value += in[i * dim_ + j];
+      if (leaving > 0) value -= out[i * dim_ + j];
+      gram[i * dim_ + j] = value;
+      gram[j * dim_ + i] = value;
+    }
+  }
+  return true;
 }
 
 template <std::floating_point T>
@@ -239,10 +325,10 @@ void BatchOps<T>::apply_information64(const double* v, double* out) const {
 
 template <std::floating_point T>
 void BatchOps<T>::form_hessian(double ridge) {
-  T* H = ws_.hessian.data();
-  weighted_gram(H, EngineBrick::gram);
+  weighted_gram(EngineBrick::gram);
   RH_BRICK_SCOPE(prof_, EngineBrick::gram, dim_ * dim_, 3 * dim_ * dim_ * sizeof(T), dim_ * dim_);
-  for (std::size_t k = 0; k < dim_ * dim_; ++k) H[k] += previous_information_[k];
+  T* H = ws_.hessian.data();
+  for (std::size_t k = 0; k < dim_ * dim_; ++k) H[k] = ws_.gram[k] + previous_information_[k];
   const auto damping = static_cast<T>(ridge);
   for (std::size_t j = 0; j < dim_; ++j) H[j * dim_ + j] += damping;
 }
@@ -342,10 +428,12 @@ double BatchOps<T>::objective_change(const Vector& step, double t) {
 
 template <std::floating_point T>
 void BatchOps<T>::information(std::span<T> out) {
-  weighted_gram(out.data(), EngineBrick::info_update);
+  // J_b at the current point: the Gram maintained through the solve, brought to this point's
+  // curvature set (usually that of the last Newton matrix, so no flips at all).
+  weighted_gram(EngineBrick::info_update);
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, 3 * dim_ * dim_ * sizeof(T),
                  dim_ * dim_);
-  for (std::size_t k = 0; k < dim_ * dim_; ++k) out[k] += previous_information_[k];
+  for (std::size_t k = 0; k < dim_ * dim_; ++k) out[k] = ws_.gram[k] + previous_information_[k];
 }
 
 template class BatchOps<float>;

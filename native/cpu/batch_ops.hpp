@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -61,9 +62,21 @@ class BatchOps {
   void information(std::span<T> out);
 
  private:
-  void residual_block(const T* beta, std::size_t block, T* out) const;
-  // X~^T diag(w * c) X~, exactly symmetric; timed as `brick` (gram or info_update).
-  void weighted_gram(T* out, EngineBrick brick);
+  // A full Gram is recomputed after this many incremental updates in a row, bounding the
+  // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
+  static constexpr std::uint32_t max_incremental_updates = 8;
+  // An incremental update is tried only when at most rows / this many curvatures flipped.
+  static constexpr std::size_t max_flip_fraction_inverse = 8;
+
+  void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
+  // out = sqrt(weight) * x~ of one row, the intercept's entry sqrt(weight).
+  void scale_row(std::size_t row, T weight, T* out) const;
+  // Brings ws_.gram to X~^T diag(w * c) X~ at the current point, exactly symmetric: from the
+  // Gram of an earlier point of this batch by rank-k corrections for the rows whose curvature
+  // flipped, or afresh. Timed as `brick` (gram or info_update).
+  void weighted_gram(EngineBrick brick);
+  void full_gram(EngineBrick brick);
+  bool update_gram_incrementally(EngineBrick brick);  // false: too many flips, nothing changed
   // J~ v into out, J~ as stored (row-major, never symmetrized); in T and in float64.
   void apply_information(const T* v, T* out) const;
   void apply_information64(const double* v, double* out) const;
@@ -81,6 +94,9 @@ class BatchOps {
   std::size_t features_;
   std::size_t dim_;
   RowBlocks blocks_;
+  std::size_t chunk_;                    // rows per cache-sized chunk of a fused pass
+  bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
+  std::uint32_t incremental_updates_ = 0;  // since the last full Gram
   double weight_sum_ = 0.0;
   const double* information64_;  // J~ in float64: the state's own array for a float64 batch
   double effective_weight_;      // W before this batch

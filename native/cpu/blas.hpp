@@ -26,16 +26,17 @@ inline void gemv(bool transpose, std::size_t rows, std::size_t cols, float alpha
               alpha, A, as_int(lda), x, 1, beta, y, 1);
 }
 
-// Lower triangle of C = A^T A for row-major A (rows x cols); C is cols x cols with stride ldc.
-inline void syrk_lower(std::size_t rows, std::size_t cols, const double* A, double* C,
-                       std::size_t ldc) {
+// Lower triangle of C = A^T A + beta * C for row-major A (rows x cols); C is cols x cols with
+// stride ldc.
+inline void syrk_lower(std::size_t rows, std::size_t cols, const double* A, double beta,
+                       double* C, std::size_t ldc) {
   cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, as_int(cols), as_int(rows), 1.0, A,
-              as_int(cols), 0.0, C, as_int(ldc));
+              as_int(cols), beta, C, as_int(ldc));
 }
-inline void syrk_lower(std::size_t rows, std::size_t cols, const float* A, float* C,
+inline void syrk_lower(std::size_t rows, std::size_t cols, const float* A, float beta, float* C,
                        std::size_t ldc) {
   cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, as_int(cols), as_int(rows), 1.0f, A,
-              as_int(cols), 0.0f, C, as_int(ldc));
+              as_int(cols), beta, C, as_int(ldc));
 }
 
 // Column-major LAPACK, one right-hand side.

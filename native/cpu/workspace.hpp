@@ -22,6 +22,9 @@ struct Workspace {
       history_sign.assign(dim, T{0});
       score.assign(dim, T{0});
       hessian.assign(dim * dim, T{0});
+      gram.assign(dim * dim, T{0});
+      gram_entering.assign(dim * dim, T{0});
+      gram_leaving.assign(dim * dim, T{0});
       delta64.assign(dim, 0.0);
       information_delta64.assign(dim, 0.0);
       trial64.assign(dim, 0.0);
@@ -35,6 +38,8 @@ struct Workspace {
       weighted_score.resize(rows);
       weighted_curvature.resize(rows);
       projection.resize(rows);
+      gram_curvature.resize(rows);
+      flipped.resize(rows);
       scaled_rows.resize(rows * dim);
     }
     if (blocks > blocks_) {
@@ -51,6 +56,8 @@ struct Workspace {
   std::vector<T> weighted_score;      // w * psi(r)
   std::vector<T> weighted_curvature;  // w * c(r)
   std::vector<T> projection;          // X~ s for the step s being tried
+  std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
+  std::vector<std::size_t> flipped;   // rows whose curvature changed since that point
   std::vector<T> scaled_rows;         // sqrt(w * c) * x~, the SYRK operand (rows x d)
 
   // One slot per row block, combined in block order.
@@ -65,6 +72,9 @@ struct Workspace {
   std::vector<T> history_sign;       // s~ = sign(beta~) on the slopes
   std::vector<T> score;              // X~^T (w * psi)
   std::vector<T> hessian;            // d x d, row-major
+  std::vector<T> gram;               // the maintained X~^T diag(w c) X~, exactly symmetric
+  std::vector<T> gram_entering;      // lower triangles of the flipped rows' Grams
+  std::vector<T> gram_leaving;
   // The objective's quadratic terms are evaluated in float64 (docs/numerics.md).
   std::vector<double> delta64;
   std::vector<double> information_delta64;  // J~ delta in float64

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
 #include <rh/weighted_stats.hpp>
 #include <vector>
 
@@ -41,6 +44,41 @@ TEST(WeightedMedian, ComparesFloat32ValuesInFloat32) {
   const std::vector<float> w = {1, 1, 1};
   EXPECT_EQ(rh::weighted_median(std::span<const float>(v), std::span<const float>(w)),
             static_cast<double>(0.2f));
+}
+
+// The definition read literally: a stable sort of indices, sequential float64 sums.
+double wmedian_by_definition(const std::vector<double>& v, const std::vector<double>& w) {
+  std::vector<std::size_t> order(v.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  double total = 0.0;
+  for (const std::size_t i : order) total += w[i];
+  double cumulative = 0.0;
+  for (const std::size_t i : order) {
+    cumulative += w[i];
+    if (cumulative >= 0.5 * total) return v[i];
+  }
+  return v[order.back()];
+}
+
+TEST(WeightedMedian, SelectionAndSortAgreeWithTheDefinition) {
+  // Integer weights take the selection path, fractional ones the sort; many ties and zeros.
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t n = 1 + rng() % 60;
+    std::vector<double> v(n);
+    std::vector<double> integer_w(n);
+    std::vector<double> fractional_w(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      v[i] = static_cast<double>(static_cast<int>(rng() % 9) - 4) * 0.5;
+      integer_w[i] = static_cast<double>(rng() % 4);
+      fractional_w[i] = static_cast<double>(rng() % 7) * 0.1;
+    }
+    integer_w[rng() % n] += 1.0;  // a positive total
+    fractional_w[rng() % n] += 0.3;
+    EXPECT_EQ(wmedian(v, integer_w), wmedian_by_definition(v, integer_w));
+    EXPECT_EQ(wmedian(v, fractional_w), wmedian_by_definition(v, fractional_w));
+  }
 }
 
 TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {

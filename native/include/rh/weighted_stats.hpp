@@ -14,26 +14,92 @@ namespace rh {
 // Consistency constant of the MAD at the Gaussian: 1 / Phi^-1(3/4).
 inline constexpr double mad_k = 1.482602218505602;
 
-// The lower weighted median: sort stably, accumulate weights sequentially in float64, return the
-// first value whose cumulative weight reaches half of the sequential total. Values compare in
-// their own type. Requires a positive total weight.
+namespace detail {
+
+// The definition itself: sort stably, accumulate in that order.
 template <class V, class W>
-double weighted_median(std::span<const V> values, std::span<const W> weights) {
-  std::vector<std::size_t> order(values.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
-  std::vector<double> cumulative(order.size());
+double weighted_median_sorted(std::span<const V> values, std::span<const W> weights) {
+  // Sorting (value, index) pairs orders exactly as a stable sort by value, with direct
+  // comparisons instead of indirect ones.
+  struct Entry {
+    V value;
+    std::size_t index;
+  };
+  std::vector<Entry> order(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) order[i] = {values[i], i};
+  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+    return a.value < b.value || (!(b.value < a.value) && a.index < b.index);
+  });
   double total = 0.0;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    total += static_cast<double>(weights[order[k]]);
-    cumulative[k] = total;
+  for (const Entry& e : order) total += static_cast<double>(weights[e.index]);
+  const double half = 0.5 * total;
+  double cumulative = 0.0;
+  for (const Entry& e : order) {
+    cumulative += static_cast<double>(weights[e.index]);
+    if (cumulative >= half) return static_cast<double>(e.value);
+  }
+  return static_cast<double>(order.back().value);  // unreachable for a positive total
+}
+
+// The same number in expected linear time when every partial sum of the weights is exact
+// (integer weights, total <= 2^53): then the cumulative weight up to a value no longer depends
+// on the order of the sum, and the answer is the smallest value v with C(v) = sum of the
+// weights of values <= v reaching half the total. Quickselect narrows [lo, hi) around it, with
+// `below` the exact weight of everything left of lo.
+template <class V, class W>
+double weighted_median_exact_sums(std::span<const V> values, std::span<const W> weights,
+                                  double total) {
+  struct Entry {
+    V value;
+    double weight;
+  };
+  std::vector<Entry> entries(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    entries[i] = {values[i], static_cast<double>(weights[i])};
   }
   const double half = 0.5 * total;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    if (cumulative[k] >= half) return static_cast<double>(values[order[k]]);
+  const auto by_value = [](const Entry& a, const Entry& b) { return a.value < b.value; };
+  auto lo = entries.begin();
+  auto hi = entries.end();
+  double below = 0.0;  // < half throughout
+  while (lo < hi) {
+    const auto mid = lo + (hi - lo) / 2;
+    std::nth_element(lo, mid, hi, by_value);  // [lo, mid) <= *mid <= (mid, hi)
+    double before_mid = below;
+    for (auto it = lo; it < mid; ++it) before_mid += it->weight;
+    if (before_mid >= half) {
+      hi = mid;  // C reaches half at the largest value of [lo, mid) already
+    } else if (before_mid + mid->weight >= half) {
+      return static_cast<double>(mid->value);  // every smaller value stays below half
+    } else {
+      below = before_mid + mid->weight;  // ties of *mid right of it are counted there
+      lo = mid + 1;
+    }
   }
-  return static_cast<double>(values[order.back()]);  // unreachable for a positive total
+  return static_cast<double>(entries.back().value);  // unreachable for a positive total
+}
+
+}  // namespace detail
+
+// The lower weighted median: sort stably, accumulate weights sequentially in float64, return the
+// first value whose cumulative weight reaches half of the sequential total. Values compare in
+// their own type. Requires a positive total weight and finite values. Integer weights (the
+// default unit weights, frequency weights) take a selection instead of a sort, with the same
+// result: their sums are exact in any order.
+template <class V, class W>
+double weighted_median(std::span<const V> values, std::span<const W> weights) {
+  constexpr double exact_limit = 9007199254740992.0;  // 2^53
+  double total = 0.0;
+  bool integers = true;
+  for (const W w : weights) {
+    const auto weight = static_cast<double>(w);
+    integers = integers && weight == std::floor(weight);
+    total += weight;
+  }
+  if (integers && total <= exact_limit) {
+    return detail::weighted_median_exact_sums(values, weights, total);
+  }
+  return detail::weighted_median_sorted(values, weights);
 }
 
 // wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64.
