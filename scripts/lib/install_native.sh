@@ -1,0 +1,23 @@
+# Sourced by scripts/build_native_*.sh: install_native DIST_DIR DIST_NAME builds the native
+# distribution in DIST_DIR (scikit-build-core) and installs it, non-editable, into the virtual
+# environment (.venv, or $VENV). Warnings are errors when CI=true or RH_WERROR=1. The base
+# distribution renewable-huber must be installed first: a native one depends on exactly its version.
+
+python="${VENV:-.venv}/bin/python"
+
+install_native() {
+  local dist_dir="$1" dist_name="$2"
+  if ! "$python" -m pip show --quiet renewable-huber >/dev/null 2>&1; then
+    echo "renewable-huber is not installed in ${VENV:-.venv}; install it first (pip install -e .)" >&2
+    exit 1
+  fi
+  local werror=OFF
+  if [[ "${CI:-}" == "true" || "${RH_WERROR:-}" == "1" || "${RH_WERROR:-}" == "ON" ]]; then
+    werror=ON
+  fi
+  # --no-build-isolation builds with the environment's own build requirements.
+  "$python" -m pip install --quiet "scikit-build-core>=0.10" "nanobind>=2.0"
+  "$python" -m pip uninstall --quiet --yes "$dist_name" >/dev/null 2>&1 || true
+  RH_WERROR="$werror" CMAKE_BUILD_PARALLEL_LEVEL="${RH_JOBS:-2}" \
+    "$python" -m pip install --no-build-isolation "$dist_dir"
+}
