@@ -57,7 +57,8 @@ class NativeCpuEngine:
 
     def update(self, state, X, y, w, config):
         config.validate()
-        X, y, w = validate_batch(X, y, w, state, config.fit_intercept)
+        # The C++ engine scans the values (finiteness, weights) itself; here only shapes, dtypes.
+        X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
         X, y, w = (np.ascontiguousarray(a) for a in (X, y, w))
         d = X.shape[1] + int(config.fit_intercept)
         if state is None or state.batch_count == 0:

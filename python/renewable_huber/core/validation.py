@@ -35,10 +35,23 @@ def _require_finite(name: str, a: Any, xp: Any) -> None:
         raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or infinity)")
 
 
+def _check_weight_values(w: Any, xp: Any) -> None:
+    _require_finite("sample_weight", w, xp)
+    if bool(xp.any(w < 0)):
+        raise ValueError("sample_weight must be >= 0; it has negative entries")
+    if not float(xp.sum(w.astype(xp.float64))) > 0:
+        raise ValueError("sample_weight must have a positive sum; all weights are zero")
+
+
 def validate_batch(
-    X: Any, y: Any, sample_weight: Any, state: State | None, fit_intercept: bool
+    X: Any, y: Any, sample_weight: Any, state: State | None, fit_intercept: bool,
+    *, check_values: bool = True,
 ) -> tuple[Any, Any, Any]:
-    """Return (X, y, w) converted to the computation dtype, or raise ValueError / TypeError."""
+    """Return (X, y, w) converted to the computation dtype, or raise ValueError / TypeError.
+
+    ``check_values=False`` checks shapes and dtypes only, for an engine that scans the values
+    (finiteness, weight signs and sum) itself in one pass, so they are not read twice.
+    """
     xp = namespace(X, y, sample_weight)
     X = _as_real_array("X", X, xp)
     if X.ndim != 2:
@@ -48,7 +61,8 @@ def validate_batch(
         raise ValueError("X has 0 samples; a batch needs at least 1")
     dtype = computation_dtype(X, state)
     X = X.astype(dtype, copy=False)
-    _require_finite("X", X, xp)
+    if check_values:
+        _require_finite("X", X, xp)
 
     y = _as_real_array("y", y, xp)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -60,7 +74,8 @@ def validate_batch(
     if y.shape[0] != n:
         raise ValueError(f"y has {y.shape[0]} samples, but X has {n}")
     y = y.astype(dtype, copy=False)
-    _require_finite("y", y, xp)
+    if check_values:
+        _require_finite("y", y, xp)
 
     if sample_weight is None:
         w = xp.ones(n, dtype=dtype)
@@ -69,11 +84,9 @@ def validate_batch(
         if w.shape != (n,):
             raise ValueError(f"sample_weight must have shape ({n},), got {tuple(w.shape)}")
         w = w.astype(dtype, copy=False)
-        _require_finite("sample_weight", w, xp)
-        if bool(xp.any(w < 0)):
-            raise ValueError("sample_weight must be >= 0; it has negative entries")
-        if not float(xp.sum(w.astype(xp.float64))) > 0:
-            raise ValueError("sample_weight must have a positive sum; all weights are zero")
+        if check_values:
+            _check_weight_values(w, xp)
+
 
     if state is not None and state.batch_count > 0:
         d = p + int(fit_intercept)
