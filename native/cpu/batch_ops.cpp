@@ -5,7 +5,7 @@
 
 #include "blas.hpp"
 #include "rh/bricks/scope.hpp"
-#include "rh/huber.hpp"
+#include "row_kernels.hpp"
 
 namespace rh::cpu {
 
@@ -30,7 +30,8 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       effective_weight_(previous.effective_weight),
       history_weight_(static_cast<double>(
           static_cast<T>(previous.effective_weight * previous.previous_lambda))),
-      current_(dim_, T{0}) {
+      current_(dim_, T{0}),
+      prepared_point_(dim_, T{0}) {
   for (const T w : weights_) weight_sum_ += static_cast<double>(w);
   if constexpr (std::same_as<T, double>) {
     information64_ = previous_information_.data();
@@ -117,45 +118,59 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
 }
 
 template <std::floating_point T>
-void BatchOps<T>::evaluate(const Vector& beta, double tau) {
-  prof_.set_iteration(evaluations_++);
-  current_ = beta;
-  tau_ = static_cast<T>(tau);
-  const double tau64 = static_cast<double>(tau_);
+void BatchOps<T>::evaluate_rows(const T* beta, std::size_t lo, std::size_t hi,
+                                PointRows<T>& point, T* partial, double& loss,
+                                double& score_sum) const {
+  residual_rows(beta, lo, hi, point.residual.data());
+  {
+    RH_BRICK_SCOPE(prof_, EngineBrick::huber, hi - lo, 4 * (hi - lo) * sizeof(T), 8 * (hi - lo));
+    double* loss_terms = ws_.row_terms.data();
+    huber_rows(point.residual.data() + lo, weights_.data() + lo, hi - lo, tau_,
+               point.weighted_score.data() + lo, point.weighted_curvature.data() + lo,
+               loss_terms + lo);
+    // The sums in row order, as one loop over the rows would take them.
+    for (std::size_t i = lo; i < hi; ++i) {
+      loss += loss_terms[i];
+      score_sum += static_cast<double>(point.weighted_score[i]);
+    }
+  }
+  RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * dim_, (hi - lo) * sizeof(T),
+                 2 * (hi - lo) * dim_);
+  blas::gemv(true, hi - lo, features_, T{1}, X_.row(lo), features_,
+             point.weighted_score.data() + lo, T{1}, partial);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step) {
   // One pass over X per block, chunk by chunk: the residual product brings a chunk of rows into
   // cache, psi, curvature and loss follow, and the score product X^T (w psi) reads the same rows
-  // again from cache, so X crosses the memory bus once per evaluation.
+  // again from cache (as does the projection of a step, if asked), so X crosses the memory bus
+  // once per pass.
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    const std::size_t begin = blocks_.begin(b);
-    const std::size_t end = blocks_.end(b);
-    T* partial = ws_.score_partials.data() + b * dim_;
+    T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
     double loss = 0.0;
     double score_sum = 0.0;
-    for (std::size_t lo = begin; lo < end; lo += chunk_) {
-      const std::size_t hi = std::min(end, lo + chunk_);
-      residual_rows(beta.data(), lo, hi, ws_.residual.data());
-      {
-        RH_BRICK_SCOPE(prof_, EngineBrick::huber, hi - lo, 4 * (hi - lo) * sizeof(T),
-                       8 * (hi - lo));
-        for (std::size_t i = lo; i < hi; ++i) {
-          const T r = ws_.residual[i];
-          const T w = weights_[i];
-          const T psi = std::clamp(r, -tau_, tau_);
-          ws_.weighted_score[i] = w * psi;
-          ws_.weighted_curvature[i] = std::fabs(r) <= tau_ ? w : T{0};
-          loss += static_cast<double>(w) * huber_rho(static_cast<double>(r), tau64);
-          score_sum += static_cast<double>(ws_.weighted_score[i]);
-        }
-      }
-      RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * dim_, (hi - lo) * sizeof(T),
-                     2 * (hi - lo) * dim_);
-      blas::gemv(true, hi - lo, features_, T{1}, X_.row(lo), features_,
-                 ws_.weighted_score.data() + lo, T{1}, partial);
-    }
-    ws_.loss_partials[b] = loss;
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      if (project_step != nullptr) project_rows(project_step, lo, hi);
+      evaluate_rows(beta, lo, hi, point, partial, loss, score_sum);
+    });
+    point.loss_partials[b] = loss;
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
+}
+
+template <std::floating_point T>
+void BatchOps<T>::evaluate(const Vector& beta, double tau) {
+  prof_.set_iteration(evaluations_++);
+  tau_ = static_cast<T>(tau);
+  if (prepared_valid_ && tau_ == prepared_tau_ && beta == prepared_point_) {
+    std::swap(ws_.point, ws_.prepared);  // computed by project_and_prepare, same arithmetic
+  } else {
+    evaluate_pass(beta.data(), ws_.point, nullptr);
+  }
+  prepared_valid_ = false;
+  current_ = beta;
   // J~ (beta - beta~), in T and in float64: the history part of the score.
   RH_BRICK_SCOPE(prof_, EngineBrick::score, 2 * dim_ * dim_,
                  dim_ * dim_ * (sizeof(T) + sizeof(double)), 4 * dim_ * dim_);
@@ -171,9 +186,9 @@ template <std::floating_point T>
 void BatchOps<T>::gradient(Vector& out) {
   RH_BRICK_SCOPE(prof_, EngineBrick::score, blocks_.count() * dim_,
                  blocks_.count() * dim_ * sizeof(T), blocks_.count() * dim_ + 3 * dim_);
-  std::copy_n(ws_.score_partials.begin(), dim_, ws_.score.begin());
+  std::copy_n(ws_.point.score_partials.begin(), dim_, ws_.score.begin());
   for (std::size_t b = 1; b < blocks_.count(); ++b) {
-    const T* partial = ws_.score_partials.data() + b * dim_;
+    const T* partial = ws_.point.score_partials.data() + b * dim_;
     for (std::size_t j = 0; j < dim_; ++j) ws_.score[j] += partial[j];
   }
   const auto history = static_cast<T>(history_weight_);
@@ -185,7 +200,7 @@ void BatchOps<T>::gradient(Vector& out) {
 template <std::floating_point T>
 double BatchOps<T>::objective(double lambda) const {
   double loss = 0.0;
-  for (std::size_t b = 0; b < blocks_.count(); ++b) loss += ws_.loss_partials[b];
+  for (std::size_t b = 0; b < blocks_.count(); ++b) loss += ws_.point.loss_partials[b];
   double quadratic = 0.0;
   double history = 0.0;
   double l1 = 0.0;
@@ -225,23 +240,32 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
   // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so
   // every entry of the Gram, intercept row included, comes from one kernel with one summation
   // order: exactly duplicated columns then give an exactly singular Gram, as in the reference.
-  // Rows are scaled and multiplied a chunk at a time, so the scaled copy is read back from cache.
+  // Rows outside the quadratic zone have zero curvature and add exactly nothing: only the others
+  // are scaled, a chunk at a time (the scaled copy is read back from cache), and multiplied.
   const std::size_t chunk = std::max(chunk_, 4 * dim_);  // enough rows to amortize C's traffic
   pool_.run(blocks_.count(), [&](std::size_t b) {
     const std::size_t begin = blocks_.begin(b);
     const std::size_t end = blocks_.end(b);
-    // The scaled rows and SYRK's lower triangle: rows * d * (d + 1) flops.
-    RH_BRICK_SCOPE(prof_, brick, end - begin, 2 * (end - begin) * dim_ * sizeof(T),
-                   (end - begin) * dim_ * (dim_ + 2));
     T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
-    for (std::size_t lo = begin; lo < end; lo += chunk) {
-      const std::size_t hi = std::min(end, lo + chunk);
-      T* scaled = ws_.scaled_rows.data() + lo * dim_;
-      for (std::size_t i = lo; i < hi; ++i) {
-        scale_row(i, ws_.weighted_curvature[i], scaled + (i - lo) * dim_);
-      }
-      blas::syrk_lower(hi - lo, dim_, scaled, lo == begin ? T{0} : T{1}, partial, dim_);
+    T* scaled = ws_.scaled_rows.data() + begin * dim_;  // the block's own rows of the buffer
+    const T* curvature = ws_.point.weighted_curvature.data();
+    std::size_t used = 0;    // rows of the block with non-zero curvature
+    std::size_t staged = 0;  // of those, scaled and not yet multiplied
+    const auto multiply = [&] {
+      // The scaled rows and SYRK's lower triangle: rows * d * (d + 1) flops.
+      RH_BRICK_SCOPE(prof_, brick, staged, 2 * staged * dim_ * sizeof(T),
+                     staged * dim_ * (dim_ + 2));
+      blas::syrk_lower(staged, dim_, scaled, used == staged ? T{0} : T{1}, partial, dim_);
+      staged = 0;
+    };
+    for (std::size_t i = begin; i < end; ++i) {
+      if (curvature[i] == T{0}) continue;
+      scale_row(i, curvature[i], scaled + staged * dim_);
+      ++used;
+      if (++staged == chunk) multiply();
     }
+    if (staged > 0) multiply();
+    if (used == 0) std::fill_n(partial, dim_ * dim_, T{0});  // no row adds anything
   });
   RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
                  blocks_.count() * dim_ * (dim_ + 1) / 2);
@@ -256,7 +280,7 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
       gram[j * dim_ + i] = sum;
     }
   }
-  std::copy_n(ws_.weighted_curvature.begin(), X_.rows, ws_.gram_curvature.begin());
+  std::copy_n(ws_.point.weighted_curvature.begin(), X_.rows, ws_.gram_curvature.begin());
 }
 
 template <std::floating_point T>
@@ -266,7 +290,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   {
     RH_BRICK_SCOPE(prof_, brick, rows, 2 * rows * sizeof(T), 0);
     for (std::size_t i = 0; i < rows; ++i) {
-      if (ws_.weighted_curvature[i] != ws_.gram_curvature[i]) ws_.flipped[flips++] = i;
+      if (ws_.point.weighted_curvature[i] != ws_.gram_curvature[i]) ws_.flipped[flips++] = i;
     }
   }
   // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
@@ -280,8 +304,8 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   std::size_t entering = 0;
   for (std::size_t k = 0; k < flips; ++k) {
     const std::size_t i = ws_.flipped[k];
-    if (ws_.weighted_curvature[i] != T{0}) {
-      scale_row(i, ws_.weighted_curvature[i], scaled + entering++ * dim_);
+    if (ws_.point.weighted_curvature[i] != T{0}) {
+      scale_row(i, ws_.point.weighted_curvature[i], scaled + entering++ * dim_);
     }
   }
   std::size_t leaving = 0;
@@ -290,7 +314,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
     if (ws_.gram_curvature[i] != T{0}) {
       scale_row(i, ws_.gram_curvature[i], scaled + (entering + leaving++) * dim_);
     }
-    ws_.gram_curvature[i] = ws_.weighted_curvature[i];
+    ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
   }
   // Each correction comes from the same SYRK kernel as the full Gram, so duplicated columns stay
   // exactly duplicated; only the lower triangle is updated, then mirrored: exactly symmetric.
@@ -370,19 +394,43 @@ void BatchOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
 // --- the objective along a step ----------------------------------------------------------------
 
 template <std::floating_point T>
+void BatchOps<T>::project_rows(const T* step, std::size_t lo, std::size_t hi) const {
+  RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, (hi - lo) * (features_ + 1) * sizeof(T),
+                 2 * (hi - lo) * dim_);
+  T* a = ws_.projection.data();
+  blas::gemv(false, hi - lo, features_, T{1}, X_.row(lo), features_, step, T{0}, a + lo);
+  if (intercept_) {
+    for (std::size_t i = lo; i < hi; ++i) a[i] += step[features_];
+  }
+}
+
+template <std::floating_point T>
 void BatchOps<T>::project(const Vector& step) {
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    const std::size_t begin = blocks_.begin(b);
-    const std::size_t rows = blocks_.end(b) - begin;
-    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, rows, rows * (features_ + 1) * sizeof(T),
-                   2 * rows * dim_);
-    T* a = ws_.projection.data();
-    blas::gemv(false, rows, features_, T{1}, X_.row(begin), features_, step.data(), T{0},
-               a + begin);
-    if (intercept_) {
-      for (std::size_t i = begin; i < begin + rows; ++i) a[i] += step[features_];
-    }
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) { project_rows(step.data(), lo, hi); });
   });
+}
+
+template <std::floating_point T>
+void BatchOps<T>::project_and_prepare(const Vector& step, const Vector& candidate) {
+  prepared_point_ = candidate;
+  prepared_tau_ = tau_;
+  evaluate_pass(candidate.data(), ws_.prepared, step.data());
+  prepared_valid_ = true;
+}
+
+template <std::floating_point T>
+double BatchOps<T>::add_loss_change(double sum, std::size_t lo, std::size_t hi, T factor) const {
+  RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, 3 * (hi - lo) * sizeof(T),
+                 12 * (hi - lo));
+  // The terms first, vectorized (row_kernels.hpp); then their sum in row order, which fixes the
+  // result bit for bit.
+  double* terms = ws_.row_terms.data();
+  loss_change_rows(ws_.point.residual.data() + lo, ws_.projection.data() + lo,
+                   weights_.data() + lo, hi - lo, factor, static_cast<double>(tau_), terms + lo);
+  double change = sum;
+  for (std::size_t i = lo; i < hi; ++i) change += terms[i];
+  return change;
 }
 
 // dQ_smooth(s) for s = t * step (docs/numerics.md): per-row Huber differences without
@@ -390,24 +438,42 @@ void BatchOps<T>::project(const Vector& step) {
 template <std::floating_point T>
 double BatchOps<T>::objective_change(const Vector& step, double t) {
   const auto factor = static_cast<T>(t);
-  const double tau64 = static_cast<double>(tau_);
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    const std::size_t rows = blocks_.end(b) - blocks_.begin(b);
-    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, rows, 3 * rows * sizeof(T), 12 * rows);
-    double change = 0.0;
-    for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
-      const T a = factor * ws_.projection[i];
-      change +=
-          static_cast<double>(weights_[i]) *
-          huber_rho_change(static_cast<double>(ws_.residual[i]), static_cast<double>(a), tau64);
-    }
-    ws_.scratch_partials[b] = change;
+    ws_.scratch_partials[b] = add_loss_change(0.0, blocks_.begin(b), blocks_.end(b), factor);
   });
-  RH_BRICK_SCOPE(prof_, EngineBrick::line_search, dim_, dim_ * dim_ * sizeof(double),
-                 2 * dim_ * dim_ + 8 * dim_);
   double loss_change = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) loss_change += ws_.scratch_partials[b];
+  return smooth_change(step, factor, loss_change);
+}
 
+template <std::floating_point T>
+void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<double> changes) {
+  const std::size_t count = steps.size();
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    double* sums = ws_.scratch_partials.data() + b * count;
+    std::fill_n(sums, count, 0.0);
+    // Step by step within a chunk, the chunk's rows staying in cache; each step's sum runs over
+    // the block's rows in order, as objective_change's does, so the sums agree bit for bit.
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t k = 0; k < count; ++k) {
+        project_rows(steps[k].data(), lo, hi);
+        sums[k] = add_loss_change(sums[k], lo, hi, T{1});
+      }
+    });
+  });
+  for (std::size_t k = 0; k < count; ++k) {
+    double loss_change = 0.0;
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      loss_change += ws_.scratch_partials[b * count + k];
+    }
+    changes[k] = smooth_change(steps[k], T{1}, loss_change);
+  }
+}
+
+template <std::floating_point T>
+double BatchOps<T>::smooth_change(const Vector& step, T factor, double loss_change) {
+  RH_BRICK_SCOPE(prof_, EngineBrick::line_search, dim_, dim_ * dim_ * sizeof(double),
+                 2 * dim_ * dim_ + 8 * dim_);
   for (std::size_t j = 0; j < dim_; ++j) {
     ws_.trial64[j] = static_cast<double>(factor * step[j]);  // s is formed in T
   }

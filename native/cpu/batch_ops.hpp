@@ -3,6 +3,7 @@
 // on the engine's thread pool. The intercept column of X~ is never materialized: it is the last
 // coefficient, handled beside the BLAS calls on X.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -61,6 +62,11 @@ class BatchOps {
   double objective_change(const Vector& step, double t);
   void information(std::span<T> out);
 
+  // rh::FusedTrialOps: several trial steps, or a trial step and the point after it, in one
+  // pass over X: each chunk of rows is read from memory once and reused from cache.
+  void objective_changes(std::span<const Vector> steps, std::span<double> changes);
+  void project_and_prepare(const Vector& step, const Vector& candidate);
+
  private:
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
@@ -69,6 +75,27 @@ class BatchOps {
   static constexpr std::size_t max_flip_fraction_inverse = 8;
 
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
+  // The evaluation at beta of rows [lo, hi) of a block into `point`; adds the rows' score to
+  // the block's partial (a d-vector) and their loss and intercept score to the sums.
+  void evaluate_rows(const T* beta, std::size_t lo, std::size_t hi, PointRows<T>& point,
+                     T* partial, double& loss, double& score_sum) const;
+  // A whole evaluation pass at beta into `point`; project_step, if given, is projected into
+  // ws_.projection in the same pass.
+  void evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step);
+  // ws_.projection[lo, hi) = X~ step on those rows.
+  void project_rows(const T* step, std::size_t lo, std::size_t hi) const;
+  // sum + w * (rho(r - t a) - rho(r)) over rows [lo, hi) in order, a = ws_.projection: a
+  // block's sum is the same bit for bit whether its rows come in one call or chunk by chunk.
+  double add_loss_change(double sum, std::size_t lo, std::size_t hi, T factor) const;
+  // dQ_smooth(t * step) from the loss part of the change: adds the history terms.
+  double smooth_change(const Vector& step, T factor, double loss_change);
+  // Calls fn(lo, hi) for the cache-sized chunks of block b, in order. Every pass over rows goes
+  // through here, so all of them cut X the same way and agree bit for bit.
+  template <class Fn>
+  void for_each_chunk(std::size_t b, Fn&& fn) const {
+    const std::size_t end = blocks_.end(b);
+    for (std::size_t lo = blocks_.begin(b); lo < end; lo += chunk_) fn(lo, std::min(end, lo + chunk_));
+  }
   // out = sqrt(weight) * x~ of one row, the intercept's entry sqrt(weight).
   void scale_row(std::size_t row, T weight, T* out) const;
   // Brings ws_.gram to X~^T diag(w * c) X~ at the current point, exactly symmetric: from the
@@ -103,6 +130,9 @@ class BatchOps {
   double history_weight_;        // W * previous lambda in T: the subgradient's scale
   Vector current_;               // the point of the last evaluate()
   T tau_ = 0;
+  Vector prepared_point_;        // the point ws_.prepared holds, when prepared_valid_
+  T prepared_tau_ = 0;
+  bool prepared_valid_ = false;
 };
 
 extern template class BatchOps<float>;

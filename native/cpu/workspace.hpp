@@ -8,8 +8,30 @@
 #include <vector>
 
 #include "dense_solver.hpp"
+#include "rh/lamm.hpp"
 
 namespace rh::cpu {
+
+// What an evaluation at one point leaves behind: the per-row quantities and the per-block
+// partial sums of the score and the loss.
+template <std::floating_point T>
+struct PointRows {
+  std::vector<T> residual;            // r = y - X~ beta
+  std::vector<T> weighted_score;      // w * psi(r)
+  std::vector<T> weighted_curvature;  // w * c(r)
+  std::vector<T> score_partials;      // blocks x d: X~^T (w * psi) of each block
+  std::vector<double> loss_partials;  // sum of w * rho(r) of each block
+
+  void reserve_rows(std::size_t rows) {
+    residual.resize(rows);
+    weighted_score.resize(rows);
+    weighted_curvature.resize(rows);
+  }
+  void reserve_blocks(std::size_t blocks, std::size_t dim) {
+    score_partials.resize(blocks * dim);
+    loss_partials.resize(blocks);
+  }
+};
 
 template <std::floating_point T>
 struct Workspace {
@@ -34,37 +56,36 @@ struct Workspace {
     }
     if (rows > rows_) {
       rows_ = rows;
-      residual.resize(rows);
-      weighted_score.resize(rows);
-      weighted_curvature.resize(rows);
+      point.reserve_rows(rows);
+      prepared.reserve_rows(rows);
       projection.resize(rows);
+      row_terms.resize(rows);
       gram_curvature.resize(rows);
       flipped.resize(rows);
       scaled_rows.resize(rows * dim);
     }
     if (blocks > blocks_) {
       blocks_ = blocks;
-      score_partials.resize(blocks * dim);
+      point.reserve_blocks(blocks, dim);
+      prepared.reserve_blocks(blocks, dim);
       gram_partials.resize(blocks * dim * dim);
-      loss_partials.resize(blocks);
-      scratch_partials.resize(blocks);
+      scratch_partials.resize(blocks * phi_trials_per_pass);
     }
   }
 
+  PointRows<T> point;     // the current point of the batch's solve
+  PointRows<T> prepared;  // a point evaluated ahead of time (BatchOps::project_and_prepare)
+
   // One entry per row.
-  std::vector<T> residual;            // r = y - X~ beta
-  std::vector<T> weighted_score;      // w * psi(r)
-  std::vector<T> weighted_curvature;  // w * c(r)
   std::vector<T> projection;          // X~ s for the step s being tried
+  std::vector<double> row_terms;      // per-row terms of a sum, before it is taken in order
   std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
   std::vector<std::size_t> flipped;   // rows whose curvature changed since that point
   std::vector<T> scaled_rows;         // sqrt(w * c) * x~, the SYRK operand (rows x d)
 
   // One slot per row block, combined in block order.
-  std::vector<T> score_partials;      // blocks x d
-  std::vector<T> gram_partials;       // blocks x d x d, lower triangles
-  std::vector<double> loss_partials;  // sum of w * rho(r) at the current point
-  std::vector<double> scratch_partials;
+  std::vector<T> gram_partials;          // blocks x d x d, lower triangles
+  std::vector<double> scratch_partials;  // blocks x (steps tried in one pass)
 
   // Coefficient-sized.
   std::vector<T> delta;              // beta - beta~

@@ -3,6 +3,9 @@
 // with a local quadratic majorizer whose curvature phi doubles until it majorizes f.
 
 #include <algorithm>
+#include <array>
+#include <span>
+#include <vector>
 
 #include "rh/config.hpp"
 #include "rh/ops.hpp"
@@ -12,40 +15,100 @@ namespace rh {
 
 inline constexpr int max_phi_doublings = 100;
 
+// phi restarts at 1 in every solve, and a batch of many rows needs tens of doublings before phi
+// majorizes f. After a refusal, an engine with FusedTrialOps tries this many next values of phi
+// in one pass over X~; the first one accepted is taken, exactly as if they were tried in turn.
+inline constexpr int phi_trials_per_pass = 8;
+
+namespace detail {
+
+// The trial point for curvature phi: candidate = prox(beta - gradient / phi), step = candidate
+// - beta.
+template <SolverOps O>
+void lamm_candidate(O& ops, const typename O::Vector& beta, const typename O::Vector& gradient,
+                    double phi, double l1_strength, typename O::Vector& shifted,
+                    typename O::Vector& candidate, typename O::Vector& step) {
+  ops.copy(beta, shifted);
+  ops.axpy(-1.0 / phi, gradient, shifted);
+  ops.soft_threshold(shifted, l1_strength / phi, candidate);
+  ops.copy(candidate, step);
+  ops.axpy(-1.0, beta, step);
+}
+
+// changes[k] = dQ_smooth(steps[k]). One trial alone also prepares the evaluation at its
+// candidate where the engine can, since the trial is usually accepted.
+template <SolverOps O>
+void lamm_trial_changes(O& ops, std::span<const typename O::Vector> steps,
+                        const typename O::Vector& first_candidate, std::span<double> changes) {
+  if constexpr (FusedTrialOps<O>) {
+    if (steps.size() > 1) {
+      ops.objective_changes(steps, changes);
+      return;
+    }
+    ops.project_and_prepare(steps[0], first_candidate);
+  } else {
+    ops.project(steps[0]);  // one trial per pass: lamm_solve never asks this Ops for more
+  }
+  changes[0] = ops.objective_change(steps[0], 1.0);
+}
+
+}  // namespace detail
+
 // Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place).
 template <SolverOps O>
 SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lambda,
                        double weight_total, const Config& config, double tol) {
+  using Vector = typename O::Vector;
+  constexpr int slots = FusedTrialOps<O> ? phi_trials_per_pass : 1;
   SolveResult result{.solver = Solver::lamm};
   auto gradient = ops.make_vector();
   auto shifted = ops.make_vector();
-  auto candidate = ops.make_vector();
-  auto step = ops.make_vector();
+  std::vector<Vector> candidates;
+  std::vector<Vector> steps;
+  candidates.reserve(slots);
+  steps.reserve(slots);
+  for (int k = 0; k < slots; ++k) {
+    candidates.push_back(ops.make_vector());
+    steps.push_back(ops.make_vector());
+  }
+  std::array<double, slots> changes{};
+  const double l1_strength = weight_total * lambda;
   double phi = 1.0;  // never decreases within a solve
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     ops.evaluate(beta, tau);
     ops.gradient(gradient);
     int doublings = 0;
-    for (;;) {
-      ops.copy(beta, shifted);
-      ops.axpy(-1.0 / phi, gradient, shifted);
-      ops.soft_threshold(shifted, weight_total * lambda / phi, candidate);
-      ops.copy(candidate, step);
-      ops.axpy(-1.0, beta, step);
-      ops.project(step);
-      const double majorizer = ops.dot(gradient, step) + 0.5 * phi * ops.dot(step, step);
-      if (ops.objective_change(step, 1.0) <= majorizer) break;
-      if (doublings == max_phi_doublings) {
-        result.halvings += doublings;
-        return result;  // phi cannot majorize f: keep beta, not converged
+    int accepted = -1;
+    while (accepted < 0) {
+      // The first value of phi alone (after the first iterations it is nearly always accepted),
+      // then several per pass, never past the last doubling allowed.
+      const int count = doublings == 0 ? 1 : std::min(slots, max_phi_doublings - doublings + 1);
+      double trial_phi = phi;
+      for (int i = 0; i < count; ++i, trial_phi *= 2.0) {
+        detail::lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted,
+                               candidates[i], steps[i]);
       }
-      phi *= 2.0;
-      ++doublings;
+      detail::lamm_trial_changes(ops, std::span<const Vector>(steps).first(count), candidates[0],
+                                 std::span<double>(changes).first(count));
+      for (int i = 0; i < count; ++i) {
+        const Vector& step = steps[i];
+        const double majorizer = ops.dot(gradient, step) + 0.5 * phi * ops.dot(step, step);
+        if (changes[i] <= majorizer) {
+          accepted = i;
+          break;
+        }
+        if (doublings == max_phi_doublings) {
+          result.halvings += doublings;
+          return result;  // phi cannot majorize f: keep beta, not converged
+        }
+        phi *= 2.0;
+        ++doublings;
+      }
     }
     result.halvings += doublings;
-    const double moved = ops.norm_inf(step);
-    ops.copy(candidate, beta);
+    const double moved = ops.norm_inf(steps[accepted]);
+    ops.copy(candidates[accepted], beta);
     if (moved <= tol * std::max(1.0, ops.norm_inf(beta))) {
       result.converged = true;
       return result;

@@ -43,7 +43,11 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
       return result;
     }
 
-    ops.project(step);
+    if constexpr (FusedTrialOps<O>) {
+      ops.project_and_prepare(step, full);  // the full step is usually taken: evaluate it now
+    } else {
+      ops.project(step);
+    }
     const double slope = ops.dot(gradient, step);
     double t = 1.0;
     int halvings = 0;

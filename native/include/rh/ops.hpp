@@ -65,4 +65,19 @@ concept SolverOps = LadderOps<O> &&
   ops.information(host_out);  // J~ + J_b at the current point, d x d row-major
 };
 
+// Optional, for an engine that can save passes over X~: the drivers use these when an Ops has
+// them and otherwise make the same calls one at a time. Both give bit-for-bit the results of
+// the calls they replace; they change the cost, not the answer.
+template <class O>
+concept FusedTrialOps = SolverOps<O> &&
+    requires(O& ops, std::span<const typename O::Vector> steps, std::span<double> changes,
+             const typename O::Vector& v) {
+  // changes[k] = objective_change(steps[k], 1) for every k (each step projected as by
+  // project()), reading X~ once for all of them.
+  ops.objective_changes(steps, changes);
+  // project(step), and in the same pass the evaluation at `candidate` with the current
+  // bandwidth, kept aside: a following evaluate(candidate) with that bandwidth takes it as is.
+  ops.project_and_prepare(v, v);
+};
+
 }  // namespace rh

@@ -1,0 +1,49 @@
+#include "row_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "rh/huber.hpp"
+
+// Function multiversioning is a GCC/Clang feature on x86-64; elsewhere one plain build.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RH_ROW_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define RH_ROW_KERNEL
+#endif
+
+namespace rh::cpu {
+
+template <std::floating_point T>
+RH_ROW_KERNEL void huber_rows(const T* residual, const T* weight, std::size_t rows, T tau,
+                              T* weighted_score, T* weighted_curvature, double* loss_terms) {
+  const double tau64 = static_cast<double>(tau);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T r = residual[i];
+    const T w = weight[i];
+    weighted_score[i] = w * std::clamp(r, -tau, tau);
+    weighted_curvature[i] = select(std::fabs(r) <= tau, w, T{0});
+    loss_terms[i] = static_cast<double>(w) * huber_rho(static_cast<double>(r), tau64);
+  }
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void loss_change_rows(const T* residual, const T* projection, const T* weight,
+                                    std::size_t rows, T factor, double tau, double* terms) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T a = factor * projection[i];
+    terms[i] = static_cast<double>(weight[i]) *
+               huber_rho_change(static_cast<double>(residual[i]), static_cast<double>(a), tau);
+  }
+}
+
+template void huber_rows<float>(const float*, const float*, std::size_t, float, float*, float*,
+                                double*);
+template void huber_rows<double>(const double*, const double*, std::size_t, double, double*,
+                                 double*, double*);
+template void loss_change_rows<float>(const float*, const float*, const float*, std::size_t, float,
+                                      double, double*);
+template void loss_change_rows<double>(const double*, const double*, const double*, std::size_t,
+                                       double, double, double*);
+
+}  // namespace rh::cpu
