@@ -1,5 +1,6 @@
 """Every engine against the golden corpus and against each other, through the public API."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -29,9 +30,11 @@ def native_cpu():
     return make_engine("native_cpu")
 
 
+@pytest.mark.parametrize("l1_solver", ["lamm", "prox_newton"])
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])
-def test_native_cpu_meets_golden(native_cpu, case):
-    config = case_config(case)
+def test_native_cpu_meets_golden(native_cpu, case, l1_solver):
+    # prox_newton, the opt-in L1 solver, must meet the contract on the corpus (method.md).
+    config = dataclasses.replace(case_config(case), l1_solver=l1_solver)
     probe = np.asarray(case["probe"], dtype=case["dtype"])
     state = None
     for k, ((X, y, w), want) in enumerate(zip(case_batches(case), case["batches"], strict=True)):

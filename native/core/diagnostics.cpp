@@ -12,6 +12,8 @@ std::string_view to_string(Solver solver) {
       return "svd";
     case Solver::lamm:
       return "lamm";
+    case Solver::prox_newton:
+      return "prox_newton";
   }
   return "unknown";
 }

@@ -67,6 +67,11 @@ class BatchOps {
   void objective_changes(std::span<const Vector> steps, std::span<double> changes);
   void project_and_prepare(const Vector& step, const Vector& candidate);
 
+  // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
+  bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
+                      double tolerance, Vector& out);
+  double l1_norm(const Vector& v) const;
+
  private:
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).

@@ -51,6 +51,8 @@ struct Workspace {
       information_delta64.assign(dim, 0.0);
       trial64.assign(dim, 0.0);
       information_trial64.assign(dim, 0.0);
+      model_step.assign(dim, 0.0);
+      model_product.assign(dim, 0.0);
       if constexpr (!std::same_as<T, double>) information64.assign(dim * dim, 0.0);
       solver.resize(dim);
     }
@@ -102,6 +104,8 @@ struct Workspace {
   std::vector<double> trial64;              // the step s being tried
   std::vector<double> information_trial64;  // J~ s in float64
   std::vector<double> information64;        // J~ in float64, for a float32 batch only
+  std::vector<double> model_step;           // the L1 model's step s, being solved for
+  std::vector<double> model_product;        // H s, kept up to date by coordinate descent
   DenseSolver<T> solver;
 
  private:

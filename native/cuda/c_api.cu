@@ -55,6 +55,8 @@ std::int32_t solver_code(rh::Solver solver) {
       return RH_CUDA_SOLVER_SVD;
     case rh::Solver::lamm:
       return RH_CUDA_SOLVER_LAMM;
+    case rh::Solver::prox_newton:
+      break;  // a CPU-only variant: the CUDA engine never runs it
   }
   throw rh::Error("internal error: an unknown solver rung");
 }

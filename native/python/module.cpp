@@ -75,6 +75,15 @@ Array state_array(const nb::dict& state, const char* key) {
   }
 }
 
+rh::L1Solver read_l1_solver(const nb::dict& config) {
+  if (!config.contains("l1_solver")) return rh::L1Solver::lamm;
+  const std::string name = nb::cast<std::string>(config["l1_solver"]);
+  if (name == "lamm") return rh::L1Solver::lamm;
+  if (name == "prox_newton") return rh::L1Solver::prox_newton;
+  throw rh::InvalidArgument("config['l1_solver'] must be 'lamm' or 'prox_newton', got '" + name +
+                            "'");
+}
+
 rh::Config read_config(const nb::dict& config) {
   rh::Config c;
   c.fit_intercept = scalar<bool>(config, "config", "fit_intercept");
@@ -84,6 +93,7 @@ rh::Config read_config(const nb::dict& config) {
   c.ridge = scalar<double>(config, "config", "ridge");
   c.max_iter = scalar<std::int64_t>(config, "config", "max_iter");
   c.tol = optional_scalar<double>(config, "config", "tol");
+  c.l1_solver = read_l1_solver(config);
   return c;
 }
 

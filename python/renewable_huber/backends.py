@@ -80,6 +80,7 @@ class NativeCpuEngine:
             "ridge": float(config.ridge),
             "max_iter": int(config.max_iter),
             "tol": config.resolved_tol(X.dtype),
+            "l1_solver": config.l1_solver,
         }
         active = _prof.ACTIVE
         profiler = None if active is None else active.native

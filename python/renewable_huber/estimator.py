@@ -20,7 +20,7 @@ from ._version import __version__
 from .adapters import as_host_input
 from .backends import BACKENDS, make_engine
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
-from .core import Config, State
+from .core import L1_SOLVERS, Config, State
 from .core.xp import to_host
 from .cuda.dlpack import is_device_tensor
 from .profiling import _hooks as _prof
@@ -55,6 +55,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         Outer iterations per batch solve.
     tol : float or None, default=None
         Step tolerance; None means 1e-8 for float64 and 1e-5 for float32.
+    l1_solver : {"lamm", "prox_newton"}, default="lamm"
+        Solver of batches with alpha > 0. "lamm" is the contract's proximal gradient method;
+        "prox_newton" an opt-in proximal Newton method for the same problem, in a few
+        Newton-like iterations instead of tens (native_cpu only; docs/method.md).
     batch_size : int or None, default=None
         Rows per batch in :meth:`fit`; None streams all of X as one batch.
     backend : {"auto", "numpy", "native_cpu", "cuda"}, default="auto"
@@ -103,6 +107,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "ridge": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "l1_solver": [StrOptions(set(L1_SOLVERS))],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "backend": [StrOptions(set(BACKENDS))],
         "device": [Interval(Integral, 0, None, closed="left"), None],
@@ -120,6 +125,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         ridge: float = 0.0,
         max_iter: int = 500,
         tol: float | None = None,
+        l1_solver: str = "lamm",
         batch_size: int | None = None,
         backend: str = "auto",
         device: int | None = None,
@@ -133,6 +139,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.ridge = ridge
         self.max_iter = max_iter
         self.tol = tol
+        self.l1_solver = l1_solver
         self.batch_size = batch_size
         self.backend = backend
         self.device = device
@@ -276,6 +283,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return Config(
             fit_intercept=bool(self.fit_intercept), epsilon=self.epsilon, tau=self.tau,
             alpha=self.alpha, ridge=self.ridge, max_iter=self.max_iter, tol=self.tol,
+            l1_solver=self.l1_solver,
         )
 
     def _engine(self):

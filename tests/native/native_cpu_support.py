@@ -36,6 +36,7 @@ def config_dict(config: Config, dtype) -> dict:
         "ridge": float(config.ridge),
         "max_iter": int(config.max_iter),
         "tol": config.resolved_tol(np.dtype(dtype)),
+        "l1_solver": config.l1_solver,
     }
 
 

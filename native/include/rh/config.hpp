@@ -7,6 +7,10 @@
 
 namespace rh {
 
+// The solver of an L1-penalized batch: LAMM, the contract's, or proximal Newton, the opt-in variant
+// method.md allows (rh/prox_newton.hpp): the same convex problem, fewer passes over the batch.
+enum class L1Solver { lamm, prox_newton };
+
 struct Config {
   bool fit_intercept = true;
   double epsilon = 1.345;     // tau = epsilon * scale
@@ -15,6 +19,7 @@ struct Config {
   double ridge = 0.0;         // damps Newton steps; does not move the minimizer
   std::int64_t max_iter = 500;
   std::optional<double> tol;  // unset: resolved_tol<T>()
+  L1Solver l1_solver = L1Solver::lamm;
 };
 
 // The convergence tolerance for computations in T: the configured one, else the dtype default.

@@ -6,8 +6,8 @@
 
 namespace rh {
 
-// The ladder rung of the last Newton step, or LAMM for a penalized batch.
-enum class Solver { cholesky, lu, svd, lamm };
+// The ladder rung of the last Newton step, or the solver of a penalized batch.
+enum class Solver { cholesky, lu, svd, lamm, prox_newton };
 
 std::string_view to_string(Solver solver);
 

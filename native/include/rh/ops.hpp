@@ -80,4 +80,15 @@ concept FusedTrialOps = SolverOps<O> &&
   ops.project_and_prepare(v, v);
 };
 
+// Optional, for the proximal Newton variant of the L1 solver (rh/prox_newton.hpp).
+template <class O>
+concept L1ModelOps = SolverOps<O> &&
+    requires(O& ops, typename O::Vector& out, const typename O::Vector& v, double x, double y) {
+  // out = the step s minimizing g^T s + 1/2 s^T H s + x ||(beta + s)_S||_1 with H the matrix of
+  // the last form_hessian(), g = the first vector, beta = the second; inner tolerance y. False
+  // when H has a non-positive diagonal entry (the model has no minimizer along it).
+  { ops.solve_l1_model(v, v, x, y, out) } -> std::same_as<bool>;
+  { ops.l1_norm(v) } -> std::same_as<double>;  // ||v_S||_1: the slopes, not the intercept
+};
+
 }  // namespace rh

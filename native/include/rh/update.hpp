@@ -15,6 +15,7 @@
 #include "rh/lamm.hpp"
 #include "rh/newton.hpp"
 #include "rh/ops.hpp"
+#include "rh/prox_newton.hpp"
 #include "rh/state.hpp"
 #include "rh/weighted_stats.hpp"
 
@@ -53,6 +54,13 @@ template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double weight_total,
                         const Config& config, double tol) {
   if (config.alpha > 0.0) {
+    if (config.l1_solver == L1Solver::prox_newton) {
+      if constexpr (L1ModelOps<O>) {
+        return prox_newton_solve(ops, beta, tau, config.alpha, weight_total, config, tol);
+      } else {
+        throw InvalidArgument("l1_solver 'prox_newton' is not available on this engine");
+      }
+    }
     return lamm_solve(ops, beta, tau, config.alpha, weight_total, config, tol);
   }
   return newton_solve(ops, beta, tau, config, tol);

@@ -1,6 +1,6 @@
 """The NumPy reference engine: the oracle every other engine is tested against."""
 
-from .types import MAD_K, Config, Diagnostics, State
+from .types import L1_SOLVERS, MAD_K, Config, Diagnostics, State
 from .update import update
 
-__all__ = ["MAD_K", "Config", "Diagnostics", "State", "update"]
+__all__ = ["L1_SOLVERS", "MAD_K", "Config", "Diagnostics", "State", "update"]

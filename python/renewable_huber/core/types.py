@@ -29,6 +29,10 @@ def _check_real(name: str, value: Any, *, low: float, strict: bool, allow_none: 
         raise ValueError(f"{name} must be a finite number {relation} {low}, got {value!r}")
 
 
+#: Solvers of L1-penalized batches, the contract's first.
+L1_SOLVERS = ("lamm", "prox_newton")
+
+
 @dataclass(frozen=True)
 class Config:
     """Parameters of one batch update; validated when an update starts."""
@@ -40,6 +44,9 @@ class Config:
     ridge: float = 0.0
     max_iter: int = 500
     tol: float | None = None
+    #: The solver of L1-penalized batches: "lamm" (the contract's) or "prox_newton", the opt-in
+    #: variant method.md allows, on the native CPU engine only (docs/method.md).
+    l1_solver: str = "lamm"
 
     def validate(self) -> None:
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
@@ -53,6 +60,8 @@ class Config:
             raise TypeError(f"max_iter must be an integer, got {self.max_iter!r}")
         if self.max_iter < 1:
             raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
+        if self.l1_solver not in L1_SOLVERS:
+            raise ValueError(f"l1_solver must be one of {L1_SOLVERS}, got {self.l1_solver!r}")
 
     def resolved_tol(self, dtype: np.dtype) -> float:
         return default_tol(dtype) if self.tol is None else float(self.tol)

@@ -76,6 +76,11 @@ def _update(
     p = _prof.ACTIVE
     t0 = _prof.now() if p is not None else 0
     config.validate()
+    if config.alpha > 0 and config.l1_solver != "lamm":
+        raise ValueError(
+            f"l1_solver={config.l1_solver!r} is an opt-in variant of the native CPU engine "
+            "(backend='native_cpu'); the reference engine solves L1 batches with the contract's "
+            "LAMM (l1_solver='lamm')")
     X, y, w = validate_batch(X, y, sample_weight, previous_state, config.fit_intercept)
     if p is not None:
         n, p_ = X.shape

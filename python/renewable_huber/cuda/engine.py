@@ -222,6 +222,11 @@ class CudaEngine:
 
     @staticmethod
     def _native_config(config: Config, dtype: np.dtype) -> dict[str, Any]:
+        if config.alpha > 0 and config.l1_solver != "lamm":
+            raise ValueError(
+                f"l1_solver={config.l1_solver!r} is an opt-in variant of the native CPU engine "
+                "(backend='native_cpu'); the CUDA engine solves L1 batches with the contract's "
+                "LAMM (l1_solver='lamm')")
         return {
             "fit_intercept": bool(config.fit_intercept),
             "epsilon": float(config.epsilon),

@@ -70,8 +70,8 @@ class Subject:
     Attributes
     ----------
     name : str
-        Engine name in the records ("numpy", "native_cpu", "cuda", "sgd_huber",
-        "huber_regressor").
+        Engine name in the records ("numpy", "native_cpu", "native_cpu_prox_newton", "cuda",
+        "sgd_huber", "huber_regressor").
     kind : {"reference", "native", "peer"}
         Its role in the comparison.
     operation : str
@@ -145,7 +145,8 @@ class EngineSubject(Subject):
     def parameters(self) -> dict[str, Any]:
         c = self.config
         return {"epsilon": c.epsilon, "alpha": c.alpha, "fit_intercept": c.fit_intercept,
-                "max_iter": c.max_iter, "tol": c.tol, "threads": self.threads}
+                "max_iter": c.max_iter, "tol": c.tol, "threads": self.threads,
+                "l1_solver": c.l1_solver}
 
     def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
         if self.residency != "device_resident":
@@ -161,9 +162,11 @@ class EngineSubject(Subject):
 
         from renewable_huber.backends import NativeCpuEngine, make_engine
 
-        if self.name == "native_cpu" and self.threads:
-            module = importlib.import_module("_renewable_huber_native_cpu")
-            return NativeCpuEngine(module, threads=self.threads)
+        if self.name.startswith("native_cpu"):  # the variants differ in config only
+            if self.threads:
+                module = importlib.import_module("_renewable_huber_native_cpu")
+                return NativeCpuEngine(module, threads=self.threads)
+            return make_engine("native_cpu")
         return make_engine(self.name)
 
     def restore(self, primed: Any) -> Any:

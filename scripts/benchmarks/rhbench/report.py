@@ -13,10 +13,12 @@ from typing import Any
 #: advisor asks for a 10 % margin.
 GATE_MARGIN = 0.0
 ADVISOR_MARGIN = 0.10
-ENGINE_ORDER = ("numpy", "native_cpu", "cuda", "sgd_huber", "huber_regressor")
+ENGINE_ORDER = ("numpy", "native_cpu", "native_cpu_prox_newton", "cuda", "sgd_huber",
+                "huber_regressor")
 ENGINE_LABEL = {
     "numpy": "reference (NumPy)",
     "native_cpu": "native_cpu",
+    "native_cpu_prox_newton": "native_cpu, prox_newton",
     "cuda": "cuda",
     "sgd_huber": "SGDRegressor(huber)",
     "huber_regressor": "HuberRegressor (all data)",
@@ -159,7 +161,7 @@ def gate(document: dict[str, Any]) -> tuple[list[GatePair], dict[tuple[str, str]
     for r in ok:
         if r["engine_kind"] != "native":
             continue
-        residency = "host" if r["engine"] == "native_cpu" else r["residency"]
+        residency = "host" if r["engine"].startswith("native_cpu") else r["residency"]
         ref = references.get((r["contract"], residency, r["shape_class"], r["n_samples"],
                               r["n_features"], r["batch_size"], r["penalty"]["alpha"],
                               r["dtype"], r["input_sha256"]))
@@ -255,26 +257,30 @@ def markdown_tables(document: dict[str, Any]) -> str:
             f"{lim['peak_flops_per_s']['float64'] / 1e9:.1f} GFLOP/s float64, "
             f"{lim['peak_flops_per_s']['float32'] / 1e9:.1f} GFLOP/s float32.", ""]
 
-    streamed = ["numpy", "native_cpu", "sgd_huber"]
+    streamed = ["numpy", "native_cpu", "native_cpu_prox_newton", "sgd_huber"]
     for contract, title in (("steady", "Steady state"), ("cold", "Cold")):
         out += [f"### {title}: median time of one pass over the stream (min in brackets)", "",
                 "| shape | rows × features / batch | penalty | dtype | "
                 + " | ".join(ENGINE_LABEL[e] for e in streamed)
-                + " | HuberRegressor (all data) | native / reference speedup |",
-                "|" + "---|" * (len(streamed) + 6)]
+                + " | HuberRegressor (all data) | native / reference speedup"
+                " | prox_newton / reference |",
+                "|" + "---|" * (len(streamed) + 7)]
         for shape, alpha, dtype in _workloads(document):
             name = shape["name"]
             cells = [_cell(idx, contract, e, name, alpha, dtype) for e in streamed]
             ref = idx.get((contract, "numpy", "host", name, alpha, dtype))
             nat = idx.get((contract, "native_cpu", "host", name, alpha, dtype))
-            speed = "—"
+            variant = idx.get((contract, "native_cpu_prox_newton", "host", name, alpha, dtype))
+            speed = variant_speed = "—"
             if ref and nat and ref["status"] == nat["status"] == "ok":
                 speed = f"{ref['median_s'] / nat['median_s']:.1f}×"
+            if ref and variant and ref["status"] == variant["status"] == "ok":
+                variant_speed = f"{ref['median_s'] / variant['median_s']:.1f}×"
             out.append(f"| {name} | {shape['n_samples']:,} × {shape['n_features']} / "
                        f"{shape['batch_size']:,} | {_penalty({'penalty': {'alpha': alpha}})} | "
                        f"{dtype} | " + " | ".join(cells) + " | "
                        + _cell(idx, "full_fit", "huber_regressor", name, alpha, dtype)
-                       + f" | {speed} |")
+                       + f" | {speed} | {variant_speed} |")
         out.append("")
 
     out += ["### Throughput and coefficient error", "",
@@ -282,12 +288,12 @@ def markdown_tables(document: dict[str, Any]) -> str:
             "coefficients after one cold pass (HuberRegressor: after its fit on all rows).", "",
             "| shape | penalty | dtype | " + " | ".join(
                 f"{ENGINE_LABEL[e]} rows/s | {ENGINE_LABEL[e]} error"
-                for e in ("numpy", "native_cpu", "sgd_huber")) + " | HuberRegressor error |",
-            "|" + "---|" * 10]
+                for e in streamed) + " | HuberRegressor error |",
+            "|" + "---|" * (2 * len(streamed) + 4)]
     for shape, alpha, dtype in _workloads(document):
         name = shape["name"]
         cells = []
-        for e in ("numpy", "native_cpu", "sgd_huber"):
+        for e in streamed:
             s = idx.get(("steady", e, "host", name, alpha, dtype))
             c = idx.get(("cold", e, "host", name, alpha, dtype))
             cells.append(_fmt(s["throughput_rows_per_s"] if s and s["status"] == "ok" else None,
@@ -393,7 +399,8 @@ def plot(document: dict[str, Any], stem: Path) -> list[Path]:
         peak = lim["peak_flops_per_s"][dtype]
         ax.plot(grid, [min(peak, x * bw) for x in grid], style, color="black",
                 label=f"roof {dtype}: {bw / 1e9:.1f} GB/s, {peak / 1e9:.0f} GFLOP/s")
-    markers = {"numpy": "o", "native_cpu": "s", "cuda": "D", "sgd_huber": "^"}
+    markers = {"numpy": "o", "native_cpu": "s", "native_cpu_prox_newton": "P", "cuda": "D",
+               "sgd_huber": "^"}
     colors = dict(zip(shapes, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     seen = set()
     for r in points:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import gc
 import hashlib
@@ -30,7 +31,8 @@ from .environment import collect_environment, hardware_fingerprint
 from .limits import measure_machine_limits, roofline_bound
 
 #: Engines of the project and peers from scikit-learn, in table order.
-ENGINES = ("numpy", "native_cpu", "cuda")
+#: native_cpu_prox_newton: native_cpu with the opt-in proximal Newton L1 solver (L1 rows only).
+ENGINES = ("numpy", "native_cpu", "native_cpu_prox_newton", "cuda")
 PEERS = ("sgd_huber", "huber_regressor")
 #: What each contract leaves outside the timed interval.
 EXCLUDED = {
@@ -225,12 +227,18 @@ def _subjects(profile: Profile, alpha: float) -> list[tuple[str, str, Subject | 
     for name in profile.engines:
         if name == "numpy":
             out.append((name, "host", EngineSubject(name, config, threads=threads), ""))
-        elif name == "native_cpu":
-            if native_cpu_available():
-                out.append((name, "host", EngineSubject(name, config, threads=threads), ""))
-            else:
+        elif name in ("native_cpu", "native_cpu_prox_newton"):
+            variant = name == "native_cpu_prox_newton"
+            if not native_cpu_available():
                 out.append((name, "host", None, "native_cpu engine not installed "
                             "(module _renewable_huber_native_cpu cannot be imported)"))
+            elif variant and alpha == 0:
+                out.append((name, "host", None, "l1_solver='prox_newton' solves L1 batches "
+                            "only; without a penalty it is native_cpu"))
+            else:
+                solver = "prox_newton" if variant else "lamm"
+                out.append((name, "host", EngineSubject(
+                    name, dataclasses.replace(config, l1_solver=solver), threads=threads), ""))
         elif name == "cuda":
             reason = _cuda_unavailable()
             for residency in ("host_fed", "device_resident"):

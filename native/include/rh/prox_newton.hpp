@@ -1,0 +1,93 @@
+#pragma once
+// Proximal Newton for an L1-penalized batch: the opt-in variant that shared/spec/method.md
+// ("Solvers") allows, for the same convex problem as LAMM. Each step minimizes the local
+// quadratic model of f plus the L1 term (coordinate descent on the Newton matrix, in the
+// engine), then backtracks on Q itself (Lee, Sun & Saunders, "Proximal Newton-type methods for
+// minimizing composite functions", SIAM J. Optim. 24(3), 2014):
+//   Q(beta + t s) - Q(beta) <= 1e-4 t D,   D = g^T s + c (||(beta + s)_S||_1 - ||beta_S||_1) < 0.
+// A semismooth Huber f makes it converge in a few Newton-like iterations where LAMM takes tens,
+// each a pass over the batch. If the model has no minimizer (a zero curvature direction) or its
+// step does not descend, the solve goes on with LAMM from the current point.
+
+#include <algorithm>
+
+#include "rh/config.hpp"
+#include "rh/lamm.hpp"
+#include "rh/newton.hpp"
+#include "rh/ops.hpp"
+#include "rh/solve_result.hpp"
+
+namespace rh {
+
+// The model's coordinate descent stops when a sweep moves no coordinate by more than this share
+// of the outer tolerance, so an exact optimum gives a step that passes the outer test.
+inline constexpr double model_tolerance_share = 0.1;
+
+template <L1ModelOps O>
+SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, double lambda,
+                              double weight_total, const Config& config, double tol) {
+  SolveResult result{.solver = Solver::prox_newton};
+  auto gradient = ops.make_vector();
+  auto step = ops.make_vector();
+  auto full = ops.make_vector();
+  auto trial = ops.make_vector();
+  const double strength = weight_total * lambda;
+  const auto continue_with_lamm = [&] {
+    Config rest = config;
+    rest.max_iter = config.max_iter - result.n_iter;
+    if (rest.max_iter <= 0) return result;
+    SolveResult lamm = lamm_solve(ops, beta, tau, lambda, weight_total, rest, tol);
+    lamm.n_iter += result.n_iter;
+    lamm.halvings += result.halvings;
+    return lamm;  // reports lamm: that is the solver which finished
+  };
+  for (std::int64_t k = 0; k < config.max_iter; ++k) {
+    ++result.n_iter;
+    ops.evaluate(beta, tau);
+    ops.gradient(gradient);
+    ops.form_hessian(config.ridge);
+    if (!ops.solve_l1_model(gradient, beta, strength, model_tolerance_share * tol, step)) {
+      return continue_with_lamm();
+    }
+    ops.copy(beta, full);
+    ops.axpy(1.0, step, full);
+    if (ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full))) {
+      ops.copy(full, beta);  // as Newton: a step below the tolerance is taken without a search
+      result.converged = true;
+      return result;
+    }
+    const double l1_now = ops.l1_norm(beta);
+    const double decrease = ops.dot(gradient, step) + strength * (ops.l1_norm(full) - l1_now);
+    if (!(decrease < 0.0)) return continue_with_lamm();
+
+    if constexpr (FusedTrialOps<O>) {
+      ops.project_and_prepare(step, full);  // the full step is usually taken: evaluate it now
+    } else {
+      ops.project(step);
+    }
+    double t = 1.0;
+    int halvings = 0;
+    for (;;) {
+      ops.copy(beta, trial);
+      ops.axpy(t, step, trial);
+      const double change =
+          ops.objective_change(step, t) + strength * (ops.l1_norm(trial) - l1_now);
+      if (change <= armijo_slope_fraction * t * decrease) break;
+      if (halvings == max_armijo_halvings) {
+        result.halvings += halvings;
+        return result;  // no acceptable step: keep beta, not converged
+      }
+      t *= 0.5;
+      ++halvings;
+    }
+    result.halvings += halvings;
+    ops.copy(trial, beta);
+    if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {
+      result.converged = true;
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace rh
