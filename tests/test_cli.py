@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import require_module
 from renewable_huber import RenewableHuberRegressor, __version__
 from renewable_huber.cli import main
 from renewable_huber.datasets import make_contaminated_stream
@@ -140,12 +141,29 @@ def test_fit_options_reach_the_estimator(capsys, tmp_path, data):
     assert status == 0, err
     model = RenewableHuberRegressor.load_checkpoint(model_path)
     assert (model.fit_intercept, model.alpha, model.epsilon) == (False, 0.01, 2.0)
+    assert model.l1_solver == "lamm"
     status, _, err = run(capsys, *args, "--features", "x2,x0")
     assert status == 0, err
     assert list(RenewableHuberRegressor.load_checkpoint(model_path).feature_names_in_) == [
         "x2",
         "x0",
     ]
+
+
+def test_fit_takes_the_opt_in_l1_solver(capsys, tmp_path, data):
+    require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")  # its only engine
+    data.to_csv(tmp_path / "train.csv", index=False)
+    model_path = tmp_path / "model.npz"
+    args = ["fit", str(tmp_path / "train.csv"), "--target", "y", "-o", str(model_path)]
+    status, _, err = run(capsys, *args, "--alpha", "0.01", "--l1-solver", "prox_newton")
+    assert status == 0, err
+    model = RenewableHuberRegressor.load_checkpoint(model_path)
+    assert model.l1_solver == "prox_newton"
+    assert {d["solver"] for d in model.diagnostics_} <= {"prox_newton", "lamm"}
+    status, _, err = run(capsys, *args, "--backend", "numpy", "--alpha", "0.01",
+                         "--l1-solver", "prox_newton")
+    assert status == 2 and "opt-in variant of the native CPU engine" in err
+    assert "Traceback" not in err
 
 
 def test_malformed_csv_is_one_error_line_with_row_and_column(capsys, tmp_path):

@@ -13,6 +13,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <array>
+#include <ctime>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -134,18 +137,27 @@ BENCHMARK(BM_SteadyUpdate)
     ->UseRealTime()
     ->MinTime(1.0);
 
-// The same five variants alternated update by update in one loop (20 rounds, one engine thread),
-// so that load from other processes falls on all of them alike; the minimum of each variant's
-// update times is its least disturbed cost. Counters: min_ms_<variant> and overhead_pct_<variant>
-// (min over the min of `none`).
-void BM_AlternatingMin(benchmark::State& bench) {
+// The same five variants alternated update by update on one engine (one engine thread; only the
+// attached profiler changes, so workspace placement cannot favour a variant), in a fresh random
+// order every round, so that load from other processes falls on all of them alike. Each round
+// gives every variant a ratio to `none` of the same round; the median ratio over the rounds, with
+// its distribution-free 95 % confidence interval (order statistics of the binomial, no
+// assumption on the noise), is the overhead. Process CPU time: the engine's pool thread does
+// the work. Counters: overhead_pct_<variant> (median), ci_low_pct_<variant>, ci_high_pct_<variant>.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
+
+void BM_PairedOverhead(benchmark::State& bench) {
   const Fixture& f = fixture();
   constexpr int kVariants = 5;
+  const int rounds = static_cast<int>(bench.range(0));
   const char* names[kVariants] = {"none", "off", "immediate", "per_batch", "deferred"};
-  std::vector<std::unique_ptr<rh::cpu::Engine>> engines;
-  std::vector<std::shared_ptr<rh::bricks::Profiler>> profilers;
+  rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = 1});
+  std::vector<std::shared_ptr<rh::bricks::Profiler>> profilers(kVariants);  // none: nullptr
   for (int v = 0; v < kVariants; ++v) {
-    engines.push_back(std::make_unique<rh::cpu::Engine>(rh::cpu::EngineOptions{.threads = 1}));
     if (v == none) continue;
     rh::bricks::Options options;
     options.trace_capacity = 1 << 16;
@@ -155,31 +167,49 @@ void BM_AlternatingMin(benchmark::State& bench) {
                                           : rh::bricks::SyncMode::deferred;
     std::unique_ptr<rh::bricks::ClockSource> clock;
     if (v == per_batch || v == deferred) clock = std::make_unique<rh::bricks::SteadyClockSource>();
-    auto prof = std::make_shared<rh::bricks::Profiler>(rh::engine_brick_table(), options,
-                                                       std::move(clock));
-    engines.back()->set_profiler(prof);
-    profilers.push_back(prof);
+    profilers[v] = std::make_shared<rh::bricks::Profiler>(rh::engine_brick_table(), options,
+                                                          std::move(clock));
   }
-  std::vector<double> best(kVariants, 1e300);
-  for (auto& e : engines) f.update(*e);  // warm-up
+  std::vector<std::vector<double>> ratios(kVariants);
+  std::mt19937 shuffle_rng(12345);
+  std::array<int, kVariants> order{0, 1, 2, 3, 4};
+  for (const auto& prof : profilers) {  // warm-up, every profiler's per-thread state included
+    engine.set_profiler(prof);
+    f.update(engine);
+  }
   for (auto _ : bench) {
-    for (int round = 0; round < 20; ++round) {
-      for (int v = 0; v < kVariants; ++v) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f.update(*engines[v]);
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        best[v] = std::min(best[v], ms);
+    for (int round = 0; round < rounds; ++round) {
+      std::shuffle(order.begin(), order.end(), shuffle_rng);
+      std::array<double, kVariants> ms{};
+      for (const int v : order) {
+        engine.set_profiler(profilers[v]);
+        const double t0 = process_cpu_ms();
+        f.update(engine);
+        ms[v] = process_cpu_ms() - t0;
+      }
+      for (int v = 0; v < kVariants; ++v) ratios[v].push_back(ms[v] / ms[none]);
+      for (auto& prof : profilers) {
+        if (prof) prof->reset();  // bound the trace and batch logs
       }
     }
   }
-  for (int v = 0; v < kVariants; ++v) {
-    bench.counters[std::string("min_ms_") + names[v]] = best[v];
-    bench.counters[std::string("overhead_pct_") + names[v]] = 100.0 * (best[v] / best[none] - 1.0);
+  // The median's 95 % interval: ranks n/2 -+ 1.96 sqrt(n)/2 of the sorted ratios.
+  for (int v = 1; v < kVariants; ++v) {
+    auto& r = ratios[v];
+    std::sort(r.begin(), r.end());
+    const double n = static_cast<double>(r.size());
+    const auto rank = [&](double x) {
+      return r[static_cast<std::size_t>(std::clamp(x, 0.0, n - 1.0))];
+    };
+    const double half_width = 1.96 * std::sqrt(n) / 2.0;
+    bench.counters[std::string("overhead_pct_") + names[v]] = 100.0 * (rank(n / 2) - 1.0);
+    bench.counters[std::string("ci_low_pct_") + names[v]] =
+        100.0 * (rank(std::floor(n / 2 - half_width)) - 1.0);
+    bench.counters[std::string("ci_high_pct_") + names[v]] =
+        100.0 * (rank(std::ceil(n / 2 + half_width)) - 1.0);
   }
 }
-BENCHMARK(BM_AlternatingMin)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PairedOverhead)->ArgName("rounds")->Arg(200)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // One CPU record: a scope's start and stop on the TSC, counters only and with tracing.
 void BM_CpuRecord(benchmark::State& bench) {

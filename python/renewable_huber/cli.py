@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 
 from ._version import __version__
+from .core import L1_SOLVERS
 from .datasets import make_contaminated_stream
 from .io import DEFAULT_BATCH_SIZE, BatchReader, DataFileError, detect_format, read_batches
 
@@ -234,9 +235,7 @@ def _add_fit(commands: Any) -> None:
     )
     _add_column_options(parser, target_help="the response column (a name, or an index for .npy)")
     _add_engine_options(parser, DEFAULT_BATCH_SIZE)
-    parser.add_argument(
-        "--alpha", type=float, default=0.0, help="L1 strength per unit of weight (default 0)"
-    )
+    _add_penalty_options(parser)
     parser.add_argument(
         "--epsilon",
         type=float,
@@ -253,6 +252,17 @@ def _add_fit(commands: Any) -> None:
         help=f"where to write the checkpoint (default {_FIT_CHECKPOINT})",
     )
     parser.set_defaults(run=_run_fit)
+
+
+def _add_penalty_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--alpha", type=float, default=0.0, help="L1 strength per unit of weight (default 0)"
+    )
+    parser.add_argument(
+        "--l1-solver", choices=L1_SOLVERS, default="lamm",
+        help="solver of L1 batches: lamm (the contract's, default) or prox_newton (opt-in, "
+             "native_cpu only: fewer passes over each batch)",
+    )
 
 
 def _add_column_options(parser: argparse.ArgumentParser, *, target_help: str) -> None:
@@ -277,6 +287,7 @@ def _run_fit(args: argparse.Namespace) -> int:
     estimator = RenewableHuberRegressor(
         fit_intercept=not args.no_intercept,
         alpha=args.alpha,
+        l1_solver=args.l1_solver,
         epsilon=args.epsilon,
         batch_size=args.batch_size,
         backend=args.backend,
@@ -444,9 +455,7 @@ def _add_stream_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="demo seed (default 0)")
     _add_column_options(parser, target_help="the response column of FILE")
     _add_engine_options(parser, DEFAULT_BATCH_SIZE)
-    parser.add_argument(
-        "--alpha", type=float, default=0.0, help="L1 strength per unit of weight (default 0)"
-    )
+    _add_penalty_options(parser)
 
 
 def _open_source(args: argparse.Namespace, *, seed_offset: int = 0) -> tuple[str, Any, int | None]:
@@ -509,7 +518,8 @@ def _run_profile(args: argparse.Namespace) -> int:
             _check_directory(path)
     description, batches, total = _open_source(args)
     estimator = RenewableHuberRegressor(
-        batch_size=args.batch_size, backend=args.backend, alpha=args.alpha
+        batch_size=args.batch_size, backend=args.backend, alpha=args.alpha,
+        l1_solver=args.l1_solver,
     )
     with profile(sync_mode=args.sync_mode) as prof:
         stats = _stream(
@@ -598,7 +608,8 @@ def _run_top(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size((100, 40)).columns
     peaks = _top.measure_peaks()
     estimator = RenewableHuberRegressor(
-        batch_size=args.batch_size, backend=args.backend, alpha=args.alpha
+        batch_size=args.batch_size, backend=args.backend, alpha=args.alpha,
+        l1_solver=args.l1_solver,
     )
     description, batches, _ = _open_source(args)
     state = _top.TopState(source=description)
