@@ -38,7 +38,7 @@ for b in doc["benchmarks"]:
         continue
     ns = b["cpu_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b["time_unit"]]
     median[b["run_name"]] = ns
-    ratio = f"{ns / 2.0:13.2f}" if b["run_name"].startswith("BM_Scope") else ""
+    ratio = f"{ns / 2.0:13.2f}" if b["run_name"].startswith(("BM_Scope", "BM_Phase")) else ""
     print(f"{b['run_name']:44s} {ns:10.2f} {ratio}")
 off = median.get("BM_SyntheticBatch/n:1000/profiled:0")
 on = median.get("BM_SyntheticBatch/n:1000/profiled:1")

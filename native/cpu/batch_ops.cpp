@@ -102,10 +102,8 @@ void BatchOps<T>::soft_threshold(const Vector& z, double level, Vector& out) con
 
 template <std::floating_point T>
 void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const {
-  const std::size_t rows = end - begin;
-  RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_, (rows * (features_ + 2)) * sizeof(T),
-                 2 * rows * dim_);
-  blas::gemv(false, rows, features_, T{1}, X_.row(begin), features_, beta, T{0}, out + begin);
+  blas::gemv(false, end - begin, features_, T{1}, X_.row(begin), features_, beta, T{0},
+             out + begin);
   const T offset = intercept_ ? beta[features_] : T{0};
   for (std::size_t i = begin; i < end; ++i) out[i] = y_[i] - (out[i] + offset);
 }
@@ -113,6 +111,9 @@ void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t en
 template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
   pool_.run(blocks_.count(), [&](std::size_t b) {
+    const std::size_t rows = blocks_.end(b) - blocks_.begin(b);
+    RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_,
+                   (rows * (features_ + 2)) * sizeof(T), 2 * rows * dim_);
     residual_rows(beta.data(), blocks_.begin(b), blocks_.end(b), out.data());
   });
 }
@@ -121,22 +122,27 @@ template <std::floating_point T>
 void BatchOps<T>::evaluate_rows(const T* beta, std::size_t lo, std::size_t hi,
                                 PointRows<T>& point, T* partial, double& loss,
                                 double& score_sum) const {
+  const std::size_t rows = hi - lo;
+  // Three back-to-back bricks: phases share one clock reading per boundary.
+  RH_BRICK_PHASES(phases, prof_);
+  RH_BRICK_NEXT_PHASE(phases, EngineBrick::residual, rows * dim_,
+                      (rows * (features_ + 2)) * sizeof(T), 2 * rows * dim_);
   residual_rows(beta, lo, hi, point.residual.data());
-  {
-    RH_BRICK_SCOPE(prof_, EngineBrick::huber, hi - lo, 4 * (hi - lo) * sizeof(T), 8 * (hi - lo));
-    double* loss_terms = ws_.row_terms.data();
-    huber_rows(point.residual.data() + lo, weights_.data() + lo, hi - lo, tau_,
-               point.weighted_score.data() + lo, point.weighted_curvature.data() + lo,
-               loss_terms + lo);
-    // The sums in row order, as one loop over the rows would take them.
-    for (std::size_t i = lo; i < hi; ++i) {
-      loss += loss_terms[i];
-      score_sum += static_cast<double>(point.weighted_score[i]);
-    }
+
+  RH_BRICK_NEXT_PHASE(phases, EngineBrick::huber, rows, 4 * rows * sizeof(T), 8 * rows);
+  double* loss_terms = ws_.row_terms.data();
+  huber_rows(point.residual.data() + lo, weights_.data() + lo, rows, tau_,
+             point.weighted_score.data() + lo, point.weighted_curvature.data() + lo,
+             loss_terms + lo);
+  // The sums in row order, as one loop over the rows would take them.
+  for (std::size_t i = lo; i < hi; ++i) {
+    loss += loss_terms[i];
+    score_sum += static_cast<double>(point.weighted_score[i]);
   }
-  RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * dim_, (hi - lo) * sizeof(T),
-                 2 * (hi - lo) * dim_);
-  blas::gemv(true, hi - lo, features_, T{1}, X_.row(lo), features_,
+
+  RH_BRICK_NEXT_PHASE(phases, EngineBrick::score, rows * dim_, rows * sizeof(T),
+                      2 * rows * dim_);
+  blas::gemv(true, rows, features_, T{1}, X_.row(lo), features_,
              point.weighted_score.data() + lo, T{1}, partial);
 }
 

@@ -79,6 +79,7 @@ class BatchOps {
   // An incremental update is tried only when at most rows / this many curvatures flipped.
   static constexpr std::size_t max_flip_fraction_inverse = 8;
 
+  // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick).
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
   // The evaluation at beta of rows [lo, hi) of a block into `point`; adds the rows' score to
   // the block's partial (a d-vector) and their loss and intercept score to the sums.

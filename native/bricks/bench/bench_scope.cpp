@@ -50,6 +50,24 @@ void BM_Scope(benchmark::State& state) {
 BENCHMARK(BM_Scope)->Arg(0)->Arg(4096)->ArgName("trace_capacity");
 BENCHMARK(BM_Scope)->Arg(0)->ArgName("trace_capacity")->Threads(2);
 
+// A record in a run of back-to-back phases (Phases): one clock reading per record, the previous
+// record's stop being this one's start. Runs of 64 phases, ended outside the timed loop's count.
+void BM_Phase(benchmark::State& state) {
+  Options o;
+  o.trace_capacity = static_cast<std::size_t>(state.range(0));
+  Profiler p(table(), o);
+  std::int64_t n = 0;
+  RH_BRICK_PHASES(phases, p);
+  for (auto _ : state) {
+    RH_BRICK_NEXT_PHASE(phases, 1, 64, 512, 1024);
+    benchmark::ClobberMemory();
+    if (++n % 64 == 0) RH_BRICK_END_PHASES(phases);
+  }
+  RH_BRICK_END_PHASES(phases);
+  state.SetLabel(o.trace_capacity ? "cpu clock, tracing" : "cpu clock");
+}
+BENCHMARK(BM_Phase)->Arg(0)->Arg(4096)->ArgName("trace_capacity");
+
 // The asynchronous path: a virtual clock call per mark and a pending record per scope, resolved
 // in bulk by flush() outside the timed loop (as an engine flushes once per batch).
 void BM_Scope_DeferredClockSource(benchmark::State& state) {

@@ -89,8 +89,9 @@ detail::ThreadState& Profiler::register_thread() noexcept {
   return *found;
 }
 
-void Profiler::stop_async(detail::OpenScope& s) noexcept {
-  const ClockSource::Token stop = clock_->mark();
+void Profiler::stop_async(detail::OpenScope& s) noexcept { stop_async_at(s, clock_->mark()); }
+
+void Profiler::stop_async_at(detail::OpenScope& s, ClockSource::Token stop) noexcept {
   detail::ThreadState& ts = *s.ts;
   --ts.depth;
   if (sync_mode() == SyncMode::immediate) {

@@ -26,9 +26,14 @@ TEST(CompiledOut, MacrosVanishAndDoNotEvaluateTheirArguments) {
     RH_BRICK_TRANSFER(p, testing::B::copy, Direction::h2d, count_me());
     RH_BRICK_KERNEL(p, "k");
     RH_BRICK_SCOPE_NAMED(p, "named", Category::data, count_me(), 0, 0);
+    RH_BRICK_PHASES(phases, p);
+    RH_BRICK_NEXT_PHASE(phases, testing::B::scale, count_me(), only_for_profiling, 0);
+    RH_BRICK_NEXT_PHASE(phases, testing::B::gemv, 0, 0, count_me());
+    RH_BRICK_END_PHASES(phases);
   }
   EXPECT_EQ(evaluated, 0);
   EXPECT_EQ(p.stats(static_cast<BrickId>(testing::B::gemm)).count, 0u);
+  EXPECT_EQ(p.stats(static_cast<BrickId>(testing::B::scale)).count, 0u);
   EXPECT_FALSE(p.bricks().find("named").has_value());
 }
 

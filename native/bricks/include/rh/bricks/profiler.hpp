@@ -176,6 +176,10 @@ class Profiler {
              std::uint64_t bytes, std::uint64_t flops, EventKind kind = EventKind::brick,
              Direction direction = Direction::none) noexcept;
   void stop(detail::OpenScope& s) noexcept;
+  // Stops the open scope `s` and reopens it for `brick` at the same clock reading, so a run of
+  // back-to-back phases reads the clock once per boundary (used by Phases).
+  void chain(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
+             std::uint64_t bytes, std::uint64_t flops) noexcept;
 
  private:
   detail::ThreadState& local() noexcept;
@@ -187,6 +191,11 @@ class Profiler {
   void resolve_pending(detail::ThreadState& ts);
   void flush_locked();
   void stop_async(detail::OpenScope& s) noexcept;
+  // The asynchronous end of a scope at a mark already taken.
+  void stop_async_at(detail::OpenScope& s, ClockSource::Token stop) noexcept;
+  // Refills `s` for the next phase at the same depth, started at `start`.
+  void reopen(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
+              std::uint64_t bytes, std::uint64_t flops, std::uint64_t start) noexcept;
 
   const std::uint64_t serial_;  // identifies this profiler in the per-thread cache
   BrickTable table_;
@@ -260,6 +269,48 @@ inline void Profiler::stop(detail::OpenScope& s) noexcept {
 #if RH_BRICKS_NVTX
   if (options_.nvtx) detail::nvtx_pop();
 #endif
+}
+
+inline void Profiler::reopen(detail::OpenScope& s, BrickId brick, const CallSite* site,
+                             std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops,
+                             std::uint64_t start) noexcept {
+  assert(brick < table_.capacity());
+  ++s.ts->depth;  // the previous phase's stop took it back to this phase's depth
+  s.elements = elements;
+  s.bytes = bytes;
+  s.flops = flops;
+  s.site = site;
+  s.batch = batch_.load(std::memory_order_relaxed);
+  s.iteration = iteration_.load(std::memory_order_relaxed);
+  s.brick = brick;
+#if RH_BRICKS_NVTX
+  if (options_.nvtx) detail::nvtx_push(table_[brick].name.c_str());
+#endif
+  s.start = start;
+}
+
+inline void Profiler::chain(detail::OpenScope& s, BrickId brick, const CallSite* site,
+                            std::uint64_t elements, std::uint64_t bytes,
+                            std::uint64_t flops) noexcept {
+  if (clock_) {
+    const ClockSource::Token at = clock_->mark();
+    // The next phase holds `at`: one level more keeps an immediate stop at depth 0 from letting
+    // the clock recycle it.
+    ++s.ts->depth;
+    stop_async_at(s, at);
+    --s.ts->depth;
+    reopen(s, brick, site, elements, bytes, flops, at);
+    return;
+  }
+  const std::uint64_t now = cpu_.ticks();
+  const std::uint64_t dt = now - s.start;
+  detail::ThreadState& ts = *s.ts;
+  --ts.depth;
+  commit(ts, s, cpu_.to_ns(s.start - epoch_ticks_), cpu_.to_ns(dt), cpu_.to_cycles(dt));
+#if RH_BRICKS_NVTX
+  if (options_.nvtx) detail::nvtx_pop();
+#endif
+  reopen(s, brick, site, elements, bytes, flops, now);
 }
 
 inline void Profiler::commit(detail::ThreadState& ts, const detail::OpenScope& s,

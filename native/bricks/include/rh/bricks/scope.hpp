@@ -60,6 +60,37 @@ class Scope {
   detail::OpenScope s_;
 };
 
+// Back-to-back phases of one stretch of work, in the manner of a lap timer: next() ends the open
+// phase and opens the following one at the same clock reading, so a run of k phases reads the
+// clock k + 1 times instead of 2k. Each phase is recorded, counted and traced exactly like a
+// scope of its brick (phases are siblings; scopes may nest inside a phase). The profiler's state
+// is read at the first phase: turning it off mid-run takes effect at the next run.
+class Phases {
+ public:
+  explicit Phases(Profiler& p) noexcept : p_(p) { s_.ts = nullptr; }
+  ~Phases() { end(); }
+  Phases(const Phases&) = delete;
+  Phases& operator=(const Phases&) = delete;
+
+  void next(BrickId brick, const CallSite* site, std::uint64_t elements = 0,
+            std::uint64_t bytes = 0, std::uint64_t flops = 0) noexcept {
+    if (s_.ts) {
+      p_.chain(s_, brick, site, elements, bytes, flops);
+    } else if (p_.recording()) [[likely]] {
+      p_.start(s_, brick, site, elements, bytes, flops);
+    }
+  }
+  // Ends the open phase (the destructor does too).
+  void end() noexcept {
+    if (s_.ts) p_.stop(s_);
+    s_.ts = nullptr;
+  }
+
+ private:
+  Profiler& p_;
+  detail::OpenScope s_;
+};
+
 }  // namespace rh::bricks
 
 #define RH_BRICKS_CONCAT_(a, b) a##b
@@ -108,6 +139,18 @@ class Scope {
 // A brick outside the known table, found by name (slow path).
 #define RH_BRICK_SCOPE_NAMED(prof, name, category, elements, bytes, flops) \
   RH_BRICK_SCOPE_NAMED_(__COUNTER__, prof, name, category, elements, bytes, flops)
+// A run of back-to-back phases named `phases` (rh::bricks::Phases), and its next phase.
+#define RH_BRICK_PHASES(phases, prof) ::rh::bricks::Phases phases(prof)
+#define RH_BRICK_NEXT_PHASE_(n, phases, brick, elements, bytes, flops)                         \
+  do {                                                                                         \
+    RH_BRICKS_SITE_(n, nullptr);                                                               \
+    (phases).next(static_cast<::rh::bricks::BrickId>(brick),                                   \
+                  &RH_BRICKS_CONCAT(rh_bricks_site_, n), static_cast<std::uint64_t>(elements), \
+                  static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(flops));       \
+  } while (false)
+#define RH_BRICK_NEXT_PHASE(phases, brick, elements, bytes, flops) \
+  RH_BRICK_NEXT_PHASE_(__COUNTER__, phases, brick, elements, bytes, flops)
+#define RH_BRICK_END_PHASES(phases) (phases).end()
 
 #else
 
@@ -122,5 +165,9 @@ class Scope {
 #define RH_BRICK_SCOPE_NAMED(prof, name, category, elements, bytes, flops)                   \
   RH_BRICKS_DISCARD_((void)(prof), (void)(name), (void)(category), (void)(elements), \
                      (void)(bytes), (void)(flops))
+#define RH_BRICK_PHASES(phases, prof) RH_BRICKS_DISCARD_((void)(prof))
+#define RH_BRICK_NEXT_PHASE(phases, brick, elements, bytes, flops) \
+  RH_BRICKS_DISCARD_((void)(brick), (void)(elements), (void)(bytes), (void)(flops))
+#define RH_BRICK_END_PHASES(phases) static_cast<void>(0)
 
 #endif
