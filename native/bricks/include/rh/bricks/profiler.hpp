@@ -191,6 +191,8 @@ class Profiler {
   void resolve_pending(detail::ThreadState& ts);
   void flush_locked();
   void stop_async(detail::OpenScope& s) noexcept;
+  // The end of a scope at a CPU reading already taken.
+  void stop_cpu_at(detail::OpenScope& s, std::uint64_t now) noexcept;
   // The asynchronous end of a scope at a mark already taken.
   void stop_async_at(detail::OpenScope& s, ClockSource::Token stop) noexcept;
   // Refills `s` for the next phase at the same depth, started at `start`.
@@ -262,10 +264,20 @@ inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite*
 
 inline void Profiler::stop(detail::OpenScope& s) noexcept {
   if (clock_) return stop_async(s);
-  const std::uint64_t dt = cpu_.ticks() - s.start;
+  stop_cpu_at(s, cpu_.ticks());
+#if RH_BRICKS_NVTX
+  if (options_.nvtx) detail::nvtx_pop();
+#endif
+}
+
+inline void Profiler::stop_cpu_at(detail::OpenScope& s, std::uint64_t now) noexcept {
   detail::ThreadState& ts = *s.ts;
   --ts.depth;
-  commit(ts, s, cpu_.to_ns(s.start - epoch_ticks_), cpu_.to_ns(dt), cpu_.to_cycles(dt));
+  // Both ends converted from the timeline, not start + converted duration: a phase chained at
+  // `now` then starts exactly where this one ends, whatever the rounding.
+  const std::int64_t start_ns = cpu_.to_ns(s.start - epoch_ticks_);
+  const std::int64_t end_ns = cpu_.to_ns(now - epoch_ticks_);
+  commit(ts, s, start_ns, end_ns - start_ns, cpu_.to_cycles(now - s.start));
 #if RH_BRICKS_NVTX
   if (options_.nvtx) detail::nvtx_pop();
 #endif
@@ -303,13 +315,7 @@ inline void Profiler::chain(detail::OpenScope& s, BrickId brick, const CallSite*
     return;
   }
   const std::uint64_t now = cpu_.ticks();
-  const std::uint64_t dt = now - s.start;
-  detail::ThreadState& ts = *s.ts;
-  --ts.depth;
-  commit(ts, s, cpu_.to_ns(s.start - epoch_ticks_), cpu_.to_ns(dt), cpu_.to_cycles(dt));
-#if RH_BRICKS_NVTX
-  if (options_.nvtx) detail::nvtx_pop();
-#endif
+  stop_cpu_at(s, now);
   reopen(s, brick, site, elements, bytes, flops, now);
 }
 
