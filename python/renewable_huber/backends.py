@@ -41,6 +41,19 @@ class ReferenceEngine:
         return update(state, X, y, w, config)
 
 
+def native_state(state: State, dtype: np.dtype) -> dict[str, Any]:
+    """A host state as the native CPU binding takes it: C-contiguous arrays of ``dtype``."""
+    return {
+        "coef": np.ascontiguousarray(state.coef, dtype=dtype),
+        "information": np.ascontiguousarray(state.information, dtype=dtype),
+        "n_samples_seen": int(state.n_samples_seen),
+        "effective_weight": float(state.effective_weight),
+        "batch_count": int(state.batch_count),
+        "previous_lambda": float(state.previous_lambda),
+        "scale": float(state.scale),
+    }
+
+
 class NativeCpuEngine:
     """The C++ engine of renewable-huber-native-cpu.
 
@@ -63,25 +76,6 @@ class NativeCpuEngine:
         d = X.shape[1] + int(config.fit_intercept)
         if state is None or state.batch_count == 0:
             state = State.empty(d, X.dtype)
-        native_state = {
-            "coef": np.ascontiguousarray(state.coef, dtype=X.dtype),
-            "information": np.ascontiguousarray(state.information, dtype=X.dtype),
-            "n_samples_seen": int(state.n_samples_seen),
-            "effective_weight": float(state.effective_weight),
-            "batch_count": int(state.batch_count),
-            "previous_lambda": float(state.previous_lambda),
-            "scale": float(state.scale),
-        }
-        native_config = {
-            "fit_intercept": bool(config.fit_intercept),
-            "epsilon": float(config.epsilon),
-            "tau": None if config.tau is None else float(config.tau),
-            "alpha": float(config.alpha),
-            "ridge": float(config.ridge),
-            "max_iter": int(config.max_iter),
-            "tol": config.resolved_tol(X.dtype),
-            "l1_solver": config.l1_solver,
-        }
         active = _prof.ACTIVE
         profiler = None if active is None else active.native
         if profiler is not self._attached:
@@ -89,7 +83,8 @@ class NativeCpuEngine:
             self._engine.set_profiler(profiler)
             self._attached = profiler
         try:
-            out, diag = self._engine.update(native_state, X, y, w, native_config)
+            out, diag = self._engine.update(native_state(state, X.dtype), X, y, w,
+                                            config.native_dict(X.dtype))
         except self._numerical_error as exc:
             raise NumericalError(str(exc)) from exc
         return State(**out), Diagnostics.from_dict(diag)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import require_module
-from renewable_huber.core import Config, State
+from renewable_huber.backends import native_state
+from renewable_huber.core import State
 
 native = require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
 
@@ -16,28 +17,8 @@ def empty_state(d: int, dtype) -> dict:
 
 
 def state_dict(state: State) -> dict:
-    return {
-        "coef": np.ascontiguousarray(state.coef),
-        "information": np.ascontiguousarray(state.information),
-        "n_samples_seen": int(state.n_samples_seen),
-        "effective_weight": float(state.effective_weight),
-        "batch_count": int(state.batch_count),
-        "previous_lambda": float(state.previous_lambda),
-        "scale": float(state.scale),
-    }
-
-
-def config_dict(config: Config, dtype) -> dict:
-    return {
-        "fit_intercept": bool(config.fit_intercept),
-        "epsilon": float(config.epsilon),
-        "tau": None if config.tau is None else float(config.tau),
-        "alpha": float(config.alpha),
-        "ridge": float(config.ridge),
-        "max_iter": int(config.max_iter),
-        "tol": config.resolved_tol(np.dtype(dtype)),
-        "l1_solver": config.l1_solver,
-    }
+    """The binding's state dict, in the state's own dtype."""
+    return native_state(state, state.coef.dtype)
 
 
 def batch(seed: int, n: int, p: int, dtype=np.float64):

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from native_cpu_support import batch, config_dict, empty_state, native
+from native_cpu_support import batch, empty_state, native
 
 from renewable_huber.core import Config
 
@@ -17,7 +17,7 @@ F32 = np.float32
 
 
 def run(engine, state, X, y, w, config=None):
-    return engine.update(state, X, y, w, config_dict(config or Config(), X.dtype))
+    return engine.update(state, X, y, w, (config or Config()).native_dict(X.dtype))
 
 
 def test_module_metadata():
@@ -97,7 +97,7 @@ def test_input_errors_are_value_errors_in_the_callers_terms():
     with pytest.raises(ValueError, match="sample_weight sums to 0"):
         run(engine, empty_state(3, F64), X, y, np.zeros_like(w))
     with pytest.raises(ValueError, match="config is missing the key 'ridge'"):
-        config = config_dict(Config(), F64)
+        config = Config().native_dict(F64)
         del config["ridge"]
         native.Engine().update(empty_state(3, F64), X, y, w, config)
     state = empty_state(3, F64)

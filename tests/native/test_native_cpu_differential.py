@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from native_cpu_support import config_dict, native, state_dict
+from native_cpu_support import native, state_dict
 
 from renewable_huber.core import Config, State, update
 
@@ -109,7 +109,7 @@ def test_two_batch_stream_matches_the_reference(
         ref_state, ref_diag = update(ref_state, X, y, w, config)
         if native_state is None:
             native_state = state_dict(State.empty(p + fit_intercept, dtype))
-        native_state, native_diag = engine.update(native_state, X, y, w, config_dict(config, dtype))
+        native_state, native_diag = engine.update(native_state, X, y, w, config.native_dict(dtype))
         assert_same_update(native_state, native_diag, ref_state, ref_diag, dtype, duplicated)
         # Continue both streams from the reference state, so one batch's rounding does not
         # compound into the next comparison.
@@ -123,7 +123,7 @@ def test_rank_deficient_designs_take_the_svd_rung_like_the_reference(seed, dtype
     config = Config()
     ref_state, ref_diag = update(None, X, y, w, config)
     out, diag = native.Engine().update(
-        state_dict(State.empty(5, dtype)), X, y, w, config_dict(config, dtype)
+        state_dict(State.empty(5, dtype)), X, y, w, config.native_dict(dtype)
     )
     assert diag["solver"] == ref_diag.solver == "svd"
     assert_same_update(out, diag, ref_state, ref_diag, dtype, duplicated=(0, 3))
@@ -140,7 +140,7 @@ def test_a_long_stream_stays_within_tolerance_without_resetting():
         )
         ref_state, ref_diag = update(ref_state, X, y, w, config)
         native_state, native_diag = engine.update(
-            native_state, X, y, w, config_dict(config, np.float64)
+            native_state, X, y, w, config.native_dict(np.float64)
         )
         assert_same_update(native_state, native_diag, ref_state, ref_diag, np.float64)
 
@@ -155,6 +155,6 @@ def test_many_row_blocks_match_the_reference():
         config = Config(alpha=alpha)
         ref_state, ref_diag = update(None, X, y, w, config)
         out, diag = native.Engine(threads=4).update(
-            state_dict(State.empty(9, dtype)), X, y, w, config_dict(config, dtype)
+            state_dict(State.empty(9, dtype)), X, y, w, config.native_dict(dtype)
         )
         assert_same_update(out, diag, ref_state, ref_diag, dtype)

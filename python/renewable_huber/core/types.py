@@ -66,6 +66,19 @@ class Config:
     def resolved_tol(self, dtype: np.dtype) -> float:
         return default_tol(dtype) if self.tol is None else float(self.tol)
 
+    def native_dict(self, dtype: np.dtype) -> dict:
+        """The config as the native bindings take it, the tolerance resolved for ``dtype``."""
+        return {
+            "fit_intercept": bool(self.fit_intercept),
+            "epsilon": float(self.epsilon),
+            "tau": None if self.tau is None else float(self.tau),
+            "alpha": float(self.alpha),
+            "ridge": float(self.ridge),
+            "max_iter": int(self.max_iter),
+            "tol": self.resolved_tol(np.dtype(dtype)),
+            "l1_solver": self.l1_solver,
+        }
+
 
 @dataclass(frozen=True)
 class State:

@@ -227,12 +227,4 @@ class CudaEngine:
                 f"l1_solver={config.l1_solver!r} is an opt-in variant of the native CPU engine "
                 "(backend='native_cpu'); the CUDA engine solves L1 batches with the contract's "
                 "LAMM (l1_solver='lamm')")
-        return {
-            "fit_intercept": bool(config.fit_intercept),
-            "epsilon": float(config.epsilon),
-            "tau": None if config.tau is None else float(config.tau),
-            "alpha": float(config.alpha),
-            "ridge": float(config.ridge),
-            "max_iter": int(config.max_iter),
-            "tol": config.resolved_tol(dtype),
-        }
+        return config.native_dict(dtype)
