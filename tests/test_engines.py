@@ -11,13 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from helpers import make_problem, require_module
 from renewable_huber import RenewableHuberRegressor
 from renewable_huber.backends import make_engine
-from renewable_huber.golden import (
-    case_batches,
-    case_config,
-    compare_batch,
-    predict,
-    state_record,
-)
+from renewable_huber.golden import case_config, compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = json.loads((ROOT / "tests" / "golden" / "native_core_v1.json").read_text())
@@ -35,12 +29,8 @@ def native_cpu():
 def test_native_cpu_meets_golden(native_cpu, case, l1_solver):
     # prox_newton, the opt-in L1 solver, must meet the contract on the corpus (method.md).
     config = dataclasses.replace(case_config(case), l1_solver=l1_solver)
-    probe = np.asarray(case["probe"], dtype=case["dtype"])
-    state = None
-    for k, ((X, y, w), want) in enumerate(zip(case_batches(case), case["batches"], strict=True)):
-        state, diag = native_cpu.update(state, X, y, w, config)
-        got = {"state": state_record(state), "diagnostics": diag.as_dict(),
-               "predictions": predict(state, probe, config.fit_intercept).tolist()}
+    records = replay_case(case, native_cpu.update, config)
+    for k, (got, want) in enumerate(zip(records, case["batches"], strict=True)):
         rung_matters = case["name"] == "rank_deficient"
         problems = compare_batch(got, want, case["dtype"], check_rung=rung_matters)
         assert not problems, f"batch {k + 1}: {problems}"

@@ -6,13 +6,7 @@ from pathlib import Path
 import pytest
 
 from renewable_huber.core import update
-from renewable_huber.golden import (
-    case_batches,
-    case_config,
-    compare_batch,
-    predict,
-    state_record,
-)
+from renewable_huber.golden import compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = json.loads((ROOT / "tests" / "golden" / "native_core_v1.json").read_text())
@@ -56,19 +50,8 @@ def test_generator_check_fails_on_a_changed_number(tmp_path):
     assert out.returncode == 1 and "differs" in out.stderr
 
 
-def replay(case, engine):
-    config = case_config(case)
-    probe = __import__("numpy").asarray(case["probe"], dtype=case["dtype"])
-    state, records = None, []
-    for X, y, w in case_batches(case):
-        state, diag = engine(state, X, y, w, config)
-        records.append({"state": state_record(state), "diagnostics": diag.as_dict(),
-                        "predictions": predict(state, probe, config.fit_intercept).tolist()})
-    return records
-
-
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])
 def test_reference_meets_golden(case):
-    for k, (got, want) in enumerate(zip(replay(case, update), case["batches"], strict=True)):
+    for k, (got, want) in enumerate(zip(replay_case(case, update), case["batches"], strict=True)):
         problems = compare_batch(got, want, case["dtype"], check_rung=True)
         assert not problems, f"batch {k + 1}: {problems}"

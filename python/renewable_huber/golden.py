@@ -153,6 +153,22 @@ def case_config(case: dict[str, Any]) -> Config:
     return Config(**case["config"])
 
 
+def replay_case(case: dict[str, Any], engine: Callable, config: Config | None = None,
+                to_device: Callable = lambda a: a) -> list[dict[str, Any]]:
+    """An engine's records for a case's recorded batches, laid out as the corpus's (state,
+    diagnostics, predictions at the probe), for :func:`compare_batch`. ``engine`` is called as
+    ``update`` is; ``config`` defaults to the case's; ``to_device`` moves each input array."""
+    config = case_config(case) if config is None else config
+    probe = np.asarray(case["probe"], dtype=case["dtype"])
+    state, records = None, []
+    for batch in case_batches(case):
+        inputs = (None if a is None else to_device(a) for a in batch)
+        state, diag = engine(state, *inputs, config)
+        records.append({"state": state_record(state), "diagnostics": diag.as_dict(),
+                        "predictions": predict(state, probe, config.fit_intercept).tolist()})
+    return records
+
+
 def _close(a: Any, b: Any, rtol: float) -> bool:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= rtol * np.maximum(1.0, np.abs(b))))

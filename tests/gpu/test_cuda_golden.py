@@ -10,31 +10,19 @@ import numpy as np
 import pytest
 
 from renewable_huber import RenewableHuberRegressor
-from renewable_huber.golden import case_batches, case_config, compare_batch, predict, state_record
+from renewable_huber.golden import case_batches, compare_batch, replay_case
 
 CORPUS = json.loads((Path(__file__).resolve().parents[1] / "golden" /
                      "native_core_v1.json").read_text())
-
-
-def replay(case, engine, to_device=lambda a: a):
-    config = case_config(case)
-    probe = np.asarray(case["probe"], dtype=case["dtype"])
-    state, records = None, []
-    for batch in case_batches(case):
-        inputs = (None if a is None else to_device(a) for a in batch)
-        state, diag = engine.update(state, *inputs, config)
-        records.append({"state": state_record(state), "diagnostics": diag.as_dict(),
-                        "predictions": predict(state, probe, config.fit_intercept).tolist()})
-    return records
 
 
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])
 @pytest.mark.parametrize("feed", ["host", "cupy"])
 def test_cuda_meets_golden(case, feed, engine):
     if feed == "cupy":
-        records = replay(case, engine, pytest.importorskip("cupy").asarray)
+        records = replay_case(case, engine.update, to_device=pytest.importorskip("cupy").asarray)
     else:
-        records = replay(case, engine)
+        records = replay_case(case, engine.update)
     for k, (got, want) in enumerate(zip(records, case["batches"], strict=True)):
         problems = compare_batch(got, want, case["dtype"],
                                  check_rung=case["name"] == "rank_deficient")
