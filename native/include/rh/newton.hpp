@@ -15,6 +15,54 @@ namespace rh {
 inline constexpr double armijo_slope_fraction = 1e-4;
 inline constexpr int max_armijo_halvings = 30;
 
+namespace detail {
+
+// full = beta + step. A full step already below the tolerance changes Q by less than its
+// rounding, so Armijo would compare noise (and could refuse every halving at the optimum): such
+// a step is taken without a search (beta = full) and the solve has converged (true).
+template <SolverOps O>
+bool take_negligible_step(O& ops, typename O::Vector& beta, const typename O::Vector& step,
+                          typename O::Vector& full, double tol) {
+  ops.copy(beta, full);
+  ops.axpy(1.0, step, full);
+  if (ops.norm_inf(step) > tol * std::max(1.0, ops.norm_inf(full))) return false;
+  ops.copy(full, beta);
+  return true;
+}
+
+// Readies the line search along `step`: projects it and, where the engine can, evaluates the
+// full step's point `full` in the same pass (it is usually taken).
+template <SolverOps O>
+void project_for_search(O& ops, const typename O::Vector& step, const typename O::Vector& full) {
+  if constexpr (FusedTrialOps<O>) {
+    ops.project_and_prepare(step, full);
+  } else {
+    ops.project(step);
+  }
+}
+
+// Armijo backtracking from t = 1: halves t until change(t) <= 1e-4 t slope, at most
+// max_armijo_halvings times, adding the halvings made to `halvings`. Returns the accepted t, or 0
+// when none is accepted.
+template <class Change>
+double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
+  double t = 1.0;
+  for (int k = 0;; ++k) {
+    // <=, not <: a step that changes nothing in floating point is accepted.
+    if (change(t) <= armijo_slope_fraction * t * slope) {
+      halvings += k;
+      return t;
+    }
+    if (k == max_armijo_halvings) {
+      halvings += k;
+      return 0.0;
+    }
+    t *= 0.5;
+  }
+}
+
+}  // namespace detail
+
 // Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau.
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
@@ -33,34 +81,15 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     ops.scale(-1.0, rhs);
     result.solver = solve_ladder(ops, rhs, step);
 
-    // A full step already below the tolerance changes Q by less than its rounding, so Armijo
-    // would compare noise (and could refuse every halving at the optimum): take it and stop.
-    ops.copy(beta, full);
-    ops.axpy(1.0, step, full);
-    if (ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full))) {
-      ops.copy(full, beta);
+    if (detail::take_negligible_step(ops, beta, step, full, tol)) {
       result.converged = true;
       return result;
     }
-
-    if constexpr (FusedTrialOps<O>) {
-      ops.project_and_prepare(step, full);  // the full step is usually taken: evaluate it now
-    } else {
-      ops.project(step);
-    }
-    const double slope = ops.dot(gradient, step);
-    double t = 1.0;
-    int halvings = 0;
-    // <=, not <: a step that changes nothing in floating point is accepted.
-    while (!(ops.objective_change(step, t) <= armijo_slope_fraction * t * slope)) {
-      if (halvings == max_armijo_halvings) {
-        result.halvings += halvings;
-        return result;  // no acceptable step: keep beta, not converged
-      }
-      t *= 0.5;
-      ++halvings;
-    }
-    result.halvings += halvings;
+    detail::project_for_search(ops, step, full);
+    const double t = detail::armijo_step(
+        [&](double s) { return ops.objective_change(step, s); }, ops.dot(gradient, step),
+        result.halvings);
+    if (t == 0.0) return result;  // no acceptable step: keep beta, not converged
     ops.axpy(t, step, beta);
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {
       result.converged = true;

@@ -49,10 +49,7 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
     if (!ops.solve_l1_model(gradient, beta, strength, model_tolerance_share * tol, step)) {
       return continue_with_lamm();
     }
-    ops.copy(beta, full);
-    ops.axpy(1.0, step, full);
-    if (ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full))) {
-      ops.copy(full, beta);  // as Newton: a step below the tolerance is taken without a search
+    if (detail::take_negligible_step(ops, beta, step, full, tol)) {
       result.converged = true;
       return result;
     }
@@ -60,28 +57,16 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
     const double decrease = ops.dot(gradient, step) + strength * (ops.l1_norm(full) - l1_now);
     if (!(decrease < 0.0)) return continue_with_lamm();
 
-    if constexpr (FusedTrialOps<O>) {
-      ops.project_and_prepare(step, full);  // the full step is usually taken: evaluate it now
-    } else {
-      ops.project(step);
-    }
-    double t = 1.0;
-    int halvings = 0;
-    for (;;) {
-      ops.copy(beta, trial);
-      ops.axpy(t, step, trial);
-      const double change =
-          ops.objective_change(step, t) + strength * (ops.l1_norm(trial) - l1_now);
-      if (change <= armijo_slope_fraction * t * decrease) break;
-      if (halvings == max_armijo_halvings) {
-        result.halvings += halvings;
-        return result;  // no acceptable step: keep beta, not converged
-      }
-      t *= 0.5;
-      ++halvings;
-    }
-    result.halvings += halvings;
-    ops.copy(trial, beta);
+    detail::project_for_search(ops, step, full);
+    const double t = detail::armijo_step(
+        [&](double s) {
+          ops.copy(beta, trial);
+          ops.axpy(s, step, trial);
+          return ops.objective_change(step, s) + strength * (ops.l1_norm(trial) - l1_now);
+        },
+        decrease, result.halvings);
+    if (t == 0.0) return result;  // no acceptable step: keep beta, not converged
+    ops.copy(trial, beta);  // beta + t step, as the accepted trial formed it
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {
       result.converged = true;
       return result;
