@@ -11,7 +11,7 @@
 #include "batch_ops.hpp"
 #include "rh/bricks/profiler.hpp"
 #include "rh/bricks/scope.hpp"
-#include "rh/engine_bricks.hpp"
+#include "rh/engine_profiling.hpp"
 #include "rh/update.hpp"
 #include "rh/validation.hpp"
 
@@ -40,42 +40,6 @@ struct Engine::Impl {
 };
 
 namespace {
-
-// The scopes of an engine without a profiler point here: its mode is off, so each scope is one
-// predictable branch and nothing is recorded.
-rh::bricks::Options off_options() {
-  rh::bricks::Options options;
-  options.sync_mode = rh::bricks::SyncMode::off;
-  options.track_page_faults = false;
-  return options;
-}
-
-rh::bricks::Profiler& off_profiler() {
-  static rh::bricks::Profiler off(rh::engine_brick_table(), off_options());
-  return off;
-}
-
-// begin_batch() now, end_batch() however the update leaves (a validation error too), with the
-// batch's iteration count as the solver reported it.
-class BatchScope {
- public:
-  BatchScope(rh::bricks::Profiler& prof, std::size_t rows) : prof_(prof), on_(prof.recording()) {
-    if (on_) prof_.begin_batch(rows);
-  }
-  ~BatchScope() {
-    if (!on_) return;
-    if (iterations_ > 0) prof_.set_iteration(static_cast<std::uint32_t>(iterations_ - 1));
-    prof_.end_batch();
-  }
-  BatchScope(const BatchScope&) = delete;
-  BatchScope& operator=(const BatchScope&) = delete;
-  void set_iterations(std::int64_t n) { iterations_ = n; }
-
- private:
-  rh::bricks::Profiler& prof_;
-  bool on_;
-  std::int64_t iterations_ = 0;
-};
 
 std::size_t resolve_threads(std::size_t requested) {
   if (requested > 0) return requested;
@@ -113,8 +77,8 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                                                 std::span<const T> sample_weight,
                                                 const Config& config) {
   std::lock_guard lock(impl_->mutex);
-  rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_profiler();
-  BatchScope batch(prof, X.rows);
+  rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_engine_profiler();
+  EngineBatchScope batch(prof, X.rows);
   {
     RH_BRICK_SCOPE(prof, EngineBrick::validate, X.rows * X.cols, (X.rows * X.cols + 2 * X.rows) * sizeof(T), 0);
     validate_update(state, X, y, sample_weight, config);

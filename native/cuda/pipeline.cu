@@ -11,6 +11,7 @@
 #include "nvtx.hpp"
 #include "objective.hpp"
 #include "profiling.hpp"
+#include "rh/engine_profiling.hpp"
 #include "rh/update.hpp"
 
 namespace rh::cuda {
@@ -27,32 +28,6 @@ class QuietSynchronize {
 
  private:
   cudaStream_t stream_;
-};
-
-// begin_batch() now, end_batch() however the update leaves (a validation error too), with the
-// batch's iteration count as the solver reported it. In RH_CUDA_PROFILE_PER_BATCH end_batch()
-// reads the batch's CUDA events, once.
-class BatchScope {
- public:
-  BatchScope(rh::bricks::Profiler& prof, std::size_t rows) : prof_(prof), on_(prof.recording()) {
-    if (on_) prof_.begin_batch(rows);
-  }
-  ~BatchScope() {
-    if (!on_) return;
-    try {
-      if (iterations_ > 0) prof_.set_iteration(static_cast<std::uint32_t>(iterations_ - 1));
-      prof_.end_batch();
-    } catch (...) {  // a failed read of the events loses this batch's timing, not the update
-    }
-  }
-  BatchScope(const BatchScope&) = delete;
-  BatchScope& operator=(const BatchScope&) = delete;
-  void set_iterations(std::int64_t n) { iterations_ = n; }
-
- private:
-  rh::bricks::Profiler& prof_;
-  bool on_;
-  std::int64_t iterations_ = 0;
 };
 
 void check_state_dtype(const DeviceState& state, const rh_cuda_array& X) {
@@ -162,7 +137,7 @@ Diagnostics update(EngineCore& core, const DeviceState& previous, const rh_cuda_
   QuietSynchronize settle(core.stream());
   RH_NVTX_RANGE("rh.cuda.update");
   rh::bricks::Profiler& prof = core.profiler();
-  BatchScope batch(prof, X.rows > 0 ? static_cast<std::size_t>(X.rows) : 0);
+  EngineBatchScope batch(prof, X.rows > 0 ? static_cast<std::size_t>(X.rows) : 0);
   {
     // The descriptors only: the values are checked while they are staged.
     RH_CUDA_BRICK(prof, validate, 3, 3 * sizeof(rh_cuda_array), 0);

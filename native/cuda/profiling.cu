@@ -8,23 +8,10 @@
 #include "cuda_event_clock.hpp"
 #include "engine_internal.hpp"
 #include "rh/bricks/profiler.hpp"
-#include "rh/engine_bricks.hpp"
+#include "rh/engine_profiling.hpp"
 
 namespace rh::cuda {
 namespace {
-
-rh::bricks::Options off_options() {
-  rh::bricks::Options options;
-  options.sync_mode = rh::bricks::SyncMode::off;
-  options.track_page_faults = false;
-  return options;
-}
-
-// The scopes of an engine that is not profiling point here: off, so each is one branch.
-rh::bricks::Profiler& off_profiler() {
-  static rh::bricks::Profiler off(rh::engine_brick_table(), off_options());
-  return off;
-}
 
 rh::bricks::SyncMode sync_mode_of(std::int32_t mode) {
   switch (mode) {
@@ -44,7 +31,7 @@ constexpr std::size_t trace_capacity = std::size_t{1} << 16;
 }  // namespace
 
 rh::bricks::Profiler& EngineCore::profiler() noexcept {
-  return profiling_ ? *profiler_ : off_profiler();
+  return profiling_ ? *profiler_ : off_engine_profiler();
 }
 
 void EngineCore::set_profiling(std::int32_t mode) {
