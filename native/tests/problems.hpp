@@ -2,6 +2,8 @@
 // Synthetic batches and a naive float64 evaluation of the batch objective's gradient, written
 // independently of the engine so the tests check the engine against the mathematics.
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -74,6 +76,22 @@ std::vector<double> smooth_gradient(const State<T>& previous, const Batch<T>& ba
     if (slope) g[j] -= history * sign;
   }
   return g;
+}
+
+// 0 in grad f + level * d||beta_S||_1 (level = weight_total * lambda; the intercept last and
+// unpenalized), up to tolerance: the optimality of an L1-penalized solution, whichever solver.
+inline void expect_subgradient_conditions(const std::vector<double>& g,
+                                          const std::vector<double>& coef, double level,
+                                          double tolerance) {
+  const std::size_t slopes = coef.size() - 1;
+  for (std::size_t j = 0; j < slopes; ++j) {
+    if (coef[j] != 0.0) {
+      EXPECT_NEAR(g[j] + level * (coef[j] > 0 ? 1.0 : -1.0), 0.0, tolerance) << "slope " << j;
+    } else {
+      EXPECT_LE(std::fabs(g[j]), level + tolerance) << "slope " << j;
+    }
+  }
+  EXPECT_NEAR(g[slopes], 0.0, tolerance) << "the intercept is not penalized";
 }
 
 inline double max_abs(std::span<const double> v) {

@@ -8,20 +8,6 @@
 
 namespace {
 
-// 0 in grad f + weight_total * lambda * d||beta_S||_1, up to tolerance.
-void expect_subgradient_conditions(const std::vector<double>& g, const std::vector<double>& coef,
-                                   double level, double tolerance) {
-  const std::size_t slopes = coef.size() - 1;
-  for (std::size_t j = 0; j < slopes; ++j) {
-    if (coef[j] != 0.0) {
-      EXPECT_NEAR(g[j] + level * (coef[j] > 0 ? 1.0 : -1.0), 0.0, tolerance) << "slope " << j;
-    } else {
-      EXPECT_LE(std::fabs(g[j]), level + tolerance) << "slope " << j;
-    }
-  }
-  EXPECT_NEAR(g[slopes], 0.0, tolerance) << "the intercept is not penalized";
-}
-
 TEST(Lamm, TwoBatchesMeetTheSubgradientConditions) {
   rh::cpu::Engine engine;
   rh::Config config;
@@ -39,7 +25,7 @@ TEST(Lamm, TwoBatchesMeetTheSubgradientConditions) {
     const auto g = rh::test::smooth_gradient(state, batch, std::span<const double>(next.coef),
                                              diag.bandwidth, true);
     const double level = (state.effective_weight + 400.0) * config.alpha;
-    expect_subgradient_conditions(g, next.coef, level, 1e-6 * level);
+    rh::test::expect_subgradient_conditions(g, next.coef, level, 1e-6 * level);
     EXPECT_EQ(next.previous_lambda, 0.05);
     state = std::move(next);
   }

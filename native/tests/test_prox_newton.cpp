@@ -38,15 +38,7 @@ TEST(ProxNewton, MeetsTheSubgradientConditionsAndAgreesWithLamm) {
                                              std::span<const double>(newton_next.coef),
                                              newton_diag.bandwidth, true);
     const double level = (newton_state.effective_weight + 500.0) * 0.05;
-    for (std::size_t j = 0; j < 6; ++j) {
-      const double c = newton_next.coef[j];
-      if (c != 0.0) {
-        EXPECT_NEAR(g[j] + level * (c > 0 ? 1.0 : -1.0), 0.0, 1e-6 * level) << "slope " << j;
-      } else {
-        EXPECT_LE(std::fabs(g[j]), level * (1 + 1e-6)) << "slope " << j;
-      }
-    }
-    EXPECT_NEAR(g[6], 0.0, 1e-6 * level) << "the intercept is not penalized";
+    rh::test::expect_subgradient_conditions(g, newton_next.coef, level, 1e-6 * level);
     for (std::size_t j = 0; j < 7; ++j) {
       EXPECT_NEAR(newton_next.coef[j], lamm_next.coef[j], 1e-7 * std::max(1.0, std::fabs(lamm_next.coef[j])))
           << "coefficient " << j;
