@@ -51,7 +51,9 @@ def test_report_rows_for_every_brick_that_ran(profiled):
     assert [row.total_ns for row in report] == sorted((r.total_ns for r in report), reverse=True)
     gram = report["gram"]
     assert gram.calls > 0 and gram.total_ns > 0 and gram.gflop_per_s > 0 and gram.gb_per_s > 0
-    assert report["validate"].calls == 3 and report["predict"].calls == 1
+    # Once per batch (native_cpu: the checks before the update, then X's values in its first
+    # pass over X, one record per chunk).
+    assert report["validate"].calls >= 3 and report["predict"].calls == 1
     assert report.metadata["batches"] == 3
     text = str(report)
     assert text.splitlines()[1].split()[:5] == ["brick", "category", "calls", "total", "share"]
@@ -119,10 +121,11 @@ def test_lamm_runs_prox():
 def test_estimator_profile_parameter():
     est = _stream("native_cpu", profile=True)
     report = est.profile_.report()
-    assert report["validate"].calls == 3 and report["predict"].calls == 1
+    assert report.metadata["batches"] == 3 and report["predict"].calls == 1
     assert _hooks.ACTIVE is None  # deactivated after every call
     est.fit(*make_contaminated_stream(2_000, 8, batch_size=2_000, seed=4).batch(0))
-    assert est.profile_.report()["validate"].calls == 1  # fit starts a new profile
+    refit = est.profile_.report()
+    assert refit.metadata["batches"] == 1 and "predict" not in refit  # fit starts a new profile
     assert "profile" in est.get_params() and not rh.RenewableHuberRegressor().profile
     with pytest.raises(ValueError, match="profile"):
         rh.RenewableHuberRegressor(profile="yes").fit(np.ones((3, 1)), np.ones(3))

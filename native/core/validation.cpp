@@ -1,10 +1,7 @@
 #include "rh/validation.hpp"
 
-#include <bit>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
-#include <type_traits>
 #include <sstream>
 #include <string>
 
@@ -39,38 +36,10 @@ void require_finite_vector(const char* name, std::span<const T> values) {
   }
 }
 
-// Whether any of n values is NaN or infinite: an all-ones exponent, tested on the bits with an
-// OR reduction and no early exit, so the compiler vectorizes the scan of a whole batch.
 template <class T>
-bool any_non_finite(const T* values, std::size_t n) {
-  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-  constexpr Bits exponent = [] {
-    if constexpr (sizeof(T) == 8) {
-      return std::uint64_t{0x7ff0000000000000};
-    } else {
-      return std::uint32_t{0x7f800000};
-    }
-  }();
-  Bits found = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    found |= static_cast<Bits>((std::bit_cast<Bits>(values[i]) & exponent) == exponent);
-  }
-  return found != 0;
-}
-
-template <class T>
-void validate_design(MatrixView<T> X) {
+void validate_design_shape(MatrixView<T> X) {
   if (X.rows == 0) fail("X has 0 rows; a batch needs at least 1 sample");
   if (X.cols == 0) fail("X has 0 features; at least 1 is required");
-  if (!any_non_finite(X.data, X.rows * X.cols)) return;
-  for (std::size_t i = 0; i < X.rows; ++i) {  // locate the first one for the message
-    const T* row = X.row(i);
-    for (std::size_t j = 0; j < X.cols; ++j) {
-      if (!std::isfinite(row[j])) {
-        fail("X contains a non-finite value at row ", i, ", column ", j);
-      }
-    }
-  }
 }
 
 template <class T>
@@ -127,20 +96,44 @@ void validate_config(const Config& config) {
 }
 
 template <std::floating_point T>
+void require_finite_design(MatrixView<T> X) {
+  if (!any_non_finite(X.data, X.rows * X.cols)) return;
+  for (std::size_t i = 0; i < X.rows; ++i) {  // locate the first one for the message
+    const T* row = X.row(i);
+    for (std::size_t j = 0; j < X.cols; ++j) {
+      if (!std::isfinite(row[j])) {
+        fail("X contains a non-finite value at row ", i, ", column ", j);
+      }
+    }
+  }
+}
+
+template <std::floating_point T>
 void validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
-                     std::span<const T> sample_weight, const Config& config) {
+                     std::span<const T> sample_weight, const Config& config,
+                     DesignValues design_values) {
   validate_config(config);
-  validate_design(X);
-  if (y.size() != X.rows) fail("y has ", y.size(), " entries, but X has ", X.rows, " rows");
-  require_finite_vector("y", y);
-  validate_weights(sample_weight, X.rows);
-  validate_state(state, X.cols, config.fit_intercept);
+  validate_design_shape(X);
+  if (design_values == DesignValues::checked) require_finite_design(X);
+  try {
+    if (y.size() != X.rows) fail("y has ", y.size(), " entries, but X has ", X.rows, " rows");
+    require_finite_vector("y", y);
+    validate_weights(sample_weight, X.rows);
+    validate_state(state, X.cols, config.fit_intercept);
+  } catch (const InvalidArgument&) {
+    // A deferred scan would have come first: its error, if X has one, is the one reported.
+    if (design_values == DesignValues::deferred) require_finite_design(X);
+    throw;
+  }
 }
 
 template void validate_update<float>(const StateView<float>&, MatrixView<float>,
-                                     std::span<const float>, std::span<const float>, const Config&);
+                                     std::span<const float>, std::span<const float>, const Config&,
+                                     DesignValues);
 template void validate_update<double>(const StateView<double>&, MatrixView<double>,
                                       std::span<const double>, std::span<const double>,
-                                      const Config&);
+                                      const Config&, DesignValues);
+template void require_finite_design<float>(MatrixView<float>);
+template void require_finite_design<double>(MatrixView<double>);
 
 }  // namespace rh

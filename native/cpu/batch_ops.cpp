@@ -1,10 +1,13 @@
 #include "batch_ops.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 
 #include "blas.hpp"
 #include "rh/bricks/scope.hpp"
+#include "rh/validation.hpp"
 #include "row_kernels.hpp"
 
 namespace rh::cpu {
@@ -12,7 +15,7 @@ namespace rh::cpu {
 template <std::floating_point T>
 BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
                       MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
-                      bool fit_intercept, rh::bricks::Profiler& profiler)
+                      bool fit_intercept, rh::bricks::Profiler& profiler, bool scan_design)
     : ws_(workspace),
       pool_(pool),
       prof_(profiler),
@@ -22,6 +25,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       previous_coef_(previous.coef),
       previous_information_(previous.information),
       intercept_(fit_intercept),
+      scan_design_(scan_design),
       features_(X.cols),
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
@@ -101,6 +105,24 @@ void BatchOps<T>::soft_threshold(const Vector& z, double level, Vector& out) con
 // --- per-row passes ----------------------------------------------------------------------------
 
 template <std::floating_point T>
+bool BatchOps<T>::scan_design_rows(std::size_t lo, std::size_t hi) const {
+  const std::size_t values = (hi - lo) * features_;
+  RH_BRICK_SCOPE(prof_, EngineBrick::validate, values, values * sizeof(T), 0);
+  return any_non_finite_rows(X_.row(lo), values);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::finish_design_scan(bool found) {
+  if (found) require_finite_design(X_);  // locates the first one and throws
+  scan_design_ = false;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::require_design_scanned() const {
+  if (scan_design_) throw std::logic_error("BatchOps: a pass read X before its values were scanned");
+}
+
+template <std::floating_point T>
 void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const {
   blas::gemv(false, end - begin, features_, T{1}, X_.row(begin), features_, beta, T{0},
              out + begin);
@@ -110,12 +132,17 @@ void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t en
 
 template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
+  std::atomic<bool> non_finite{false};
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    const std::size_t rows = blocks_.end(b) - blocks_.begin(b);
-    RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_,
-                   (rows * (features_ + 2)) * sizeof(T), 2 * rows * dim_);
-    residual_rows(beta.data(), blocks_.begin(b), blocks_.end(b), out.data());
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
+      const std::size_t rows = hi - lo;
+      RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_,
+                     (rows * (features_ + 2)) * sizeof(T), 2 * rows * dim_);
+      residual_rows(beta.data(), lo, hi, out.data());
+    });
   });
+  finish_design_scan(non_finite.load());
 }
 
 template <std::floating_point T>
@@ -152,18 +179,21 @@ void BatchOps<T>::evaluate_pass(const T* beta, PointRows<T>& point, const T* pro
   // cache, psi, curvature and loss follow, and the score product X^T (w psi) reads the same rows
   // again from cache (as does the projection of a step, if asked), so X crosses the memory bus
   // once per pass.
+  std::atomic<bool> non_finite{false};
   pool_.run(blocks_.count(), [&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
     double loss = 0.0;
     double score_sum = 0.0;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, lo, hi);
       evaluate_rows(beta, lo, hi, point, partial, loss, score_sum);
     });
     point.loss_partials[b] = loss;
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
+  finish_design_scan(non_finite.load());
 }
 
 template <std::floating_point T>
@@ -248,6 +278,7 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
   // order: exactly duplicated columns then give an exactly singular Gram, as in the reference.
   // Rows outside the quadratic zone have zero curvature and add exactly nothing: only the others
   // are scaled, a chunk at a time (the scaled copy is read back from cache), and multiplied.
+  require_design_scanned();
   const std::size_t chunk = std::max(chunk_, 4 * dim_);  // enough rows to amortize C's traffic
   pool_.run(blocks_.count(), [&](std::size_t b) {
     const std::size_t begin = blocks_.begin(b);
@@ -412,6 +443,7 @@ void BatchOps<T>::project_rows(const T* step, std::size_t lo, std::size_t hi) co
 
 template <std::floating_point T>
 void BatchOps<T>::project(const Vector& step) {
+  require_design_scanned();
   pool_.run(blocks_.count(), [&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) { project_rows(step.data(), lo, hi); });
   });
@@ -454,6 +486,7 @@ double BatchOps<T>::objective_change(const Vector& step, double t) {
 
 template <std::floating_point T>
 void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<double> changes) {
+  require_design_scanned();
   const std::size_t count = steps.size();
   pool_.run(blocks_.count(), [&](std::size_t b) {
     double* sums = ws_.scratch_partials.data() + b * count;

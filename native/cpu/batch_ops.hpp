@@ -29,9 +29,13 @@ class BatchOps {
 
   // Views must outlive the object; the workspace must be reserved for this batch. Bricks are
   // timed on `profiler` (an off profiler when nobody profiles: one branch per scope).
+  // scan_design: X's values were validated with rh::DesignValues::deferred, and the first pass
+  // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them, chunk
+  // by chunk just before reading it, throwing X's validation error before anything is computed
+  // from a non-finite value.
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
            std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept,
-           rh::bricks::Profiler& profiler);
+           rh::bricks::Profiler& profiler, bool scan_design = false);
 
   std::size_t dim() const { return dim_; }
   bool intercept() const { return intercept_; }
@@ -79,6 +83,13 @@ class BatchOps {
   // An incremental update is tried only when at most rows / this many curvatures flipped.
   static constexpr std::size_t max_flip_fraction_inverse = 8;
 
+  // The deferred scan of X (scan_design): whether rows [lo, hi) hold a non-finite value (timed
+  // as the validate brick), and the end of the scan after the first pass: throws X's validation
+  // error if one was found.
+  bool scan_design_rows(std::size_t lo, std::size_t hi) const;
+  void finish_design_scan(bool found);
+  // For the passes that never come first: throws std::logic_error if X is still unscanned.
+  void require_design_scanned() const;
   // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick).
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
   // The evaluation at beta of rows [lo, hi) of a block into `point`; adds the rows' score to
@@ -124,6 +135,7 @@ class BatchOps {
   std::span<const T> previous_coef_;
   std::span<const T> previous_information_;
   bool intercept_;
+  bool scan_design_;  // X's values are still to be scanned (rh::DesignValues::deferred)
   std::size_t features_;
   std::size_t dim_;
   RowBlocks blocks_;

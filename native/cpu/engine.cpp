@@ -80,8 +80,9 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_engine_profiler();
   EngineBatchScope batch(prof, X.rows);
   {
-    RH_BRICK_SCOPE(prof, EngineBrick::validate, X.rows * X.cols, (X.rows * X.cols + 2 * X.rows) * sizeof(T), 0);
-    validate_update(state, X, y, sample_weight, config);
+    // X's values are scanned in the first pass over X (BatchOps), which reads them anyway.
+    RH_BRICK_SCOPE(prof, EngineBrick::validate, 2 * X.rows, 2 * X.rows * sizeof(T), 0);
+    validate_update(state, X, y, sample_weight, config, DesignValues::deferred);
   }
   // Before its first batch a state is the empty state, whatever else it holds.
   const State<T> empty = state.batch_count == 0 ? State<T>::empty(state.dim()) : State<T>{};
@@ -97,7 +98,8 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                        2 * d * sizeof(T),
                    0);
     workspace.reserve(d, X.rows, blocks.count());
-    ops.emplace(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof);
+    ops.emplace(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
+                /*scan_design=*/true);
   }
   auto result = renewable_update(*ops, previous, config);
   batch.set_iterations(result.second.n_iter);

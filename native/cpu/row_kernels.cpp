@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "rh/huber.hpp"
+#include "rh/validation.hpp"
 
 // Function multiversioning is a GCC/Clang feature on x86-64; elsewhere one plain build.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -37,6 +38,11 @@ RH_ROW_KERNEL void loss_change_rows(const T* residual, const T* projection, cons
   }
 }
 
+template <std::floating_point T>
+RH_ROW_KERNEL bool any_non_finite_rows(const T* values, std::size_t n) {
+  return any_non_finite(values, n);
+}
+
 template void huber_rows<float>(const float*, const float*, std::size_t, float, float*, float*,
                                 double*);
 template void huber_rows<double>(const double*, const double*, std::size_t, double, double*,
@@ -45,5 +51,7 @@ template void loss_change_rows<float>(const float*, const float*, const float*, 
                                       double, double*);
 template void loss_change_rows<double>(const double*, const double*, const double*, std::size_t,
                                        double, double, double*);
+template bool any_non_finite_rows<float>(const float*, std::size_t);
+template bool any_non_finite_rows<double>(const double*, std::size_t);
 
 }  // namespace rh::cpu

@@ -22,4 +22,9 @@ template <std::floating_point T>
 void loss_change_rows(const T* residual, const T* projection, const T* weight, std::size_t rows,
                       T factor, double tau, double* terms);
 
+// Whether any of n values is NaN or infinite (rh::any_non_finite, vectorized by the AVX2 clone):
+// the deferred scan of X's values, a chunk at a time.
+template <std::floating_point T>
+bool any_non_finite_rows(const T* values, std::size_t n);
+
 }  // namespace rh::cpu

@@ -70,6 +70,54 @@ TEST_F(Validation, Design) {
   EXPECT_THAT(error_message(), HasSubstr("X contains a non-finite value at row 2, column 1"));
 }
 
+TEST_F(Validation, DesignIsReportedBeforeTheErrorsThatFollowIt) {
+  // The engine scans X's values in its first pass over X; the order of the errors stays the
+  // documented one.
+  batch.X[5 * 3 + 2] = nan;
+  y.pop_back();
+  EXPECT_THAT(error_message(), HasSubstr("X contains a non-finite value at row 5, column 2"));
+  y = batch.y;
+  state = rh::State<double>::empty(9);
+  EXPECT_THAT(error_message(), HasSubstr("X contains a non-finite value at row 5, column 2"));
+}
+
+// The scan made in the engine's first pass over X, on every path that can come first: the first
+// batch (its pilot scale), a later batch (the residual scale), a fixed tau (the first evaluation).
+// Many row blocks on two threads; the first non-finite value in row order is the one named, and
+// the state given is left as it was.
+TEST(DeferredDesignScan, NamesTheFirstNonFiniteValueOnEveryFirstPass) {
+  rh::cpu::Engine engine({.threads = 2});
+  const auto first = rh::test::contaminated_batch<double>(61, 20000, 5);
+  rh::Config fixed_tau;
+  fixed_tau.tau = 1.0;
+  const auto [after_first, diag] = engine.update(rh::State<double>::empty(6), first.design(),
+                                                 first.response(), first.weights(), rh::Config{});
+  const std::pair<const rh::State<double>*, rh::Config> paths[] = {
+      {nullptr, rh::Config{}}, {&after_first, rh::Config{}}, {&after_first, fixed_tau}};
+  for (const auto& [given, config] : paths) {
+    auto bad = rh::test::contaminated_batch<double>(62, 20000, 5);
+    bad.X[17000 * 5 + 4] = inf;  // a late block
+    bad.X[9000 * 5 + 1] = nan;   // an earlier one: this is the first
+    const rh::State<double> state = given ? *given : rh::State<double>::empty(6);
+    const rh::State<double> snapshot = state;
+    try {
+      engine.update(state, bad.design(), bad.response(), bad.weights(), config);
+      ADD_FAILURE() << "no rh::InvalidArgument was thrown";
+    } catch (const rh::InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("X contains a non-finite value at row 9000, column 1"));
+    }
+    EXPECT_EQ(state.coef, snapshot.coef);
+    EXPECT_EQ(state.information, snapshot.information);
+    // The engine is as good as new: the clean batch gives what a fresh engine gives.
+    const auto clean = rh::test::contaminated_batch<double>(62, 20000, 5);
+    rh::cpu::Engine fresh({.threads = 2});
+    const auto [a, da] = engine.update(state, clean.design(), clean.response(), clean.weights(), config);
+    const auto [b, db] = fresh.update(state, clean.design(), clean.response(), clean.weights(), config);
+    EXPECT_EQ(a.coef, b.coef);
+    EXPECT_EQ(a.information, b.information);
+  }
+}
+
 TEST_F(Validation, EmptyDesign) {
   batch.rows = 0;
   EXPECT_THAT(error_message(), HasSubstr("X has 0 rows"));

@@ -3,8 +3,12 @@
 // docs/numerics.md, "Validation order"). Each throws rh::InvalidArgument naming the argument
 // the caller passed and what was expected.
 
+#include <bit>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "rh/config.hpp"
 #include "rh/state.hpp"
@@ -16,17 +20,46 @@ namespace rh {
 // finite.
 void validate_config(const Config& config);
 
+// Who scans the values of X for NaN and infinity.
+enum class DesignValues {
+  checked,   // validate_update, before anything reads X
+  deferred,  // the engine, on its first pass over X, chunk by chunk from cache (a whole pass
+             // over the batch saved): it must call require_finite_design on a find, before it
+             // changes anything. validate_update still puts X's error before the later ones.
+};
+
 // The whole update's input in the documented order: parameters, X, y, sample_weight, then the
 // state against the batch.
 template <std::floating_point T>
 void validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
-                     std::span<const T> sample_weight, const Config& config);
+                     std::span<const T> sample_weight, const Config& config,
+                     DesignValues design_values = DesignValues::checked);
+
+// Throws validate_update's error for a non-finite value of X, naming the first one in row order;
+// returns when there is none.
+template <std::floating_point T>
+void require_finite_design(MatrixView<T> X);
+
+// Whether any of n values is NaN or infinite: an all-ones exponent, tested on the bits with an
+// OR reduction and no early exit, so that the scan vectorizes.
+template <std::floating_point T>
+bool any_non_finite(const T* values, std::size_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  constexpr Bits exponent = sizeof(T) == 8 ? Bits(0x7ff0000000000000) : Bits(0x7f800000);
+  Bits found = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    found |= static_cast<Bits>((std::bit_cast<Bits>(values[i]) & exponent) == exponent);
+  }
+  return found != 0;
+}
 
 extern template void validate_update<float>(const StateView<float>&, MatrixView<float>,
                                             std::span<const float>, std::span<const float>,
-                                            const Config&);
+                                            const Config&, DesignValues);
 extern template void validate_update<double>(const StateView<double>&, MatrixView<double>,
                                              std::span<const double>, std::span<const double>,
-                                             const Config&);
+                                             const Config&, DesignValues);
+extern template void require_finite_design<float>(MatrixView<float>);
+extern template void require_finite_design<double>(MatrixView<double>);
 
 }  // namespace rh
