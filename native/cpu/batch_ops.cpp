@@ -174,36 +174,43 @@ void BatchOps<T>::evaluate_rows(const T* beta, std::size_t lo, std::size_t hi,
 }
 
 template <std::floating_point T>
-void BatchOps<T>::evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step) {
+void BatchOps<T>::evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step,
+                                bool with_gram) {
   // One pass over X per block, chunk by chunk: the residual product brings a chunk of rows into
   // cache, psi, curvature and loss follow, and the score product X^T (w psi) reads the same rows
-  // again from cache (as does the projection of a step, if asked), so X crosses the memory bus
-  // once per pass.
+  // again from cache (as do the projection of a step and the Gram's scaled rows, if asked), so
+  // X crosses the memory bus once per pass.
   std::atomic<bool> non_finite{false};
   pool_.run(blocks_.count(), [&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
     double loss = 0.0;
     double score_sum = 0.0;
+    BlockGram gram = block_gram(b);
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, lo, hi);
       evaluate_rows(beta, lo, hi, point, partial, loss, score_sum);
+      if (with_gram) {
+        add_gram_rows(gram, lo, hi, point.weighted_curvature.data(), EngineBrick::gram);
+      }
     });
+    if (with_gram) finish_block_gram(gram, EngineBrick::gram);
     point.loss_partials[b] = loss;
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
   finish_design_scan(non_finite.load());
+  if (with_gram) reduce_gram(point.weighted_curvature.data(), EngineBrick::gram);
 }
 
 template <std::floating_point T>
-void BatchOps<T>::evaluate(const Vector& beta, double tau) {
+void BatchOps<T>::evaluate_point(const Vector& beta, double tau, bool with_gram) {
   prof_.set_iteration(evaluations_++);
   tau_ = static_cast<T>(tau);
   if (prepared_valid_ && tau_ == prepared_tau_ && beta == prepared_point_) {
     std::swap(ws_.point, ws_.prepared);  // computed by project_and_prepare, same arithmetic
   } else {
-    evaluate_pass(beta.data(), ws_.point, nullptr);
+    evaluate_pass(beta.data(), ws_.point, nullptr, with_gram);
   }
   prepared_valid_ = false;
   current_ = beta;
@@ -263,47 +270,59 @@ template <std::floating_point T>
 void BatchOps<T>::weighted_gram(EngineBrick brick) {
   if (gram_valid_ && incremental_updates_ < max_incremental_updates &&
       update_gram_incrementally(brick)) {
-    ++incremental_updates_;
     return;
   }
   full_gram(brick);
-  gram_valid_ = true;
-  incremental_updates_ = 0;
 }
 
 template <std::floating_point T>
-void BatchOps<T>::full_gram(EngineBrick brick) {
-  // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so
-  // every entry of the Gram, intercept row included, comes from one kernel with one summation
-  // order: exactly duplicated columns then give an exactly singular Gram, as in the reference.
-  // Rows outside the quadratic zone have zero curvature and add exactly nothing: only the others
-  // are scaled, a chunk at a time (the scaled copy is read back from cache), and multiplied.
-  require_design_scanned();
-  const std::size_t chunk = std::max(chunk_, 4 * dim_);  // enough rows to amortize C's traffic
-  pool_.run(blocks_.count(), [&](std::size_t b) {
-    const std::size_t begin = blocks_.begin(b);
-    const std::size_t end = blocks_.end(b);
-    T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
-    T* scaled = ws_.scaled_rows.data() + begin * dim_;  // the block's own rows of the buffer
-    const T* curvature = ws_.point.weighted_curvature.data();
-    std::size_t used = 0;    // rows of the block with non-zero curvature
-    std::size_t staged = 0;  // of those, scaled and not yet multiplied
-    const auto multiply = [&] {
-      // The scaled rows and SYRK's lower triangle: rows * d * (d + 1) flops.
-      RH_BRICK_SCOPE(prof_, brick, staged, 2 * staged * dim_ * sizeof(T),
-                     staged * dim_ * (dim_ + 2));
-      blas::syrk_lower(staged, dim_, scaled, used == staged ? T{0} : T{1}, partial, dim_);
-      staged = 0;
-    };
-    for (std::size_t i = begin; i < end; ++i) {
-      if (curvature[i] == T{0}) continue;
-      scale_row(i, curvature[i], scaled + staged * dim_);
-      ++used;
-      if (++staged == chunk) multiply();
+typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) {
+  return {.scaled = ws_.scaled_rows.data() + blocks_.begin(b) * dim_,  // the block's own rows
+          .partial = ws_.gram_partials.data() + b * dim_ * dim_};
+}
+
+// The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so every
+// entry of the Gram, intercept row included, comes from one kernel with one summation order:
+// exactly duplicated columns then give an exactly singular Gram, as in the reference. Rows
+// outside the quadratic zone have zero curvature and add exactly nothing: only the others are
+// scaled, a chunk at a time (the scaled copy is read back from cache), and multiplied.
+template <std::floating_point T>
+void BatchOps<T>::add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi,
+                                const T* curvature, EngineBrick brick) const {
+  const std::size_t stage = gram_stage_rows();
+  std::size_t i = lo;
+  while (i < hi) {
+    {
+      RH_BRICK_SCOPE(prof_, brick, hi - i, (hi - i) * (features_ + 1) * sizeof(T), hi - i);
+      for (; i < hi && gram.staged < stage; ++i) {
+        if (curvature[i] == T{0}) continue;
+        scale_row(i, curvature[i], gram.scaled + gram.staged * dim_);
+        ++gram.staged;
+        ++gram.used;
+      }
     }
-    if (staged > 0) multiply();
-    if (used == 0) std::fill_n(partial, dim_ * dim_, T{0});  // no row adds anything
-  });
+    if (gram.staged == stage) multiply_staged(gram, brick);
+  }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::multiply_staged(BlockGram& gram, EngineBrick brick) const {
+  // The scaled rows and SYRK's lower triangle: rows * d * (d + 1) flops.
+  RH_BRICK_SCOPE(prof_, brick, gram.staged, 2 * gram.staged * dim_ * sizeof(T),
+                 gram.staged * dim_ * (dim_ + 1));
+  blas::syrk_lower(gram.staged, dim_, gram.scaled, gram.used == gram.staged ? T{0} : T{1},
+                   gram.partial, dim_);
+  gram.staged = 0;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::finish_block_gram(BlockGram& gram, EngineBrick brick) const {
+  if (gram.staged > 0) multiply_staged(gram, brick);
+  if (gram.used == 0) std::fill_n(gram.partial, dim_ * dim_, T{0});  // no row adds anything
+}
+
+template <std::floating_point T>
+void BatchOps<T>::reduce_gram(const T* curvature, EngineBrick brick) {
   RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
                  blocks_.count() * dim_ * (dim_ + 1) / 2);
   T* gram = ws_.gram.data();
@@ -317,7 +336,23 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
       gram[j * dim_ + i] = sum;
     }
   }
-  std::copy_n(ws_.point.weighted_curvature.begin(), X_.rows, ws_.gram_curvature.begin());
+  std::copy_n(curvature, X_.rows, ws_.gram_curvature.begin());
+  gram_valid_ = true;
+  incremental_updates_ = 0;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::full_gram(EngineBrick brick) {
+  require_design_scanned();
+  const T* curvature = ws_.point.weighted_curvature.data();
+  pool_.run(blocks_.count(), [&](std::size_t b) {
+    BlockGram gram = block_gram(b);
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      add_gram_rows(gram, lo, hi, curvature, brick);
+    });
+    finish_block_gram(gram, brick);
+  });
+  reduce_gram(curvature, brick);
 }
 
 template <std::floating_point T>
@@ -332,7 +367,8 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   }
   // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
   if (flips * max_flip_fraction_inverse > rows) return false;
-  if (flips == 0) return true;
+  if (flips == 0) return true;  // the Gram is this point's already
+  ++incremental_updates_;
   // The rows entering the curvature set, then those leaving it, scaled as in full_gram; a row
   // whose weight moved without leaving (not produced by 0/w curvature, but cheap to allow) is
   // both. At most 2 * flips <= rows rows: scaled_rows has room.
@@ -453,7 +489,7 @@ template <std::floating_point T>
 void BatchOps<T>::project_and_prepare(const Vector& step, const Vector& candidate) {
   prepared_point_ = candidate;
   prepared_tau_ = tau_;
-  evaluate_pass(candidate.data(), ws_.prepared, step.data());
+  evaluate_pass(candidate.data(), ws_.prepared, step.data(), /*with_gram=*/false);
   prepared_valid_ = true;
 }
 

@@ -54,7 +54,7 @@ class BatchOps {
   std::span<const T> host_weights() const { return weights_; }
   void residuals_to_host(const Vector& beta, std::span<T> out);
 
-  void evaluate(const Vector& beta, double tau);
+  void evaluate(const Vector& beta, double tau) { evaluate_point(beta, tau, false); }
   void gradient(Vector& out);
   double objective(double lambda) const;
   void form_hessian(double ridge);
@@ -70,6 +70,9 @@ class BatchOps {
   // pass over X: each chunk of rows is read from memory once and reused from cache.
   void objective_changes(std::span<const Vector> steps, std::span<double> changes);
   void project_and_prepare(const Vector& step, const Vector& candidate);
+  // The Gram of the point formed in the evaluation's pass, from cache, when none is kept yet;
+  // otherwise form_hessian brings the kept one to this point by rank-k corrections.
+  void evaluate_with_gram(const Vector& beta, double tau) { evaluate_point(beta, tau, !gram_valid_); }
 
   // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
   bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
@@ -96,9 +99,11 @@ class BatchOps {
   // the block's partial (a d-vector) and their loss and intercept score to the sums.
   void evaluate_rows(const T* beta, std::size_t lo, std::size_t hi, PointRows<T>& point,
                      T* partial, double& loss, double& score_sum) const;
+  // evaluate() and evaluate_with_gram(): with_gram forms the point's Gram in the pass.
+  void evaluate_point(const Vector& beta, double tau, bool with_gram);
   // A whole evaluation pass at beta into `point`; project_step, if given, is projected into
-  // ws_.projection in the same pass.
-  void evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step);
+  // ws_.projection in the same pass; with_gram: the point's full Gram is formed too.
+  void evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step, bool with_gram);
   // ws_.projection[lo, hi) = X~ step on those rows.
   void project_rows(const T* step, std::size_t lo, std::size_t hi) const;
   // sum + w * (rho(r - t a) - rho(r)) over rows [lo, hi) in order, a = ws_.projection: a
@@ -115,6 +120,25 @@ class BatchOps {
   }
   // out = sqrt(weight) * x~ of one row, the intercept's entry sqrt(weight).
   void scale_row(std::size_t row, T weight, T* out) const;
+  // One block's share of a full Gram: its rows of non-zero curvature, in row order, scaled into
+  // the block's part of scaled_rows and multiplied by SYRK into its partial every stage_rows.
+  // Rows come chunk by chunk, from full_gram or from an evaluation pass; the staging depends on
+  // the rows only, so both give the same bits.
+  struct BlockGram {
+    T* scaled;
+    T* partial;
+    std::size_t used = 0;    // rows of the block with non-zero curvature
+    std::size_t staged = 0;  // of those, scaled and not yet multiplied
+  };
+  BlockGram block_gram(std::size_t b);
+  std::size_t gram_stage_rows() const { return std::max(chunk_, 4 * dim_); }  // amortizes C's traffic
+  void add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi, const T* curvature,
+                     EngineBrick brick) const;
+  void multiply_staged(BlockGram& gram, EngineBrick brick) const;
+  void finish_block_gram(BlockGram& gram, EngineBrick brick) const;
+  // The blocks' partials summed in block order into ws_.gram, mirrored; `curvature` recorded as
+  // the Gram's curvature set.
+  void reduce_gram(const T* curvature, EngineBrick brick);
   // Brings ws_.gram to X~^T diag(w * c) X~ at the current point, exactly symmetric: from the
   // Gram of an earlier point of this batch by rank-k corrections for the rows whose curvature
   // flipped, or afresh. Timed as `brick` (gram or info_update).

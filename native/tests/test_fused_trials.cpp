@@ -1,5 +1,5 @@
 // The CPU engine's fused passes (rh::FusedTrialOps: several LAMM trials in one pass, a trial
-// step with the evaluation at the point after it) change the cost of a solve, not its result:
+// step with the evaluation at the point after it, an evaluation with its Gram) change the cost of a solve, not its result:
 // the same batches solved through the plain one-call-at-a-time interface agree bit for bit.
 
 #include <gtest/gtest.h>
@@ -25,6 +25,7 @@ class OneCallAtATime : public rh::cpu::BatchOps<T> {
  private:
   using rh::cpu::BatchOps<T>::objective_changes;
   using rh::cpu::BatchOps<T>::project_and_prepare;
+  using rh::cpu::BatchOps<T>::evaluate_with_gram;
 };
 
 static_assert(rh::FusedTrialOps<rh::cpu::BatchOps<double>>);

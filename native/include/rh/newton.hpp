@@ -30,6 +30,17 @@ bool take_negligible_step(O& ops, typename O::Vector& beta, const typename O::Ve
   return true;
 }
 
+// evaluate(beta, tau) for a caller whose next call forms the Newton matrix (or the information):
+// where the engine can, it forms the point's Gram in the same pass over X.
+template <SolverOps O>
+void evaluate_for_hessian(O& ops, const typename O::Vector& beta, double tau) {
+  if constexpr (FusedTrialOps<O>) {
+    ops.evaluate_with_gram(beta, tau);
+  } else {
+    ops.evaluate(beta, tau);
+  }
+}
+
 // Readies the line search along `step`: projects it and, where the engine can, evaluates the
 // full step's point `full` in the same pass (it is usually taken).
 template <SolverOps O>
@@ -74,7 +85,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
   auto full = ops.make_vector();
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
-    ops.evaluate(beta, tau);
+    detail::evaluate_for_hessian(ops, beta, tau);
     ops.gradient(gradient);
     ops.form_hessian(config.ridge);
     ops.copy(gradient, rhs);

@@ -71,13 +71,16 @@ concept SolverOps = LadderOps<O> &&
 template <class O>
 concept FusedTrialOps = SolverOps<O> &&
     requires(O& ops, std::span<const typename O::Vector> steps, std::span<double> changes,
-             const typename O::Vector& v) {
+             const typename O::Vector& v, double x) {
   // changes[k] = objective_change(steps[k], 1) for every k (each step projected as by
   // project()), reading X~ once for all of them.
   ops.objective_changes(steps, changes);
   // project(step), and in the same pass the evaluation at `candidate` with the current
   // bandwidth, kept aside: a following evaluate(candidate) with that bandwidth takes it as is.
   ops.project_and_prepare(v, v);
+  // evaluate(beta, tau) for a caller that forms the Newton matrix or the information next: the
+  // engine may form the point's Gram in the same pass.
+  ops.evaluate_with_gram(v, x);
 };
 
 // Optional, for the proximal Newton variant of the L1 solver (rh/prox_newton.hpp).

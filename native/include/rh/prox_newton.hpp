@@ -43,7 +43,7 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
   };
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
-    ops.evaluate(beta, tau);
+    detail::evaluate_for_hessian(ops, beta, tau);
     ops.gradient(gradient);
     ops.form_hessian(config.ridge);
     if (!ops.solve_l1_model(gradient, beta, strength, model_tolerance_share * tol, step)) {

@@ -120,7 +120,7 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   const double tau = detail::dtype_tau<T>(config.tau ? *config.tau : config.epsilon * scale);
   const SolveResult solve = detail::solve_batch(ops, beta, tau, weight_total, config, tol);
 
-  ops.evaluate(beta, tau);
+  detail::evaluate_for_hessian(ops, beta, tau);  // the information follows
   State<T> next;
   next.coef.resize(ops.dim());
   ops.copy_to_host(beta, next.coef);
