@@ -35,6 +35,8 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       history_weight_(static_cast<double>(
           static_cast<T>(previous.effective_weight * previous.previous_lambda))),
       current_(dim_, T{0}),
+      residual_point_(dim_, T{0}),
+      projected_steps_(phi_trials_per_pass, Vector(dim_, T{0})),
       prepared_point_(dim_, T{0}) {
   for (const T w : weights_) weight_sum_ += static_cast<double>(w);
   if constexpr (std::same_as<T, double>) {
@@ -132,35 +134,71 @@ void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t en
 
 template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
+  // Into ws_.point.residual as well: an evaluation at beta (the solve's first, usually) takes it
+  // from there. The calls that refer to the current point need an evaluate() after this.
+  T* residual = ws_.point.residual.data();
   std::atomic<bool> non_finite{false};
   pool_.run(blocks_.count(), [&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       const std::size_t rows = hi - lo;
       RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_,
-                     (rows * (features_ + 2)) * sizeof(T), 2 * rows * dim_);
-      residual_rows(beta.data(), lo, hi, out.data());
+                     (rows * (features_ + 3)) * sizeof(T), 2 * rows * dim_);
+      residual_rows(beta.data(), lo, hi, residual);
+      std::copy(residual + lo, residual + hi, out.begin() + static_cast<std::ptrdiff_t>(lo));
     });
   });
   finish_design_scan(non_finite.load());
+  residual_point_ = beta;
+  residual_known_ = true;
+  projected_count_ = 0;
 }
 
 template <std::floating_point T>
-void BatchOps<T>::evaluate_rows(const T* beta, std::size_t lo, std::size_t hi,
-                                PointRows<T>& point, T* partial, double& loss,
+int BatchOps<T>::slot_reaching(const Vector& point) const {
+  for (std::size_t k = 0; k < projected_count_; ++k) {
+    const Vector& step = projected_steps_[k];
+    bool reaches = true;
+    for (std::size_t j = 0; j < dim_ && reaches; ++j) {
+      reaches = residual_point_[j] + step[j] == point[j];
+    }
+    if (reaches) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+template <std::floating_point T>
+typename BatchOps<T>::ResidualSource BatchOps<T>::residual_source(const Vector& point,
+                                                                  bool into_current) const {
+  if (!residual_known_) return {};
+  if (into_current && point == residual_point_) return {.kind = ResidualSource::known};
+  const int slot = slot_reaching(point);
+  if (slot < 0) return {};
+  return {.kind = ResidualSource::step, .projection = projection(static_cast<std::size_t>(slot))};
+}
+
+template <std::floating_point T>
+void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo,
+                                std::size_t hi, PointRows<T>& point, T* partial, double& loss,
                                 double& score_sum) const {
   const std::size_t rows = hi - lo;
   // Three back-to-back bricks: phases share one clock reading per boundary.
   RH_BRICK_PHASES(phases, prof_);
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::residual, rows * dim_,
                       (rows * (features_ + 2)) * sizeof(T), 2 * rows * dim_);
-  residual_rows(beta, lo, hi, point.residual.data());
+  T* residual = point.residual.data();
+  if (source.kind == ResidualSource::product) {
+    residual_rows(beta, lo, hi, residual);
+  } else if (source.kind == ResidualSource::step) {
+    // r(beta + s) = r(beta) - X~ s: a subtraction per row instead of a product with X~.
+    const T* known = ws_.point.residual.data();
+    for (std::size_t i = lo; i < hi; ++i) residual[i] = known[i] - source.projection[i];
+  }
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::huber, rows, 4 * rows * sizeof(T), 8 * rows);
   double* loss_terms = ws_.row_terms.data();
-  huber_rows(point.residual.data() + lo, weights_.data() + lo, rows, tau_,
-             point.weighted_score.data() + lo, point.weighted_curvature.data() + lo,
-             loss_terms + lo);
+  huber_rows(residual + lo, weights_.data() + lo, rows, tau_, point.weighted_score.data() + lo,
+             point.weighted_curvature.data() + lo, loss_terms + lo);
   // The sums in row order, as one loop over the rows would take them.
   for (std::size_t i = lo; i < hi; ++i) {
     loss += loss_terms[i];
@@ -174,8 +212,8 @@ void BatchOps<T>::evaluate_rows(const T* beta, std::size_t lo, std::size_t hi,
 }
 
 template <std::floating_point T>
-void BatchOps<T>::evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step,
-                                bool with_gram) {
+void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
+                                PointRows<T>& point, const T* project_step, bool with_gram) {
   // One pass over X per block, chunk by chunk: the residual product brings a chunk of rows into
   // cache, psi, curvature and loss follow, and the score product X^T (w psi) reads the same rows
   // again from cache (as do the projection of a step and the Gram's scaled rows, if asked), so
@@ -189,8 +227,8 @@ void BatchOps<T>::evaluate_pass(const T* beta, PointRows<T>& point, const T* pro
     BlockGram gram = block_gram(b);
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
-      if (project_step != nullptr) project_rows(project_step, lo, hi);
-      evaluate_rows(beta, lo, hi, point, partial, loss, score_sum);
+      if (project_step != nullptr) project_rows(project_step, 0, lo, hi);
+      evaluate_rows(beta, source, lo, hi, point, partial, loss, score_sum);
       if (with_gram) {
         add_gram_rows(gram, lo, hi, point.weighted_curvature.data(), EngineBrick::gram);
       }
@@ -210,10 +248,14 @@ void BatchOps<T>::evaluate_point(const Vector& beta, double tau, bool with_gram)
   if (prepared_valid_ && tau_ == prepared_tau_ && beta == prepared_point_) {
     std::swap(ws_.point, ws_.prepared);  // computed by project_and_prepare, same arithmetic
   } else {
-    evaluate_pass(beta.data(), ws_.point, nullptr, with_gram);
+    evaluate_pass(beta.data(), residual_source(beta, /*into_current=*/true), ws_.point, nullptr,
+                  with_gram);
   }
   prepared_valid_ = false;
   current_ = beta;
+  residual_point_ = beta;
+  residual_known_ = true;
+  projected_count_ = 0;
   // J~ (beta - beta~), in T and in float64: the history part of the score.
   RH_BRICK_SCOPE(prof_, EngineBrick::score, 2 * dim_ * dim_,
                  dim_ * dim_ * (sizeof(T) + sizeof(double)), 4 * dim_ * dim_);
@@ -467,10 +509,16 @@ void BatchOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
 // --- the objective along a step ----------------------------------------------------------------
 
 template <std::floating_point T>
-void BatchOps<T>::project_rows(const T* step, std::size_t lo, std::size_t hi) const {
+void BatchOps<T>::remember_projected(std::span<const Vector> steps) {
+  for (std::size_t k = 0; k < steps.size(); ++k) projected_steps_[k] = steps[k];
+  projected_count_ = steps.size();
+}
+
+template <std::floating_point T>
+void BatchOps<T>::project_rows(const T* step, std::size_t slot, std::size_t lo, std::size_t hi) {
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, (hi - lo) * (features_ + 1) * sizeof(T),
                  2 * (hi - lo) * dim_);
-  T* a = ws_.projection.data();
+  T* a = projection(slot);
   blas::gemv(false, hi - lo, features_, T{1}, X_.row(lo), features_, step, T{0}, a + lo);
   if (intercept_) {
     for (std::size_t i = lo; i < hi; ++i) a[i] += step[features_];
@@ -480,28 +528,33 @@ void BatchOps<T>::project_rows(const T* step, std::size_t lo, std::size_t hi) co
 template <std::floating_point T>
 void BatchOps<T>::project(const Vector& step) {
   require_design_scanned();
+  remember_projected(std::span<const Vector>(&step, 1));
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) { project_rows(step.data(), lo, hi); });
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) { project_rows(step.data(), 0, lo, hi); });
   });
 }
 
 template <std::floating_point T>
 void BatchOps<T>::project_and_prepare(const Vector& step, const Vector& candidate) {
+  remember_projected(std::span<const Vector>(&step, 1));
   prepared_point_ = candidate;
   prepared_tau_ = tau_;
-  evaluate_pass(candidate.data(), ws_.prepared, step.data(), /*with_gram=*/false);
+  // Slot 0 is projected chunk by chunk before the chunk's evaluation, which may use it.
+  evaluate_pass(candidate.data(), residual_source(candidate, /*into_current=*/false),
+                ws_.prepared, step.data(), /*with_gram=*/false);
   prepared_valid_ = true;
 }
 
 template <std::floating_point T>
-double BatchOps<T>::add_loss_change(double sum, std::size_t lo, std::size_t hi, T factor) const {
+double BatchOps<T>::add_loss_change(double sum, std::size_t slot, std::size_t lo, std::size_t hi,
+                                    T factor) const {
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, 3 * (hi - lo) * sizeof(T),
                  12 * (hi - lo));
   // The terms first, vectorized (row_kernels.hpp); then their sum in row order, which fixes the
   // result bit for bit.
   double* terms = ws_.row_terms.data();
-  loss_change_rows(ws_.point.residual.data() + lo, ws_.projection.data() + lo,
-                   weights_.data() + lo, hi - lo, factor, static_cast<double>(tau_), terms + lo);
+  loss_change_rows(ws_.point.residual.data() + lo, projection(slot) + lo, weights_.data() + lo,
+                   hi - lo, factor, static_cast<double>(tau_), terms + lo);
   double change = sum;
   for (std::size_t i = lo; i < hi; ++i) change += terms[i];
   return change;
@@ -513,7 +566,7 @@ template <std::floating_point T>
 double BatchOps<T>::objective_change(const Vector& step, double t) {
   const auto factor = static_cast<T>(t);
   pool_.run(blocks_.count(), [&](std::size_t b) {
-    ws_.scratch_partials[b] = add_loss_change(0.0, blocks_.begin(b), blocks_.end(b), factor);
+    ws_.scratch_partials[b] = add_loss_change(0.0, 0, blocks_.begin(b), blocks_.end(b), factor);
   });
   double loss_change = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) loss_change += ws_.scratch_partials[b];
@@ -523,6 +576,7 @@ double BatchOps<T>::objective_change(const Vector& step, double t) {
 template <std::floating_point T>
 void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<double> changes) {
   require_design_scanned();
+  remember_projected(steps);
   const std::size_t count = steps.size();
   pool_.run(blocks_.count(), [&](std::size_t b) {
     double* sums = ws_.scratch_partials.data() + b * count;
@@ -531,8 +585,8 @@ void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<dou
     // the block's rows in order, as objective_change's does, so the sums agree bit for bit.
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       for (std::size_t k = 0; k < count; ++k) {
-        project_rows(steps[k].data(), lo, hi);
-        sums[k] = add_loss_change(sums[k], lo, hi, T{1});
+        project_rows(steps[k].data(), k, lo, hi);
+        sums[k] = add_loss_change(sums[k], k, lo, hi, T{1});
       }
     });
   });

@@ -95,20 +95,41 @@ class BatchOps {
   void require_design_scanned() const;
   // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick).
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
+  // Where an evaluation takes the residual of its point from. Every way gives the same bits in
+  // the fused and the one-call-at-a-time paths, as both choose it by the same rule.
+  struct ResidualSource {
+    enum Kind {
+      product,  // y - X~ beta, a product with X~
+      known,    // already in ws_.point.residual (the point of residuals_to_host or the last one)
+      step,     // ws_.point.residual - X~ s, s a step just projected that leads to the point
+    } kind = product;
+    const T* projection = nullptr;  // step: X~ s
+  };
+  ResidualSource residual_source(const Vector& point, bool into_current) const;
+  // The slot of a projected step s with residual_point_ + s == point in every entry (as
+  // beta + s rounds in T), or -1.
+  int slot_reaching(const Vector& point) const;
+  T* projection(std::size_t slot) { return ws_.projections.data() + slot * X_.rows; }
+  const T* projection(std::size_t slot) const { return ws_.projections.data() + slot * X_.rows; }
   // The evaluation at beta of rows [lo, hi) of a block into `point`; adds the rows' score to
   // the block's partial (a d-vector) and their loss and intercept score to the sums.
-  void evaluate_rows(const T* beta, std::size_t lo, std::size_t hi, PointRows<T>& point,
-                     T* partial, double& loss, double& score_sum) const;
+  void evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo, std::size_t hi,
+                     PointRows<T>& point, T* partial, double& loss, double& score_sum) const;
   // evaluate() and evaluate_with_gram(): with_gram forms the point's Gram in the pass.
   void evaluate_point(const Vector& beta, double tau, bool with_gram);
   // A whole evaluation pass at beta into `point`; project_step, if given, is projected into
-  // ws_.projection in the same pass; with_gram: the point's full Gram is formed too.
-  void evaluate_pass(const T* beta, PointRows<T>& point, const T* project_step, bool with_gram);
-  // ws_.projection[lo, hi) = X~ step on those rows.
-  void project_rows(const T* step, std::size_t lo, std::size_t hi) const;
-  // sum + w * (rho(r - t a) - rho(r)) over rows [lo, hi) in order, a = ws_.projection: a
-  // block's sum is the same bit for bit whether its rows come in one call or chunk by chunk.
-  double add_loss_change(double sum, std::size_t lo, std::size_t hi, T factor) const;
+  // slot 0 in the same pass (before each chunk's evaluation); with_gram: the point's full Gram
+  // is formed too.
+  void evaluate_pass(const T* beta, const ResidualSource& source, PointRows<T>& point,
+                     const T* project_step, bool with_gram);
+  // Remembers steps as the projected ones (slots 0, 1, ...) for residual_source.
+  void remember_projected(std::span<const Vector> steps);
+  // Slot `slot` of the projections, rows [lo, hi) = X~ step on those rows.
+  void project_rows(const T* step, std::size_t slot, std::size_t lo, std::size_t hi);
+  // sum + w * (rho(r - t a) - rho(r)) over rows [lo, hi) in order, a = the slot's projection:
+  // a block's sum is the same bit for bit whether its rows come in one call or chunk by chunk.
+  double add_loss_change(double sum, std::size_t slot, std::size_t lo, std::size_t hi,
+                         T factor) const;
   // dQ_smooth(t * step) from the loss part of the change: adds the history terms.
   double smooth_change(const Vector& step, T factor, double loss_change);
   // Calls fn(lo, hi) for the cache-sized chunks of block b, in order. Every pass over rows goes
@@ -172,6 +193,14 @@ class BatchOps {
   double history_weight_;        // W * previous lambda in T: the subgradient's scale
   Vector current_;               // the point of the last evaluate()
   T tau_ = 0;
+  // ws_.point.residual = y - X~ residual_point_ (the last evaluation's point, or that of
+  // residuals_to_host), when residual_known_.
+  Vector residual_point_;
+  bool residual_known_ = false;
+  // Slots 0 .. projected_count_ - 1 hold X~ of these steps, projected since residual_point_ was
+  // set (residual_source: the point a step leads to has the known residual minus its projection).
+  std::vector<Vector> projected_steps_;
+  std::size_t projected_count_ = 0;
   Vector prepared_point_;        // the point ws_.prepared holds, when prepared_valid_
   T prepared_tau_ = 0;
   bool prepared_valid_ = false;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <optional>
+#include <tuple>
 #include <rh/engine_bricks.hpp>
 #include <rh/update.hpp>
 
@@ -116,6 +118,58 @@ TEST(FusedTrials, LammWithoutInterceptAgreesBitForBit) {
 TEST(FusedTrials, NewtonAgreesBitForBit) {
   expect_identical<double>(rh::Config{}, 5000, 9);
   expect_identical<float>(rh::Config{}, 5000, 9);
+}
+
+// An evaluation at beta + s right after s was projected takes its residual as r(beta) - X~ s
+// (BatchOps::ResidualSource::step) and one at the point of residuals_to_host takes that
+// residual; both must match a fresh evaluation's product y - X~ beta to rounding.
+template <class T>
+void expect_reused_residuals_match_fresh_ones(double tolerance) {
+  const auto batch = rh::test::contaminated_batch<T>(90, 5000, 7);
+  const auto empty = rh::State<T>::empty(8);
+  const rh::StateView<T> previous = empty.view();
+  rh::cpu::ThreadPool pool(2);
+  rh::cpu::Workspace<T> reused_space;
+  rh::cpu::Workspace<T> fresh_space;
+  const rh::cpu::RowBlocks blocks(batch.rows);
+  reused_space.reserve(8, batch.rows, blocks.count());
+  fresh_space.reserve(8, batch.rows, blocks.count());
+  rh::cpu::BatchOps<T> reused(reused_space, pool, previous, batch.design(), batch.response(),
+                              batch.weights(), true, quiet_profiler());
+  const std::vector<T> start = {0.5, -1, 2, 0, 0.25, -0.75, 1.5, 0.1};
+  std::vector<T> step = {0.01, 0.2, -0.3, 0.05, -0.02, 0.07, -0.11, 0.3};
+  std::vector<T> host(batch.rows);
+  reused.residuals_to_host(start, host);
+  reused.evaluate(start, 1.5);  // ResidualSource::known
+  std::vector<T> gradient_at_start(8);
+  reused.gradient(gradient_at_start);
+  const double objective_at_start = reused.objective(0.0);
+  reused.project(step);
+  auto next = start;
+  for (std::size_t j = 0; j < 8; ++j) next[j] += step[j];
+  reused.evaluate(next, 1.5);  // ResidualSource::step
+  std::vector<T> gradient_at_next(8);
+  reused.gradient(gradient_at_next);
+  const double objective_at_next = reused.objective(0.0);
+
+  for (const auto& [point, gradient, objective] :
+       {std::tuple{start, gradient_at_start, objective_at_start},
+        std::tuple{next, gradient_at_next, objective_at_next}}) {
+    rh::cpu::BatchOps<T> fresh(fresh_space, pool, previous, batch.design(), batch.response(),
+                               batch.weights(), true, quiet_profiler());
+    fresh.evaluate(point, 1.5);  // ResidualSource::product
+    std::vector<T> expected(8);
+    fresh.gradient(expected);
+    EXPECT_NEAR(objective, fresh.objective(0.0), tolerance * std::fabs(fresh.objective(0.0)));
+    for (std::size_t j = 0; j < 8; ++j) {
+      EXPECT_NEAR(gradient[j], expected[j], tolerance * std::max(1.0, std::fabs(double(expected[j]))));
+    }
+  }
+}
+
+TEST(ReusedResiduals, MatchAFreshEvaluation) {
+  expect_reused_residuals_match_fresh_ones<double>(1e-12);
+  expect_reused_residuals_match_fresh_ones<float>(1e-4);
 }
 
 }  // namespace
