@@ -73,6 +73,10 @@ class BatchOps {
   // The Gram of the point formed in the evaluation's pass, from cache, when none is kept yet;
   // otherwise form_hessian brings the kept one to this point by rank-k corrections.
   void evaluate_with_gram(const Vector& beta, double tau) { evaluate_point(beta, tau, !gram_valid_); }
+  // How many leading steps are refused for certain (objective_change(steps[k], 1) > bounds[k]):
+  // the steps' projections are estimated from those of two of them (one pass over X) and the
+  // estimate's error is bounded, rounding of both computations included.
+  std::size_t refused_prefix(std::span<const Vector> steps, std::span<const double> bounds);
 
   // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
   bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
@@ -132,6 +136,13 @@ class BatchOps {
                          T factor) const;
   // dQ_smooth(t * step) from the loss part of the change: adds the history terms.
   double smooth_change(const Vector& step, T factor, double loss_change);
+  // The history terms of dQ_smooth(t * step), in the order smooth_change adds them to the loss
+  // part: loss + quadratic - linear.
+  struct HistoryChange {
+    double quadratic;
+    double linear;
+  };
+  HistoryChange history_change(const Vector& step, T factor);
   // Calls fn(lo, hi) for the cache-sized chunks of block b, in order. Every pass over rows goes
   // through here, so all of them cut X the same way and agree bit for bit.
   template <class Fn>
@@ -188,6 +199,7 @@ class BatchOps {
   bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
   std::uint32_t incremental_updates_ = 0;  // since the last full Gram
   double weight_sum_ = 0.0;
+  double weighted_row_max_ = -1.0;  // sum_i w_i ||x~_i||_inf, once known (refused_prefix)
   const double* information64_;  // J~ in float64: the state's own array for a float64 batch
   double effective_weight_;      // W before this batch
   double history_weight_;        // W * previous lambda in T: the subgradient's scale

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <rh/engine_bricks.hpp>
@@ -28,6 +29,7 @@ class OneCallAtATime : public rh::cpu::BatchOps<T> {
   using rh::cpu::BatchOps<T>::objective_changes;
   using rh::cpu::BatchOps<T>::project_and_prepare;
   using rh::cpu::BatchOps<T>::evaluate_with_gram;
+  using rh::cpu::BatchOps<T>::refused_prefix;
 };
 
 static_assert(rh::FusedTrialOps<rh::cpu::BatchOps<double>>);
@@ -165,6 +167,63 @@ void expect_reused_residuals_match_fresh_ones(double tolerance) {
       EXPECT_NEAR(gradient[j], expected[j], tolerance * std::max(1.0, std::fabs(double(expected[j]))));
     }
   }
+}
+
+// refused_prefix proves LAMM's early refusals without a pass per value of phi. It must never
+// claim a refusal the exact change does not make, and it should find most of the first
+// iteration's doublings (phi climbs from 1 to ~n).
+template <class T>
+void expect_refusals_sound_and_found() {
+  const auto first = rh::test::contaminated_batch<T>(81, 6000, 9);
+  const auto second = rh::test::contaminated_batch<T>(82, 6000, 9);
+  rh::Config config = l1_config();
+  rh::cpu::ThreadPool pool(2);
+  rh::cpu::Workspace<T> workspace;
+  const rh::cpu::RowBlocks blocks(6000);
+  workspace.reserve(10, 6000, blocks.count());
+  const auto empty = rh::State<T>::empty(10);
+  rh::cpu::BatchOps<T> first_ops(workspace, pool, empty.view(), first.design(), first.response(),
+                                 first.weights(), true, quiet_profiler());
+  const auto state = rh::renewable_update(first_ops, empty.view(), config).first;
+
+  rh::cpu::BatchOps<T> ops(workspace, pool, state.view(), second.design(), second.response(),
+                           second.weights(), true, quiet_profiler());
+  const std::vector<T> beta = state.coef;
+  ops.evaluate(beta, 1.0);
+  auto gradient = ops.make_vector();
+  ops.gradient(gradient);
+  const double strength = (state.effective_weight + ops.weight_sum()) * config.alpha;
+  constexpr int count = 30;
+  std::vector<std::vector<T>> steps(count, ops.make_vector());
+  std::vector<double> majorizers(count);
+  std::vector<double> exact(count);
+  auto shifted = ops.make_vector();
+  auto candidate = ops.make_vector();
+  double phi = 1.0;
+  for (int k = 0; k < count; ++k, phi *= 2.0) {
+    rh::detail::lamm_candidate(ops, beta, gradient, phi, strength, shifted, candidate, steps[k]);
+    majorizers[k] = rh::detail::lamm_majorizer(ops, gradient, steps[k], phi);
+    ops.project(steps[k]);
+    exact[k] = ops.objective_change(steps[k], 1.0);
+  }
+  const std::size_t refused = ops.refused_prefix(steps, majorizers);
+  SCOPED_TRACE("refused " + std::to_string(refused));
+  EXPECT_GE(refused, 8u);   // the early doublings are found ...
+  EXPECT_LT(refused, 30u);  // ... and the bound is not everything
+  for (std::size_t k = 0; k < refused; ++k) EXPECT_GT(exact[k], majorizers[k]) << "step " << k;
+  // At the exact change itself nothing is refused for certain.
+  EXPECT_EQ(ops.refused_prefix(steps, exact), 0u);
+  // Nor one tenth of a rounding unit below it.
+  std::vector<double> just_below(count);
+  for (int k = 0; k < count; ++k) {
+    just_below[k] = exact[k] - 0.1 * std::numeric_limits<double>::epsilon() * std::fabs(exact[k]);
+  }
+  EXPECT_EQ(ops.refused_prefix(steps, just_below), 0u);
+}
+
+TEST(RefusedPrefix, IsSoundAndFindsTheEarlyDoublings) {
+  expect_refusals_sound_and_found<double>();
+  expect_refusals_sound_and_found<float>();
 }
 
 TEST(ReusedResiduals, MatchAFreshEvaluation) {

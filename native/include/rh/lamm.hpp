@@ -20,6 +20,11 @@ inline constexpr int max_phi_doublings = 100;
 // in one pass over X~; the first one accepted is taken, exactly as if they were tried in turn.
 inline constexpr int phi_trials_per_pass = 8;
 
+// In the first iteration of a solve, an engine with FusedTrialOps bounds the changes of this many
+// values of phi from 1 up (two products with X~ and O(n) work each, instead of a product per
+// value) and skips those it proves refused: the result is that of trying them in turn.
+inline constexpr int phi_bound_trials = 40;
+
 namespace detail {
 
 // The trial point for curvature phi: candidate = prox(beta - gradient / phi), step = candidate
@@ -52,6 +57,32 @@ void lamm_trial_changes(O& ops, std::span<const typename O::Vector> steps,
   changes[0] = ops.objective_change(steps[0], 1.0);
 }
 
+// The majorizer's bound on dQ_smooth(step) for curvature phi: g^T step + phi/2 ||step||^2.
+template <SolverOps O>
+double lamm_majorizer(O& ops, const typename O::Vector& gradient, const typename O::Vector& step,
+                      double phi) {
+  return ops.dot(gradient, step) + 0.5 * phi * ops.dot(step, step);
+}
+
+// How many values of phi from `phi` up (doubling) the engine proves refused, leaving the last
+// doubling allowed to an exact trial.
+template <FusedTrialOps O>
+int lamm_refused_doublings(O& ops, const typename O::Vector& beta,
+                           const typename O::Vector& gradient, double phi, double l1_strength,
+                           typename O::Vector& shifted, std::vector<typename O::Vector>& candidates,
+                           std::vector<typename O::Vector>& steps, std::vector<double>& bounds) {
+  const int count = std::min(phi_bound_trials, max_phi_doublings);
+  candidates.resize(count, ops.make_vector());
+  steps.resize(count, ops.make_vector());
+  bounds.resize(count);
+  double trial_phi = phi;
+  for (int i = 0; i < count; ++i, trial_phi *= 2.0) {
+    lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted, candidates[i], steps[i]);
+    bounds[i] = lamm_majorizer(ops, gradient, steps[i], trial_phi);
+  }
+  return static_cast<int>(ops.refused_prefix(steps, bounds));
+}
+
 }  // namespace detail
 
 // Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place).
@@ -72,6 +103,9 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
     steps.push_back(ops.make_vector());
   }
   std::array<double, slots> changes{};
+  std::vector<Vector> bound_candidates;  // FusedTrialOps: the first iteration's bounded trials
+  std::vector<Vector> bound_steps;
+  std::vector<double> bounds;
   const double l1_strength = weight_total * lambda;
   double phi = 1.0;  // never decreases within a solve
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
@@ -80,10 +114,19 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
     ops.gradient(gradient);
     int doublings = 0;
     int accepted = -1;
+    if constexpr (FusedTrialOps<O>) {
+      if (k == 0) {  // phi starts at 1, tens of doublings below what majorizes f
+        doublings = detail::lamm_refused_doublings(ops, beta, gradient, phi, l1_strength, shifted,
+                                                   bound_candidates, bound_steps, bounds);
+        for (int i = 0; i < doublings; ++i) phi *= 2.0;
+      }
+    }
+    bool alone = true;
     while (accepted < 0) {
       // The first value of phi alone (after the first iterations it is nearly always accepted),
       // then several per pass, never past the last doubling allowed.
-      const int count = doublings == 0 ? 1 : std::min(slots, max_phi_doublings - doublings + 1);
+      const int count = alone ? 1 : std::min(slots, max_phi_doublings - doublings + 1);
+      alone = false;
       double trial_phi = phi;
       for (int i = 0; i < count; ++i, trial_phi *= 2.0) {
         detail::lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted,
@@ -92,9 +135,7 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
       detail::lamm_trial_changes(ops, std::span<const Vector>(steps).first(count), candidates[0],
                                  std::span<double>(changes).first(count));
       for (int i = 0; i < count; ++i) {
-        const Vector& step = steps[i];
-        const double majorizer = ops.dot(gradient, step) + 0.5 * phi * ops.dot(step, step);
-        if (changes[i] <= majorizer) {
+        if (changes[i] <= detail::lamm_majorizer(ops, gradient, steps[i], phi)) {
           accepted = i;
           break;
         }

@@ -81,6 +81,10 @@ concept FusedTrialOps = SolverOps<O> &&
   // evaluate(beta, tau) for a caller that forms the Newton matrix or the information next: the
   // engine may form the point's Gram in the same pass.
   ops.evaluate_with_gram(v, x);
+  // How many leading steps k have objective_change(steps[k], 1) > bounds[k] for certain: a
+  // rigorous bound proves it (rounding included) without projecting each step; the first step
+  // it cannot decide ends the count.
+  { ops.refused_prefix(steps, std::span<const double>(changes)) } -> std::same_as<std::size_t>;
 };
 
 // Optional, for the proximal Newton variant of the L1 solver (rh/prox_newton.hpp).
