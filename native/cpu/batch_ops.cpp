@@ -30,6 +30,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       features_(X.cols),
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
+      parallel_(X.rows * (X.cols + 1) >= min_parallel_entries),
       chunk_(chunk_rows(X.cols, sizeof(T))),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),
@@ -139,7 +140,7 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
   // from there. The calls that refer to the current point need an evaluate() after this.
   T* residual = ws_.point.residual.data();
   std::atomic<bool> non_finite{false};
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       const std::size_t rows = hi - lo;
@@ -220,7 +221,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   // again from cache (as do the projection of a step and the Gram's scaled rows, if asked), so
   // X crosses the memory bus once per pass.
   std::atomic<bool> non_finite{false};
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
     double loss = 0.0;
@@ -388,7 +389,7 @@ template <std::floating_point T>
 void BatchOps<T>::full_gram(EngineBrick brick) {
   require_design_scanned();
   const T* curvature = ws_.point.weighted_curvature.data();
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     BlockGram gram = block_gram(b);
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       add_gram_rows(gram, lo, hi, curvature, brick);
@@ -530,7 +531,7 @@ template <std::floating_point T>
 void BatchOps<T>::project(const Vector& step) {
   require_design_scanned();
   remember_projected(std::span<const Vector>(&step, 1));
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) { project_rows(step.data(), 0, lo, hi); });
   });
 }
@@ -566,7 +567,7 @@ double BatchOps<T>::add_loss_change(double sum, std::size_t slot, std::size_t lo
 template <std::floating_point T>
 double BatchOps<T>::objective_change(const Vector& step, double t) {
   const auto factor = static_cast<T>(t);
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     ws_.scratch_partials[b] = add_loss_change(0.0, 0, blocks_.begin(b), blocks_.end(b), factor);
   });
   double loss_change = 0.0;
@@ -579,7 +580,7 @@ void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<dou
   require_design_scanned();
   remember_projected(steps);
   const std::size_t count = steps.size();
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     double* sums = ws_.scratch_partials.data() + b * count;
     std::fill_n(sums, count, 0.0);
     // Step by step within a chunk, the chunk's rows staying in cache; each step's sum runs over
@@ -658,7 +659,7 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
   // One pass: X~u and X~v into projection slots 0 and 1, and the row bound once per batch.
   projected_count_ = 0;  // the slots no longer hold the steps residual_source knows
   const bool need_row_bound = weighted_row_max_ < 0.0;
-  pool_.run(blocks_.count(), [&](std::size_t b) {
+  for_each_block([&](std::size_t b) {
     double row_bound = 0.0;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       project_rows(u.data(), 0, lo, hi);
@@ -708,7 +709,7 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
     const double gap = tau * weighted_row_max_ * reach * (1.0 + 8.0 * unit64);
     if (!std::isfinite(gap)) return k;
 
-    pool_.run(blocks_.count(), [&](std::size_t b) {
+    for_each_block([&](std::size_t b) {
       double change = 0.0;
       double scale = 0.0;
       const std::size_t lo = blocks_.begin(b);

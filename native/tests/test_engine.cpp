@@ -96,8 +96,9 @@ TEST(Engine, AFailedUpdateChangesNothing) {
 }
 
 TEST(Engine, ResultsDoNotDependOnTheThreadCount) {
-  // Enough rows for several row blocks.
-  const auto batch = contaminated_batch<double>(51, 9000, 6);
+  // Enough rows for several row blocks, and enough entries to run them on the pool
+  // (BatchOps::min_parallel_entries).
+  const auto batch = contaminated_batch<double>(51, 24000, 6);
   const rh::Config config;
   rh::cpu::Engine one({.threads = 1});
   rh::cpu::Engine four({.threads = 4});

@@ -120,6 +120,8 @@ TEST(FusedTrials, LammWithoutInterceptAgreesBitForBit) {
 TEST(FusedTrials, NewtonAgreesBitForBit) {
   expect_identical<double>(rh::Config{}, 5000, 9);
   expect_identical<float>(rh::Config{}, 5000, 9);
+  // Enough entries for the fused side's blocks to run on its pool (BatchOps::min_parallel_entries).
+  expect_identical<double>(rh::Config{}, 16000, 9);
 }
 
 // An evaluation at beta + s right after s was projected takes its residual as r(beta) - X~ s

@@ -83,11 +83,11 @@ TEST_F(Validation, DesignIsReportedBeforeTheErrorsThatFollowIt) {
 
 // The scan made in the engine's first pass over X, on every path that can come first: the first
 // batch (its pilot scale), a later batch (the residual scale), a fixed tau (the first evaluation).
-// Many row blocks on two threads; the first non-finite value in row order is the one named, and
-// the state given is left as it was.
+// Many row blocks on two threads (enough entries for the pool); the first non-finite value in
+// row order is the one named, and the state given is left as it was.
 TEST(DeferredDesignScan, NamesTheFirstNonFiniteValueOnEveryFirstPass) {
   rh::cpu::Engine engine({.threads = 2});
-  const auto first = rh::test::contaminated_batch<double>(61, 20000, 5);
+  const auto first = rh::test::contaminated_batch<double>(61, 24000, 5);
   rh::Config fixed_tau;
   fixed_tau.tau = 1.0;
   const auto [after_first, diag] = engine.update(rh::State<double>::empty(6), first.design(),
@@ -95,7 +95,7 @@ TEST(DeferredDesignScan, NamesTheFirstNonFiniteValueOnEveryFirstPass) {
   const std::pair<const rh::State<double>*, rh::Config> paths[] = {
       {nullptr, rh::Config{}}, {&after_first, rh::Config{}}, {&after_first, fixed_tau}};
   for (const auto& [given, config] : paths) {
-    auto bad = rh::test::contaminated_batch<double>(62, 20000, 5);
+    auto bad = rh::test::contaminated_batch<double>(62, 24000, 5);
     bad.X[17000 * 5 + 4] = inf;  // a late block
     bad.X[9000 * 5 + 1] = nan;   // an earlier one: this is the first
     const rh::State<double> state = given ? *given : rh::State<double>::empty(6);
@@ -109,7 +109,7 @@ TEST(DeferredDesignScan, NamesTheFirstNonFiniteValueOnEveryFirstPass) {
     EXPECT_EQ(state.coef, snapshot.coef);
     EXPECT_EQ(state.information, snapshot.information);
     // The engine is as good as new: the clean batch gives what a fresh engine gives.
-    const auto clean = rh::test::contaminated_batch<double>(62, 20000, 5);
+    const auto clean = rh::test::contaminated_batch<double>(62, 24000, 5);
     rh::cpu::Engine fresh({.threads = 2});
     const auto [a, da] = engine.update(state, clean.design(), clean.response(), clean.weights(), config);
     const auto [b, db] = fresh.update(state, clean.design(), clean.response(), clean.weights(), config);

@@ -146,11 +146,12 @@ def test_a_long_stream_stays_within_tolerance_without_resetting():
 
 
 def test_many_row_blocks_match_the_reference():
-    # 10 000 rows: several row blocks run on the engine's threads, combined in block order.
+    # 16 000 rows: several row blocks, enough entries to run them on the engine's threads
+    # (BatchOps::min_parallel_entries), combined in block order.
     rng = np.random.default_rng(7)
     for dtype, alpha in ((np.float64, 0.0), (np.float32, 0.0), (np.float64, 0.01)):
         X, y, w = make_batch(
-            rng, 10_000, 8, dtype, outliers=0.1, zero_weights=True, rank_deficient=False
+            rng, 16_000, 8, dtype, outliers=0.1, zero_weights=True, rank_deficient=False
         )
         config = Config(alpha=alpha)
         ref_state, ref_diag = update(None, X, y, w, config)
