@@ -665,6 +665,8 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
       project_rows(u.data(), 0, lo, hi);
       if (independent) project_rows(v.data(), 1, lo, hi);
       if (need_row_bound) {
+        RH_BRICK_SCOPE(prof_, EngineBrick::line_search, (hi - lo) * features_,
+                       (hi - lo) * (features_ + 1) * sizeof(T), 2 * (hi - lo) * features_);
         row_bound += weighted_row_max_abs(X_.row(lo), hi - lo, features_, weights_.data() + lo,
                                           intercept_);
       }
@@ -713,9 +715,12 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
       double change = 0.0;
       double scale = 0.0;
       const std::size_t lo = blocks_.begin(b);
+      const std::size_t rows_in_block = blocks_.end(b) - lo;
+      RH_BRICK_SCOPE(prof_, EngineBrick::line_search, rows_in_block,
+                     rows_in_block * (4 * sizeof(T)), 40 * rows_in_block);
       estimated_loss_change_rows(ws_.point.residual.data() + lo, projection_u + lo,
                                  projection_v + lo, alpha, beta, weights_.data() + lo,
-                                 blocks_.end(b) - lo, tau, change, scale);
+                                 rows_in_block, tau, change, scale);
       ws_.scratch_partials[2 * b] = change;
       ws_.scratch_partials[2 * b + 1] = scale;
     });
