@@ -52,7 +52,7 @@ concept SolverOps = LadderOps<O> &&
   // Batch quantities.
   { ops.weight_sum() } -> std::same_as<double>;
   { ops.host_weights() } -> std::same_as<std::span<const typename O::Scalar>>;
-  ops.residuals_to_host(v, host_out);  // y - X~ beta
+  ops.residuals_to_host(v, host_out);  // y - X~ beta; evaluate() before the calls below
 
   // At a point: evaluate() makes beta current (residual, psi, curvature in one fused pass with
   // bandwidth tau); the calls below refer to the current point until the next evaluate().
