@@ -320,9 +320,14 @@ void BatchOps<T>::weighted_gram(EngineBrick brick) {
 }
 
 template <std::floating_point T>
-typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) {
-  return {.scaled = ws_.scaled_rows.data() + blocks_.begin(b) * dim_,  // the block's own rows
-          .partial = ws_.gram_partials.data() + b * dim_ * dim_};
+typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) const {
+  // The staged rows go to a buffer of this thread's, one stage long, reused stage after stage
+  // and block after block: it stays in the core's cache, and the batch's rows are not pushed out
+  // of the shared cache by a scaled copy of them (the next passes read X from there).
+  thread_local std::vector<T> staging;
+  const std::size_t needed = gram_stage_rows() * dim_;
+  if (staging.size() < needed) staging.resize(needed);
+  return {.scaled = staging.data(), .partial = ws_.gram_partials.data() + b * dim_ * dim_};
 }
 
 // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so every
@@ -415,7 +420,8 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   ++incremental_updates_;
   // The rows entering the curvature set, then those leaving it, scaled as in full_gram; a row
   // whose weight moved without leaving (not produced by 0/w curvature, but cheap to allow) is
-  // both. At most 2 * flips <= rows rows: scaled_rows has room.
+  // both. At most 2 * flips <= rows / 4 rows: scaled_rows has room (Workspace::reserve).
+  static_assert(max_flip_fraction_inverse >= 8);
   RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
   T* scaled = ws_.scaled_rows.data();
   std::size_t entering = 0;

@@ -167,7 +167,7 @@ class BatchOps {
   // out = sqrt(weight) * x~ of one row, the intercept's entry sqrt(weight).
   void scale_row(std::size_t row, T weight, T* out) const;
   // One block's share of a full Gram: its rows of non-zero curvature, in row order, scaled into
-  // the block's part of scaled_rows and multiplied by SYRK into its partial every stage_rows.
+  // a staging buffer of the thread's and multiplied by SYRK into its partial every stage_rows.
   // Rows come chunk by chunk, from full_gram or from an evaluation pass; the staging depends on
   // the rows only, so both give the same bits.
   struct BlockGram {
@@ -176,7 +176,7 @@ class BatchOps {
     std::size_t used = 0;    // rows of the block with non-zero curvature
     std::size_t staged = 0;  // of those, scaled and not yet multiplied
   };
-  BlockGram block_gram(std::size_t b);
+  BlockGram block_gram(std::size_t b) const;
   std::size_t gram_stage_rows() const { return std::max(chunk_, 4 * dim_); }  // amortizes C's traffic
   void add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi, const T* curvature,
                      EngineBrick brick) const;

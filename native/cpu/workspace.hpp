@@ -64,7 +64,7 @@ struct Workspace {
       row_terms.resize(rows);
       gram_curvature.resize(rows);
       flipped.resize(rows);
-      scaled_rows.resize(rows * dim);
+      scaled_rows.resize((rows / 4 + 1) * dim);
     }
     if (blocks > blocks_) {
       blocks_ = blocks;
@@ -83,7 +83,8 @@ struct Workspace {
   std::vector<double> row_terms;      // per-row terms of a sum, before it is taken in order
   std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
   std::vector<std::size_t> flipped;   // rows whose curvature changed since that point
-  std::vector<T> scaled_rows;         // sqrt(w * c) * x~, the SYRK operand (rows x d)
+  std::vector<T> scaled_rows;         // sqrt(w c) x~ of the rows whose curvature flipped
+                                      // (the incremental Gram: at most rows / 4 of them)
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles
