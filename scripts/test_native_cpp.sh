@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the C++ tests twice: a Release build with warnings as errors (build-native/),
-# and an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/) where any report
-# fails the run. Needs cmake, g++, libopenblas-dev, liblapacke-dev, libgtest-dev, libgmock-dev.
+# and an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/, with the profiler's
+# NVTX sink when nvtx3 headers exist) where any report fails the run. Needs cmake, g++, libopenblas-dev, liblapacke-dev, libgtest-dev, libgmock-dev.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,5 +23,9 @@ configure_build_test build-native -DCMAKE_BUILD_TYPE=Release
 echo "== C++ tests: ASan + UBSan (build-asan/)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# The profiler's NVTX sink too, where the CUDA toolkit brings the nvtx3 headers: its test counts
+# the ranges pushed and popped.
+nvtx=OFF
+if [[ -f /usr/local/cuda/include/nvtx3/nvToolsExt.h ]]; then nvtx=ON; fi
 configure_build_test build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRH_SANITIZE=ON \
-  -DRH_BUILD_EXAMPLES=OFF
+  -DRH_BUILD_EXAMPLES=OFF -DRH_BRICKS_NVTX="$nvtx"

@@ -264,10 +264,7 @@ inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite*
 
 inline void Profiler::stop(detail::OpenScope& s) noexcept {
   if (clock_) return stop_async(s);
-  stop_cpu_at(s, cpu_.ticks());
-#if RH_BRICKS_NVTX
-  if (options_.nvtx) detail::nvtx_pop();
-#endif
+  stop_cpu_at(s, cpu_.ticks());  // pops the NVTX range too
 }
 
 inline void Profiler::stop_cpu_at(detail::OpenScope& s, std::uint64_t now) noexcept {
