@@ -195,6 +195,10 @@ class Profiler {
   void stop_cpu_at(detail::OpenScope& s, std::uint64_t now) noexcept;
   // The asynchronous end of a scope at a mark already taken.
   void stop_async_at(detail::OpenScope& s, ClockSource::Token stop) noexcept;
+  // What a scope records besides its times: the counts, the call site, the current batch and
+  // iteration (start and reopen).
+  void describe(detail::OpenScope& s, BrickId brick, const CallSite* site,
+                std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops) const noexcept;
   // Refills `s` for the next phase at the same depth, started at `start`.
   void reopen(detail::OpenScope& s, BrickId brick, const CallSite* site, std::uint64_t elements,
               std::uint64_t bytes, std::uint64_t flops, std::uint64_t start) noexcept;
@@ -234,13 +238,9 @@ inline detail::ThreadState& Profiler::local() noexcept {
   return register_thread();
 }
 
-inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite* site,
-                            std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops,
-                            EventKind kind, Direction direction) noexcept {
-  // Ids come from the caller's enum or intern(); one past the table is a caller bug.
-  assert(kind == EventKind::kernel || brick < table_.capacity());
-  detail::ThreadState& ts = local();
-  s.ts = &ts;
+inline void Profiler::describe(detail::OpenScope& s, BrickId brick, const CallSite* site,
+                               std::uint64_t elements, std::uint64_t bytes,
+                               std::uint64_t flops) const noexcept {
   s.elements = elements;
   s.bytes = bytes;
   s.flops = flops;
@@ -248,6 +248,16 @@ inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite*
   s.batch = batch_.load(std::memory_order_relaxed);
   s.iteration = iteration_.load(std::memory_order_relaxed);
   s.brick = brick;
+}
+
+inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite* site,
+                            std::uint64_t elements, std::uint64_t bytes, std::uint64_t flops,
+                            EventKind kind, Direction direction) noexcept {
+  // Ids come from the caller's enum or intern(); one past the table is a caller bug.
+  assert(kind == EventKind::kernel || brick < table_.capacity());
+  detail::ThreadState& ts = local();
+  s.ts = &ts;
+  describe(s, brick, site, elements, bytes, flops);
   // Events store depth in a byte; deeper nesting than 255 saturates rather than wraps.
   s.depth = static_cast<std::uint8_t>(ts.depth < 255 ? ts.depth : 255);
   ++ts.depth;
@@ -285,13 +295,7 @@ inline void Profiler::reopen(detail::OpenScope& s, BrickId brick, const CallSite
                              std::uint64_t start) noexcept {
   assert(brick < table_.capacity());
   ++s.ts->depth;  // the previous phase's stop took it back to this phase's depth
-  s.elements = elements;
-  s.bytes = bytes;
-  s.flops = flops;
-  s.site = site;
-  s.batch = batch_.load(std::memory_order_relaxed);
-  s.iteration = iteration_.load(std::memory_order_relaxed);
-  s.brick = brick;
+  describe(s, brick, site, elements, bytes, flops);
 #if RH_BRICKS_NVTX
   if (options_.nvtx) detail::nvtx_push(table_[brick].name.c_str());
 #endif
