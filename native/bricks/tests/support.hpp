@@ -1,13 +1,15 @@
-// Shared test fixtures: a small brick table and a manual asynchronous clock.
+// Shared test fixtures: a small brick table, a manual asynchronous clock and a profiler on it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
 
 #include "rh/bricks/brick_table.hpp"
 #include "rh/bricks/clock.hpp"
+#include "rh/bricks/profiler.hpp"
 
 namespace rh::bricks::testing {
 
@@ -62,6 +64,26 @@ class ManualClock final : public ClockSource {
   std::vector<std::int64_t> times_;
   Token base_ = 0;  // token of times_[0]
   Token synced_up_to_ = 0;
+};
+
+// A profiler timing with a ManualClock (trace of 64 events, no page-fault counting); the tests
+// advance the clock and read its counters.
+struct ManualProfiler {
+  ManualClock::Counters counters;
+  ManualClock* clock = nullptr;
+  std::unique_ptr<Profiler> p;
+
+  explicit ManualProfiler(SyncMode mode, std::size_t pending = 64) {
+    auto c = std::make_unique<ManualClock>(&counters);
+    clock = c.get();
+    Options o;
+    o.sync_mode = mode;
+    o.trace_capacity = 64;
+    o.pending_capacity = pending;
+    o.track_page_faults = false;
+    p = std::make_unique<Profiler>(test_table(), o, std::move(c));
+  }
+  BrickStats stats(B b) const { return p->stats(static_cast<BrickId>(b)); }
 };
 
 }  // namespace rh::bricks::testing

@@ -13,22 +13,9 @@ namespace rh::bricks {
 namespace {
 
 using testing::B;
-using testing::ManualClock;
 
-struct Manual {
-  ManualClock::Counters counters;
-  ManualClock* clock = nullptr;
-  std::unique_ptr<Profiler> p;
-
-  explicit Manual(SyncMode mode) {
-    auto c = std::make_unique<ManualClock>(&counters);
-    clock = c.get();
-    Options o;
-    o.sync_mode = mode;
-    o.trace_capacity = 64;
-    o.track_page_faults = false;
-    p = std::make_unique<Profiler>(testing::test_table(), o, std::move(c));
-  }
+struct Manual : testing::ManualProfiler {
+  using ManualProfiler::ManualProfiler;
   // load 10 ns, then gemv 20 ns holding a nested factor scope of 5 ns, then copy 30 ns.
   void run() {
     p->begin_batch(1);
@@ -49,7 +36,6 @@ struct Manual {
     p->end_batch();
     p->flush();
   }
-  BrickStats stats(B b) { return p->stats(static_cast<BrickId>(b)); }
 };
 
 void expect_phase_times(Manual& m) {

@@ -10,23 +10,9 @@ namespace rh::bricks {
 namespace {
 
 using testing::B;
-using testing::ManualClock;
 
-struct Fixture {
-  ManualClock::Counters counters;
-  ManualClock* clock = nullptr;
-  std::unique_ptr<Profiler> p;
-
-  explicit Fixture(SyncMode mode, std::size_t pending = 64) {
-    auto c = std::make_unique<ManualClock>(&counters);
-    clock = c.get();
-    Options o;
-    o.sync_mode = mode;
-    o.trace_capacity = 64;
-    o.pending_capacity = pending;
-    o.track_page_faults = false;
-    p = std::make_unique<Profiler>(testing::test_table(), o, std::move(c));
-  }
+struct Fixture : testing::ManualProfiler {
+  using ManualProfiler::ManualProfiler;
   // One batch: an outer gemm of 100 ns holding a nested factor of 30 ns, then a load of 7 ns.
   void run_batch() {
     p->begin_batch(10);
@@ -45,7 +31,6 @@ struct Fixture {
     }
     p->end_batch();
   }
-  BrickStats stats(B b) { return p->stats(static_cast<BrickId>(b)); }
 };
 
 TEST(SyncModes, ImmediateSynchronizesAfterEveryScope) {
