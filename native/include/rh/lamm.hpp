@@ -65,19 +65,17 @@ double lamm_majorizer(O& ops, const typename O::Vector& gradient, const typename
 }
 
 // How many values of phi from `phi` up (doubling) the engine proves refused, leaving the last
-// doubling allowed to an exact trial.
+// doubling allowed to an exact trial. `shifted` and `candidate` are scratch.
 template <FusedTrialOps O>
 int lamm_refused_doublings(O& ops, const typename O::Vector& beta,
                            const typename O::Vector& gradient, double phi, double l1_strength,
-                           typename O::Vector& shifted, std::vector<typename O::Vector>& candidates,
-                           std::vector<typename O::Vector>& steps, std::vector<double>& bounds) {
+                           typename O::Vector& shifted, typename O::Vector& candidate) {
   const int count = std::min(phi_bound_trials, max_phi_doublings);
-  candidates.resize(count, ops.make_vector());
-  steps.resize(count, ops.make_vector());
-  bounds.resize(count);
+  std::vector<typename O::Vector> steps(count, ops.make_vector());
+  std::vector<double> bounds(count);
   double trial_phi = phi;
   for (int i = 0; i < count; ++i, trial_phi *= 2.0) {
-    lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted, candidates[i], steps[i]);
+    lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted, candidate, steps[i]);
     bounds[i] = lamm_majorizer(ops, gradient, steps[i], trial_phi);
   }
   return static_cast<int>(ops.refused_prefix(steps, bounds));
@@ -103,9 +101,6 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
     steps.push_back(ops.make_vector());
   }
   std::array<double, slots> changes{};
-  std::vector<Vector> bound_candidates;  // FusedTrialOps: the first iteration's bounded trials
-  std::vector<Vector> bound_steps;
-  std::vector<double> bounds;
   const double l1_strength = weight_total * lambda;
   double phi = 1.0;  // never decreases within a solve
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
@@ -117,7 +112,7 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
     if constexpr (FusedTrialOps<O>) {
       if (k == 0) {  // phi starts at 1, tens of doublings below what majorizes f
         doublings = detail::lamm_refused_doublings(ops, beta, gradient, phi, l1_strength, shifted,
-                                                   bound_candidates, bound_steps, bounds);
+                                                   candidates[0]);
         for (int i = 0; i < doublings; ++i) phi *= 2.0;
       }
     }
