@@ -216,10 +216,10 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
 template <std::floating_point T>
 void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
                                 PointRows<T>& point, const T* project_step, bool with_gram) {
-  // One pass over X per block, chunk by chunk: the residual product brings a chunk of rows into
-  // cache, psi, curvature and loss follow, and the score product X^T (w psi) reads the same rows
-  // again from cache (as do the projection of a step and the Gram's scaled rows, if asked), so
-  // X crosses the memory bus once per pass.
+  // One pass over X per block, chunk by chunk: the first product on a chunk (a step's
+  // projection, the residual's, or else the score's) brings its rows into cache, and what follows
+  // on the chunk (psi, curvature and loss, the score product X^T (w psi), the Gram's scaled rows)
+  // reads them from there, so X crosses the memory bus once per pass.
   std::atomic<bool> non_finite{false};
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
@@ -664,7 +664,7 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
 
   // One pass: X~u and X~v into projection slots 0 and 1, and the row bound once per batch.
   projected_count_ = 0;  // the slots no longer hold the steps residual_source knows
-  const bool need_row_bound = weighted_row_max_ < 0.0;
+  const bool need_row_bound = !weighted_row_max_;
   for_each_block([&](std::size_t b) {
     double row_bound = 0.0;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
@@ -680,8 +680,9 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
     ws_.scratch_partials[b] = row_bound;
   });
   if (need_row_bound) {
-    weighted_row_max_ = 0.0;
-    for (std::size_t b = 0; b < blocks_.count(); ++b) weighted_row_max_ += ws_.scratch_partials[b];
+    double sum = 0.0;
+    for (std::size_t b = 0; b < blocks_.count(); ++b) sum += ws_.scratch_partials[b];
+    weighted_row_max_ = sum;
   }
 
   const double unit_t = std::numeric_limits<T>::epsilon() / 2;
@@ -714,7 +715,7 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
     }
     const double combination = std::fabs(alpha) * u1 + (independent ? std::fabs(beta) * v1 : 0.0);
     const double reach = e1 + gamma * (s1 + combination) + 8.0 * unit64 * (e1 + s1 + combination);
-    const double gap = tau * weighted_row_max_ * reach * (1.0 + 8.0 * unit64);
+    const double gap = tau * *weighted_row_max_ * reach * (1.0 + 8.0 * unit64);
     if (!std::isfinite(gap)) return k;
 
     for_each_block([&](std::size_t b) {

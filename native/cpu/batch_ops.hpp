@@ -7,6 +7,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -214,7 +215,7 @@ class BatchOps {
   bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
   std::uint32_t incremental_updates_ = 0;  // since the last full Gram
   double weight_sum_ = 0.0;
-  double weighted_row_max_ = -1.0;  // sum_i w_i ||x~_i||_inf, once known (refused_prefix)
+  std::optional<double> weighted_row_max_;  // sum_i w_i ||x~_i||_inf (refused_prefix)
   const double* information64_;  // J~ in float64: the state's own array for a float64 batch
   double effective_weight_;      // W before this batch
   double history_weight_;        // W * previous lambda in T: the subgradient's scale
