@@ -517,7 +517,13 @@ void BatchOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
 // --- the objective along a step ----------------------------------------------------------------
 
 template <std::floating_point T>
+void BatchOps<T>::reserve_projection_slots(std::size_t slots) {
+  if (ws_.projections.size() < slots * X_.rows) ws_.projections.resize(slots * X_.rows);
+}
+
+template <std::floating_point T>
 void BatchOps<T>::remember_projected(std::span<const Vector> steps) {
+  reserve_projection_slots(steps.size());
   for (std::size_t k = 0; k < steps.size(); ++k) projected_steps_[k] = steps[k];
   projected_count_ = steps.size();
 }
@@ -663,6 +669,7 @@ std::size_t BatchOps<T>::refused_prefix(std::span<const Vector> steps,
   const bool independent = plane && det > 1e-12 * uu * vv;  // else u alone
 
   // One pass: X~u and X~v into projection slots 0 and 1, and the row bound once per batch.
+  reserve_projection_slots(2);
   projected_count_ = 0;  // the slots no longer hold the steps residual_source knows
   const bool need_row_bound = !weighted_row_max_;
   for_each_block([&](std::size_t b) {

@@ -131,7 +131,11 @@ class BatchOps {
   // is formed too.
   void evaluate_pass(const T* beta, const ResidualSource& source, PointRows<T>& point,
                      const T* project_step, bool with_gram);
-  // Remembers steps as the projected ones (slots 0, 1, ...) for residual_source.
+  // Room for this many projection slots: Newton uses one, LAMM's fused trials up to
+  // phi_trials_per_pass, so the buffer grows to what a solve needs (and then stays).
+  void reserve_projection_slots(std::size_t slots);
+  // Remembers steps as the projected ones (slots 0, 1, ...) for residual_source, with room for
+  // their projections.
   void remember_projected(std::span<const Vector> steps);
   // Slot `slot` of the projections, rows [lo, hi) = X~ step on those rows.
   void project_rows(const T* step, std::size_t slot, std::size_t lo, std::size_t hi);

@@ -60,7 +60,6 @@ struct Workspace {
       rows_ = rows;
       point.reserve_rows(rows);
       prepared.reserve_rows(rows);
-      projections.resize(rows * phi_trials_per_pass);
       row_terms.resize(rows);
       gram_curvature.resize(rows);
       flipped.resize(rows);
@@ -79,7 +78,8 @@ struct Workspace {
   PointRows<T> prepared;  // a point evaluated ahead of time (BatchOps::project_and_prepare)
 
   // One entry per row.
-  std::vector<T> projections;         // X~ s of each step s being tried, slot k at k * rows
+  std::vector<T> projections;         // X~ s of each step s being tried, slot k at k * rows;
+                                      // grown to the slots a pass uses (BatchOps)
   std::vector<double> row_terms;      // per-row terms of a sum, before it is taken in order
   std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
   std::vector<std::size_t> flipped;   // rows whose curvature changed since that point
