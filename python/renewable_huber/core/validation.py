@@ -87,7 +87,6 @@ def validate_batch(
         if check_values:
             _check_weight_values(w, xp)
 
-
     if state is not None and state.batch_count > 0:
         d = p + int(fit_intercept)
         if d != state.n_coef:
