@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write tests/golden/native_core_v1.json from the NumPy reference, or --check it.
+"""Write tests/golden/native_core_v2.json from the NumPy reference, or --check it.
 
 --check regenerates the corpus in memory and fails when the committed file differs by more than
 1e-12 relative in any number (or at all in any string, flag or count).
@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from renewable_huber.golden import build_corpus, max_relative_difference
+from renewable_huber.golden import CORPUS_FILE, build_corpus, max_relative_difference
 
-DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "native_core_v1.json"
+DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "golden" / CORPUS_FILE
 CHECK_RTOL = 1e-12
 
 

@@ -134,6 +134,10 @@ def test_engines_match_the_reference_on_the_same_data(document):
         assert nat["coef_error"]["rel_l2"] == pytest.approx(ref["coef_error"]["rel_l2"],
                                                             rel=1e-3, abs=1e-5)
         assert nat["solver_iterations"]["per_batch"] == ref["solver_iterations"]["per_batch"]
+        # The rcond of each batch's last step: a condition estimate, the same to a few digits.
+        for a, b in zip(nat["solver_iterations"]["rcond_per_batch"],
+                        ref["solver_iterations"]["rcond_per_batch"], strict=True):
+            assert (a is None and b is None) or a == pytest.approx(b, rel=1e-3)
 
 
 def test_schema_rejects_inconsistent_records(document):

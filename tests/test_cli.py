@@ -54,10 +54,12 @@ def test_demo_prints_its_figures_and_writes_a_checkpoint(capsys, tmp_path, monke
     assert re.search(r"= [\d,]+ rows/s \(data generation excluded", out)
     assert "backend: numpy" in out
     table = re.findall(
-        r"^\s+(\d)\s+(yes|NO)\s+(\d+)\s+\S+\s+(cholesky|lu|svd)\s+\S+$", out, re.MULTILINE
+        r"^\s+(\d)\s+(yes|NO)\s+(\d+)\s+\S+\s+(cholesky|lu|svd)\s+(\S+)\s+\S+$", out,
+        re.MULTILINE,
     )
     assert [row[0] for row in table] == ["1", "2", "3", "4", "5"]
     assert all(row[1] == "yes" for row in table)
+    assert all(0.01 < float(row[4]) <= 1 for row in table)  # rcond: well conditioned
     huber = float(re.search(r"renewable Huber\s+(\S+)", out).group(1))
     ols = float(re.search(r"least squares \(OLS\)\s+(\S+)", out).group(1))
     assert huber < 0.15 and huber < ols / 3  # robust to the gross outliers; OLS is not

@@ -3,25 +3,47 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from renewable_huber.core import update
-from renewable_huber.golden import compare_batch, replay_case
+from renewable_huber.golden import CORPUS_FILE, compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = json.loads((ROOT / "tests" / "golden" / "native_core_v1.json").read_text())
+CORPUS = json.loads((ROOT / "tests" / "golden" / CORPUS_FILE).read_text())
 
 
-def test_corpus_has_the_four_cases_of_the_contract():
+def test_corpus_has_the_five_cases_of_the_contract():
+    assert CORPUS["version"] == 2
+    assert not (ROOT / "tests" / "golden" / "native_core_v1.json").exists()
     names = [c["name"] for c in CORPUS["cases"]]
-    assert names == ["weighted_unpenalized", "l1_history", "float32_outliers", "rank_deficient"]
+    assert names == ["weighted_unpenalized", "l1_history", "float32_outliers", "rank_deficient",
+                     "badly_scaled"]
     for case in CORPUS["cases"]:
         assert len(case["batches"]) == 2
         assert all(len(b["X"]) <= 200 and len(b["X"][0]) <= 6 for b in case["batches"])
     rank = CORPUS["cases"][3]
     assert [b["diagnostics"]["solver"] for b in rank["batches"]] == ["svd", "svd"]
+    assert [b["diagnostics"]["rcond"] for b in rank["batches"]] == [0.0, 0.0]
     l1 = CORPUS["cases"][1]
     assert l1["batches"][1]["state"]["previous_lambda"] > 0
+    assert [b["diagnostics"]["rcond"] for b in l1["batches"]] == [None, None]
+
+
+def test_badly_scaled_case_takes_cholesky_and_matches_least_squares():
+    case = CORPUS["cases"][4]
+    assert [b["diagnostics"]["solver"] for b in case["batches"]] == ["cholesky", "cholesky"]
+    column_units = np.abs(np.asarray(case["batches"][0]["X"])).max(axis=0)
+    assert column_units.max() / column_units.min() > 1e5
+    X = np.vstack([b["X"] for b in case["batches"]])
+    y = np.concatenate([b["y"] for b in case["batches"]])
+    design = np.column_stack([X, np.ones(len(y))])
+    # Least squares through a QR of the column-scaled design: nothing shared with the ladder.
+    units = np.abs(design).max(axis=0)
+    least_squares = np.linalg.lstsq(design / units, y, rcond=None)[0] / units
+    coef = np.asarray(case["batches"][1]["state"]["coef"])
+    assert np.max(np.abs(coef - least_squares) / np.abs(least_squares)) < 1e-6
+
 
 
 def test_generator_check_passes_on_committed_corpus():

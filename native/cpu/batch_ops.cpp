@@ -481,6 +481,27 @@ void BatchOps<T>::form_hessian(double ridge) {
 }
 
 template <std::floating_point T>
+void BatchOps<T>::hessian_diagonal(std::span<T> out) const {
+  RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_, 2 * dim_ * sizeof(T), 0);
+  const T* H = ws_.hessian.data();
+  for (std::size_t j = 0; j < dim_; ++j) out[j] = H[j * dim_ + j];
+}
+
+template <std::floating_point T>
+void BatchOps<T>::equilibrate_hessian(std::span<const T> scales) {
+  RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, (2 * dim_ * dim_ + dim_) * sizeof(T),
+                 2 * dim_ * dim_);
+  T* H = ws_.hessian.data();
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j < dim_; ++j) {
+      // s_i * s_j first: it rounds the same for (i, j) and (j, i), so symmetry survives.
+      const T factor = scales[i] * scales[j];
+      H[i * dim_ + j] *= factor;
+    }
+  }
+}
+
+template <std::floating_point T>
 bool BatchOps<T>::hessian_symmetric() const {
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 0);
   const T* H = ws_.hessian.data();
@@ -507,11 +528,11 @@ SolveAttempt BatchOps<T>::solve_lu(const Vector& rhs, Vector& out) {
 }
 
 template <std::floating_point T>
-void BatchOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
+std::size_t BatchOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
   // SVD-based least squares: of the order of 4 d^3 flops.
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, dim_ * dim_ * sizeof(T),
                  4 * dim_ * dim_ * dim_);
-  ws_.solver.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
+  return ws_.solver.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
 }
 
 // --- the objective along a step ----------------------------------------------------------------

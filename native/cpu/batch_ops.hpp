@@ -59,10 +59,14 @@ class BatchOps {
   void gradient(Vector& out);
   double objective(double lambda) const;
   void form_hessian(double ridge);
+  void hessian_diagonal(std::span<T> out) const;
+  // In place on ws_.hessian: every later reader of H (the rungs) sees Ĥ until the next
+  // form_hessian. The Gram and J~, from which H is formed, are untouched.
+  void equilibrate_hessian(std::span<const T> scales);
   bool hessian_symmetric() const;
   SolveAttempt solve_cholesky(const Vector& rhs, Vector& out);
   SolveAttempt solve_lu(const Vector& rhs, Vector& out);
-  void solve_min_norm(const Vector& rhs, double rcond, Vector& out);
+  std::size_t solve_min_norm(const Vector& rhs, double rcond, Vector& out);
   void project(const Vector& step);
   double objective_change(const Vector& step, double t);
   void information(std::span<T> out);

@@ -89,7 +89,7 @@ SolveAttempt DenseSolver<T>::lu(const T* H, const T* rhs, T* x) {
 }
 
 template <std::floating_point T>
-void DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
+std::size_t DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   const auto n = static_cast<blas::lapack_index>(dim_);
   load_column_major(H);
   std::copy(rhs, rhs + dim_, x);
@@ -111,6 +111,7 @@ void DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   if (info > 0 || !all_finite(x, dim_)) {
     throw NumericalError("the minimum-norm (SVD) solve of the Newton system failed to converge");
   }
+  return static_cast<std::size_t>(rank);
 }
 
 template class DenseSolver<float>;

@@ -19,8 +19,8 @@ class DenseSolver {
   // H is row-major d x d. Each rung leaves H untouched and writes x only.
   SolveAttempt cholesky(const T* H, const T* rhs, T* x);
   SolveAttempt lu(const T* H, const T* rhs, T* x);
-  // Singular values <= rcond * sigma_max count as zero.
-  void min_norm(const T* H, const T* rhs, double rcond, T* x);
+  // Singular values <= rcond * sigma_max count as zero; returns the rank kept.
+  std::size_t min_norm(const T* H, const T* rhs, double rcond, T* x);
 
  private:
   T one_norm(const T* H) const;

@@ -131,6 +131,7 @@ nb::dict diagnostics_dict(const rh::Diagnostics& diagnostics) {
   out["bandwidth"] = diagnostics.bandwidth;
   out["solver"] = std::string(rh::to_string(diagnostics.solver));
   out["line_search_halvings"] = diagnostics.line_search_halvings;
+  out["rcond"] = diagnostics.rcond;  // a float; NaN for a penalized batch (no Newton system)
   return out;
 }
 

@@ -91,6 +91,11 @@ Run<rh::cpu::BatchOps, T> expect_identical(const rh::Config& config, std::size_t
     EXPECT_EQ(fused.diagnostics[b].line_search_halvings, plain.diagnostics[b].line_search_halvings);
     EXPECT_EQ(fused.diagnostics[b].objective, plain.diagnostics[b].objective);
     EXPECT_EQ(fused.diagnostics[b].converged, plain.diagnostics[b].converged);
+    // Bit for bit too, or NaN on both sides (a penalized batch solves no Newton system).
+    const double fused_rcond = fused.diagnostics[b].rcond;
+    const double plain_rcond = plain.diagnostics[b].rcond;
+    EXPECT_TRUE(fused_rcond == plain_rcond || (std::isnan(fused_rcond) && std::isnan(plain_rcond)))
+        << fused_rcond << " vs " << plain_rcond;
   }
   return fused;
 }

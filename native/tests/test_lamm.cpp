@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <rh/cpu/engine.hpp>
 
 #include "problems.hpp"
@@ -21,6 +22,7 @@ TEST(Lamm, TwoBatchesMeetTheSubgradientConditions) {
         engine.update(state, batch.design(), batch.response(), batch.weights(), config);
     EXPECT_TRUE(diag.converged);
     EXPECT_EQ(diag.solver, rh::Solver::lamm);
+    EXPECT_TRUE(std::isnan(diag.rcond));  // no Newton system was solved
     EXPECT_EQ(diag.lambda, 0.05);
     const auto g = rh::test::smooth_gradient(state, batch, std::span<const double>(next.coef),
                                              diag.bandwidth, true);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <random>
 #include <rh/cpu/engine.hpp>
 
 #include "problems.hpp"
@@ -28,6 +31,8 @@ TEST(Newton, FirstBatchSolutionHasZeroGradient) {
 
   EXPECT_TRUE(diag.converged);
   EXPECT_EQ(diag.solver, rh::Solver::cholesky);
+  EXPECT_GT(diag.rcond, 0.0);
+  EXPECT_LE(diag.rcond, 1.0);
   EXPECT_NEAR(diag.bandwidth, config.epsilon * next.scale, 1e-15 * diag.bandwidth);
   const auto g = rh::test::smooth_gradient(empty, batch, std::span<const double>(next.coef),
                                            diag.bandwidth, true);
@@ -66,7 +71,44 @@ TEST(Newton, RankDeficientDesignTakesSvdAndSplitsADuplicatedColumnEvenly) {
   rh::Diagnostics diag;
   const auto next = run_stream(engine, rh::State<double>::empty(4), batch, rh::Config{}, &diag);
   EXPECT_EQ(diag.solver, rh::Solver::svd);
+  EXPECT_EQ(diag.rcond, 0.0);
   EXPECT_NEAR(next.coef[1], next.coef[2], 1e-9);
+}
+
+// Columns in very different units (contract v2): cond(X~^T X~) ~ 1e18, which without the
+// ladder's equilibration sends the Newton system to the SVD rung, whose cut-off drops the 1e-3
+// column. Equilibrated, Cholesky solves it and the fit is the least-squares one (tau so large
+// that every residual is in the quadratic zone).
+TEST(Newton, BadlyScaledColumnsTakeCholeskyAndRecoverTheLeastSquaresFit) {
+  constexpr std::array<double, 6> units = {1e-3, 1, 1e2, 1e4, 1e6, 1e6};
+  constexpr std::size_t p = units.size();
+  constexpr std::size_t rows = 200;
+  std::mt19937_64 rng(23);
+  std::normal_distribution<double> normal;
+  rh::test::Batch<double> batch{rows, p, std::vector<double>(rows * p), std::vector<double>(rows),
+                                std::vector<double>(rows, 1.0)};
+  for (std::size_t i = 0; i < rows; ++i) {
+    double unscaled_sum = 0.0;  // y = Z 1 + noise, X = Z diag(units): coef_j = 1 / units_j
+    for (std::size_t j = 0; j < p; ++j) {
+      const double z = normal(rng);
+      batch.X[i * p + j] = z * units[j];
+      unscaled_sum += z;
+    }
+    batch.y[i] = unscaled_sum + 1e-8 * normal(rng);
+  }
+  rh::Config config;
+  config.tau = 1e9;
+  rh::cpu::Engine engine;
+  rh::Diagnostics diag;
+  const auto next = run_stream(engine, rh::State<double>::empty(p + 1), batch, config, &diag);
+  EXPECT_TRUE(diag.converged);
+  EXPECT_EQ(diag.solver, rh::Solver::cholesky);
+  EXPECT_TRUE(std::isfinite(diag.rcond));
+  EXPECT_GT(diag.rcond, 0.0);
+  for (std::size_t j = 0; j < p; ++j) {
+    EXPECT_NEAR(next.coef[j] * units[j], 1.0, 1e-6) << "column " << j;
+  }
+  EXPECT_NEAR(next.coef[p], 0.0, 1e-6);  // no intercept in the data
 }
 
 TEST(Newton, WithoutInterceptAndWithFixedTau) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <rh/cpu/engine.hpp>
 
 #include "problems.hpp"
@@ -31,6 +32,7 @@ TEST(ProxNewton, MeetsTheSubgradientConditionsAndAgreesWithLamm) {
                                                 batch.weights(), penalized(rh::L1Solver::lamm));
     ASSERT_TRUE(newton_diag.converged);
     EXPECT_EQ(newton_diag.solver, rh::Solver::prox_newton);
+    EXPECT_TRUE(std::isnan(newton_diag.rcond));  // its model is not solved by the ladder
     EXPECT_LT(newton_diag.n_iter, lamm_diag.n_iter);
 
     // 0 in grad f + c d||beta_S||_1 at the proximal Newton solution.

@@ -1,13 +1,19 @@
 """renewable_huber: streaming robust (Huber) regression, one batch at a time."""
 
 from ._version import __version__
-from .errors import CheckpointError, EngineNotAvailableError, NumericalError
+from .errors import (
+    CheckpointError,
+    EngineNotAvailableError,
+    IllConditionedWarning,
+    NumericalError,
+)
 from .estimator import RenewableHuberRegressor
 from .profiling import profile
 
 __all__ = [
     "CheckpointError",
     "EngineNotAvailableError",
+    "IllConditionedWarning",
     "NumericalError",
     "RenewableHuberRegressor",
     "__version__",

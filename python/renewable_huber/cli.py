@@ -27,7 +27,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._version import __version__
 from .core import L1_SOLVERS
+from .core.ladder import ill_conditioned, ill_conditioning_message
 from .datasets import make_contaminated_stream
+from .errors import IllConditionedWarning
 from .io import DEFAULT_BATCH_SIZE, BatchReader, DataFileError, detect_format, read_batches
 
 __all__ = ["main"]
@@ -181,7 +183,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     print(f"backend: {estimator.backend_}")
     _print_throughput(stats, excluded="data generation excluded")
     print()
-    _print_diagnostics(estimator.diagnostics_)
+    _print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype)
     print()
     ols_coef, ols_intercept = ols.solve()
     reference = np.linalg.norm(stream.coef)
@@ -304,7 +306,7 @@ def _run_fit(args: argparse.Namespace) -> int:
     print(f"backend: {estimator.backend_}")
     _print_throughput(stats, excluded="reading and checking excluded")
     print()
-    _print_diagnostics(estimator.diagnostics_)
+    _print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype)
     print()
     print(f"robust scale: {estimator.scale_:.6g}")
     print(f"intercept: {float(estimator.intercept_):.6g}")
@@ -630,6 +632,7 @@ def _run_top(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings(), prof:
             warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", IllConditionedWarning)
             round_ = 0
             while True:
                 for X, y in batches:
@@ -716,12 +719,14 @@ def _stream(
     """``partial_fit`` every batch, timing the updates alone.
 
     ``observe`` sees each batch before the update and outside the timing (the demo's least
-    squares). Convergence warnings are silenced here because the per-batch table reports them.
+    squares). Convergence and conditioning warnings are silenced here because the per-batch
+    table reports them, once for the run.
     """
     stats = _StreamStats()
     start = time.perf_counter()
     with _progress(total) as bar, warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", IllConditionedWarning)
         for X, y in batches:
             if observe is not None:
                 observe(X, y)
@@ -762,20 +767,30 @@ def _print_throughput(stats: _StreamStats, *, excluded: str) -> None:
     )
 
 
-def _print_diagnostics(diagnostics: list[dict]) -> None:
+def _print_diagnostics(diagnostics: list[dict], dtype: np.dtype) -> None:
+    """The per-batch table, then each kind of warning once for the whole run."""
     header = (
         f"{'batch':>5}  {'converged':>9}  {'n_iter':>6}  {'bandwidth':>10}  "
-        f"{'solver':>8}  {'objective':>12}"
+        f"{'solver':>11}  {'rcond':>8}  {'objective':>12}"
     )
     lines = [
         f"{k:>5}  {'yes' if d['converged'] else 'NO':>9}  {d['n_iter']:>6}  "
-        f"{d['bandwidth']:>10.4g}  {d['solver']:>8}  {d['objective']:>12.6g}"
+        f"{d['bandwidth']:>10.4g}  {d['solver']:>11}  {_format_rcond(d['rcond']):>8}  "
+        f"{d['objective']:>12.6g}"
         for k, d in enumerate(diagnostics, start=1)
     ]
     _print_rows(lines, header=header)
     unconverged = sum(not d["converged"] for d in diagnostics)
     if unconverged:
         print(f"warning: {unconverged} of {len(diagnostics)} batches did not converge")
+    ill = [k for k, d in enumerate(diagnostics, start=1) if ill_conditioned(d["rcond"], dtype)]
+    if ill:
+        first = ill_conditioning_message(ill[0], diagnostics[ill[0] - 1], dtype)
+        print(f"warning: {len(ill)} of {len(diagnostics)} batches were ill-conditioned; {first}")
+
+
+def _format_rcond(rcond: float | None) -> str:
+    return "—" if rcond is None else f"{rcond:.1e}"
 
 
 def _print_rows(lines: list[str], *, header: str) -> None:

@@ -13,3 +13,9 @@ class EngineNotAvailableError(ImportError):
 
 class CheckpointError(ValueError):
     """A checkpoint is corrupted, truncated, or inconsistent."""
+
+
+class IllConditionedWarning(UserWarning):
+    """A batch's Newton system was ill-conditioned even after equilibration: digits of the
+    estimate may be lost, or (svd rung) the estimate is not unique. Collinear or constant
+    columns are the usual cause."""

@@ -21,8 +21,10 @@ from .adapters import as_host_input
 from .backends import BACKENDS, make_engine
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
 from .core import L1_SOLVERS, Config, State
+from .core.ladder import ill_conditioned, ill_conditioning_message
 from .core.xp import to_host
 from .cuda.dlpack import is_device_tensor
+from .errors import IllConditionedWarning
 from .profiling import _hooks as _prof
 
 _FITTED_ATTRIBUTES = (
@@ -165,7 +167,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 )
                 diagnostics.append(diag.as_dict())
             self._commit(state, diagnostics, engine.name)
-        self._warn_unconverged(diagnostics)
+        self._warn_about(diagnostics)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -184,7 +186,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             state, diag = engine.update(None if first else self._state, X, y, w, self._config())
             history = [] if first else self.diagnostics_
             self._commit(state, [*history, diag.as_dict()], engine.name)
-        self._warn_unconverged([diag.as_dict()], first_batch=self.n_batches_)
+        self._warn_about([diag.as_dict()], first_batch=self.n_batches_)
         return self
 
     # --------------------------------------------------------------- prediction
@@ -365,8 +367,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             "previous_lambda", "scale")})
         self._commit(state, [], self._engine().name)
 
-    def _warn_unconverged(self, diagnostics: list[dict], first_batch: int = 1) -> None:
+    def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
+        """At most one warning of each kind per batch: not converged, ill-conditioned."""
+        dtype = self.coef_.dtype
         for k, diag in enumerate(diagnostics, start=first_batch):
+            if ill_conditioned(diag["rcond"], dtype):
+                warnings.warn(ill_conditioning_message(k, diag, dtype), IllConditionedWarning,
+                              stacklevel=3)
             if not diag["converged"]:
                 warnings.warn(
                     f"batch {k} did not converge within max_iter={self.max_iter} iterations "
@@ -375,3 +382,4 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                     ConvergenceWarning,
                     stacklevel=3,
                 )
+

@@ -1,5 +1,5 @@
-"""Golden corpus v1 (method.md): four small two-batch cases, their inputs and the reference's
-answers, and the comparison every engine is held to.
+"""Golden corpus v2 (method.md, contract v2): five small two-batch cases, their inputs and the
+reference's answers, and the comparison every engine is held to.
 
 The generator script (scripts/generate_native_golden.py) writes what :func:`build_corpus`
 returns; tests replay the inputs through an engine and call :func:`compare_batch`.
@@ -15,7 +15,11 @@ import numpy as np
 
 from .core import Config, State, update
 
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2
+#: The committed corpus, under tests/golden/.
+CORPUS_FILE = "native_core_v2.json"
+#: The cases whose ladder rung every engine must reproduce exactly (method.md).
+RUNG_CHECKED = frozenset({"rank_deficient", "badly_scaled"})
 RTOL = {"float64": 1e-7, "float32": 2e-3}
 STATE_FLOATS = ("coef", "information", "effective_weight", "previous_lambda", "scale")
 STATE_COUNTERS = ("n_samples_seen", "batch_count")
@@ -58,7 +62,10 @@ def _case_inputs(name: str) -> dict[str, Any]:
         config = Config(fit_intercept=False)
         dtype = np.float32
     elif name == "rank_deficient":
-        rng = np.random.default_rng(404)
+        # A seed whose every Newton matrix is singular by a wide margin after equilibration:
+        # no rung's rcond comes near d * eps, so rounding cannot make engines take different
+        # rungs (some seeds reach 1.1 * d * eps on Cholesky in a late iteration).
+        rng = np.random.default_rng(412)
         batches = []
         for n in (90, 80):
             Z = rng.normal(size=(n, 3))
@@ -66,6 +73,19 @@ def _case_inputs(name: str) -> dict[str, Any]:
             y = Z @ np.array([1.0, 2.0, -1.0]) + 0.4 + 0.2 * rng.standard_normal(n)
             batches.append((X, y, None))
         config = Config(fit_intercept=True, ridge=0.0)
+        dtype = np.float64
+    elif name == "badly_scaled":
+        rng = np.random.default_rng(505)
+        units = np.array([1.0, 1e2, 1e4, 1e6, 1e6])
+        beta = np.array([1.0, -2.0, 0.5, 3.0, -1.0])
+        batches = []
+        for n in (160, 140):
+            Z = rng.normal(size=(n, 5))
+            Z[:, 4] = Z[:, 3] + 1e-3 * rng.standard_normal(n)  # nearly collinear with column 3
+            y = Z @ beta + 5.0 + 0.1 * rng.standard_normal(n)
+            batches.append((Z * units, y, None))
+        # tau beyond every residual: Huber is least squares, which the case is checked against.
+        config = Config(fit_intercept=True, tau=1e9)
         dtype = np.float64
     else:
         raise KeyError(name)
@@ -81,6 +101,8 @@ CASES = {
     "l1_history": "L1 (alpha > 0), intercept, float64; batch 2 uses the historical subgradient",
     "float32_outliers": "float32, no intercept, response outliers",
     "rank_deficient": "duplicated column, ridge = 0: both batches take the svd rung",
+    "badly_scaled": "column units from 1 to 1e6, two nearly collinear columns, tau = 1e9 (least "
+    "squares), float64: the equilibrated ladder takes cholesky",
 }
 
 

@@ -68,8 +68,10 @@ def test_the_computation_dtype_is_the_input_dtype(dtype):
         "bandwidth",
         "solver",
         "line_search_halvings",
+        "rcond",
     }
     assert diag["converged"] is True and diag["solver"] == "cholesky"
+    assert isinstance(diag["rcond"], float) and 0 < diag["rcond"] <= 1
 
 
 def test_mixed_or_unsupported_dtypes_are_refused():

@@ -2,6 +2,7 @@
 // What one batch update reports besides the new state.
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 namespace rh {
@@ -19,6 +20,9 @@ struct Diagnostics {
   double bandwidth = 0.0;  // the tau used
   Solver solver = Solver::cholesky;
   std::int64_t line_search_halvings = 0;  // Newton halvings, or LAMM doublings of phi
+  // The 1-norm reciprocal condition estimate of the equilibrated Newton matrix for the last
+  // step's rung (0 for SVD); NaN for a penalized batch (no Newton system).
+  double rcond = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace rh

@@ -83,6 +83,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
   auto rhs = ops.make_vector();
   auto step = ops.make_vector();
   auto full = ops.make_vector();
+  LadderScratch<typename O::Scalar> scratch;
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     detail::evaluate_for_hessian(ops, beta, tau);
@@ -90,7 +91,9 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     ops.form_hessian(config.ridge);
     ops.copy(gradient, rhs);
     ops.scale(-1.0, rhs);
-    result.solver = solve_ladder(ops, rhs, step);
+    const LadderResult ladder = solve_ladder(ops, rhs, step, scratch);
+    result.solver = ladder.rung;
+    result.rcond = ladder.rcond;
 
     if (detail::take_negligible_step(ops, beta, step, full, tol)) {
       result.converged = true;

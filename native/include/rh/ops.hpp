@@ -19,29 +19,35 @@ struct SolveAttempt {
   bool finite = false;    // every entry of the solution is finite
 };
 
-// What the linear-solver ladder needs: the Newton matrix H of the current point, and its rungs.
+// What the linear-solver ladder needs: the Newton matrix H of the current point, its diagonal
+// equilibration (shared/spec/method.md, contract v2) and its rungs, and the host transfers of
+// coefficient-sized vectors through which the ladder scales the right-hand side and the step.
 template <class O>
 concept LadderOps = requires(O& ops, typename O::Vector& out, const typename O::Vector& v,
-                             double x) {
+                             std::span<typename O::Scalar> host_out,
+                             std::span<const typename O::Scalar> host_in, double x) {
   requires std::floating_point<typename O::Scalar>;
   { ops.dim() } -> std::same_as<std::size_t>;
+  ops.assign(host_in, out);
+  ops.copy_to_host(v, host_out);
+  ops.hessian_diagonal(host_out);    // H_ii of the last form_hessian(), i = 0 .. dim() - 1
+  ops.equilibrate_hessian(host_in);  // H_ij <- H_ij * (s_i * s_j), the product formed first, so
+                                     // an exactly symmetric H stays so; the calls below see it
   { ops.hessian_symmetric() } -> std::same_as<bool>;
   { ops.solve_cholesky(v, out) } -> std::same_as<SolveAttempt>;
   { ops.solve_lu(v, out) } -> std::same_as<SolveAttempt>;
-  ops.solve_min_norm(v, x, out);  // SVD least squares, relative singular-value cut-off x
+  // SVD least squares, singular values below x * sigma_max treated as zero; returns the rank kept.
+  { ops.solve_min_norm(v, x, out) } -> std::same_as<std::size_t>;
 };
 
 template <class O>
 concept SolverOps = LadderOps<O> &&
     requires(O& ops, typename O::Vector& out, const typename O::Vector& v,
-             std::span<typename O::Scalar> host_out, std::span<const typename O::Scalar> host_in,
-             double x) {
+             std::span<typename O::Scalar> host_out, double x) {
   { ops.intercept() } -> std::same_as<bool>;
 
   // Coefficient-sized vectors.
   { ops.make_vector() } -> std::same_as<typename O::Vector>;  // zero-filled, length dim()
-  ops.assign(host_in, out);
-  ops.copy_to_host(v, host_out);
   ops.copy(v, out);
   ops.scale(x, out);    // out = x * out
   ops.axpy(x, v, out);  // out += x * v

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "rh/diagnostics.hpp"
 
@@ -12,6 +13,9 @@ struct SolveResult {
   std::int64_t n_iter = 0;
   std::int64_t halvings = 0;  // Armijo halvings (Newton) or phi doublings (LAMM)
   Solver solver = Solver::cholesky;
+  // The ladder's rcond for the last Newton step (0 for SVD); NaN when no Newton system was
+  // solved by the ladder (LAMM, proximal Newton).
+  double rcond = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace rh

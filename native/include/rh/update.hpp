@@ -138,7 +138,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
                           .lambda = config.alpha,
                           .bandwidth = tau,
                           .solver = solve.solver,
-                          .line_search_halvings = pilot.halvings + solve.halvings};
+                          .line_search_halvings = pilot.halvings + solve.halvings,
+                          .rcond = solve.rcond};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");

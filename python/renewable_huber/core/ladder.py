@@ -1,11 +1,12 @@
-"""The linear-solver ladder: Cholesky → LU → minimum-norm SVD, with LAPACK condition estimates.
+"""The linear-solver ladder (method.md, contract v2): the Newton matrix equilibrated by its
+diagonal, then Cholesky → LU → minimum-norm SVD, with LAPACK condition estimates.
 
 The d × d systems are small, so the ladder runs on the host even when the batch lives on a GPU.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -13,15 +14,59 @@ from scipy.linalg import lapack
 
 from .xp import to_host
 
+#: Below these rconds (method.md) the estimator warns that digits of the estimate may be lost.
+RCOND_WARNING = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
+
+
+def ill_conditioned(rcond: float | None, dtype: Any) -> bool:
+    """Whether a batch's last Newton step warrants an IllConditionedWarning (the svd rung reports
+    0, so it always does; a batch without a Newton system, rcond None, never does)."""
+    return rcond is not None and rcond < RCOND_WARNING[np.dtype(dtype)]
+
+
+def ill_conditioning_message(batch: int, diag: dict, dtype: np.dtype) -> str:
+    """What an IllConditionedWarning says about one batch's last Newton step."""
+    cause = ("Collinear or constant columns are the usual cause (a constant column duplicates "
+             "the intercept); remove or combine them.")
+    if diag["solver"] == "svd":
+        return (f"batch {batch}: the Newton system is numerically singular even after "
+                "equilibration (solver 'svd'): the estimate is the minimum-norm one in "
+                f"equilibrated units and is not unique. {cause}")
+    rcond = float(diag["rcond"])
+    digits = np.finfo(dtype).precision
+    lost = min(-np.log10(rcond), digits) if rcond > 0 else digits
+    return (f"batch {batch}: the Newton system is ill-conditioned even after equilibration "
+            f"(rcond {rcond:.2g}, solver '{diag['solver']}'): about {lost:.0f} of the "
+            f"{digits} significant digits of {np.dtype(dtype).name} may be lost in the "
+            f"estimate. {cause}")
+
+
+class LadderResult(NamedTuple):
+    step: np.ndarray  # the solution of H x = rhs, host array in H's dtype
+    rung: str  # "cholesky", "lu" or "svd"
+    rcond: float  # 1-norm reciprocal condition estimate of the equilibrated matrix; 0 for svd
+
+
+def equilibration_scales(H: np.ndarray) -> np.ndarray:
+    """s_i = 1/√H_ii, 1 where H_ii is not a finite positive number (in H's dtype).
+
+    Written out rather than LAPACK's ?poequ/?laqsy: ?poequ stops at the first non-positive
+    diagonal entry and ?laqsy scales only when it judges it worthwhile, while the contract always
+    scales and keeps 1 for such entries.
+    """
+    diagonal = np.diagonal(H)
+    usable = np.isfinite(diagonal) & (diagonal > 0)
+    scales = np.ones_like(diagonal)
+    scales[usable] = 1 / np.sqrt(diagonal[usable])
+    return scales
+
 
 def _accept(x: np.ndarray, rcond: float, rcond_min: float) -> bool:
     return rcond >= rcond_min and bool(np.all(np.isfinite(x)))
 
 
-def solve(H: Any, rhs: Any) -> tuple[np.ndarray, str]:
-    """Solve H x = rhs; return x (host array, H's dtype) and the rung that solved it."""
-    H = np.ascontiguousarray(to_host(H))
-    b = np.asarray(to_host(rhs)).reshape(-1, 1)
+def _rungs(H: np.ndarray, b: np.ndarray) -> LadderResult:
+    """Cholesky → LU → SVD on an already equilibrated matrix."""
     d = H.shape[0]
     rcond_min = d * float(np.finfo(H.dtype).eps)
     anorm = float(np.abs(H).sum(axis=0).max())
@@ -33,7 +78,7 @@ def solve(H: Any, rhs: Any) -> tuple[np.ndarray, str]:
             rcond, _ = pocon(c, anorm, uplo="L")
             x, info = potrs(c, b, lower=1)
             if info == 0 and _accept(x, rcond, rcond_min):
-                return x[:, 0], "cholesky"
+                return LadderResult(x[:, 0], "cholesky", float(rcond))
 
     getrf, gecon, getrs = lapack.get_lapack_funcs(("getrf", "gecon", "getrs"), (H,))
     lu, piv, info = getrf(H)
@@ -41,7 +86,18 @@ def solve(H: Any, rhs: Any) -> tuple[np.ndarray, str]:
         rcond, _ = gecon(lu, anorm, norm="1")
         x, info = getrs(lu, piv, b)
         if info == 0 and _accept(x, rcond, rcond_min):
-            return x[:, 0], "lu"
+            return LadderResult(x[:, 0], "lu", float(rcond))
 
     x = scipy.linalg.lstsq(H, b, cond=rcond_min, lapack_driver="gelsd", check_finite=False)[0]
-    return x[:, 0].astype(H.dtype, copy=False), "svd"
+    return LadderResult(x[:, 0].astype(H.dtype, copy=False), "svd", 0.0)
+
+
+def solve(H: Any, rhs: Any) -> LadderResult:
+    """Solve H x = rhs through Ĥ = D⁻¹HD⁻¹ (s_i = 1/√H_ii): Ĥ z = s ∘ rhs, x = s ∘ z."""
+    H = np.asarray(to_host(H))
+    s = equilibration_scales(H)
+    # The product s_i · s_j first, so that an exactly symmetric H gives an exactly symmetric Ĥ.
+    H_hat = np.ascontiguousarray(H * (s[:, None] * s[None, :]))
+    b = (s * np.asarray(to_host(rhs), dtype=H.dtype).reshape(-1)).reshape(-1, 1)
+    z, rung, rcond = _rungs(H_hat, b)
+    return LadderResult(s * z, rung, rcond)

@@ -21,6 +21,7 @@ class SolveResult:
     n_iter: int
     halvings: int  # line-search halvings (Newton) or φ doublings (LAMM)
     solver: str
+    rcond: float | None = None  # the ladder's rcond for the last Newton step; None for LAMM
 
 
 def _converged(step: Any, beta: Any, tol: float, xp: Any) -> bool:
@@ -30,7 +31,7 @@ def _converged(step: Any, beta: Any, tol: float, xp: Any) -> bool:
 def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
     """Semismooth Newton with Armijo backtracking on Q (no L1 term: λ = 0)."""
     xp = problem.xp
-    halvings, rung = 0, "cholesky"
+    halvings, rung, rcond = 0, "cholesky", None
     for k in range(1, max_iter + 1):
         p = _prof.ACTIVE
         if p is not None:
@@ -39,7 +40,7 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
         g = problem.gradient(beta, r, tau)
         H = problem.newton_matrix(r, tau)
         t0 = _prof.now() if p is not None else 0
-        step, rung = ladder.solve(H, -g)
+        step, rung, rcond = ladder.solve(H, -g)
         step = xp.asarray(step, dtype=problem.dtype)
         if p is not None:
             d = H.shape[0]
@@ -47,7 +48,7 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
         if _converged(step, beta + step, tol, xp):
             # Already below the tolerance: Q cannot resolve a change this small, so Armijo would
             # compare rounding noise (docs/numerics.md, "Solvers").
-            return SolveResult(beta + step, True, k, halvings, rung)
+            return SolveResult(beta + step, True, k, halvings, rung, rcond)
         t0 = _prof.now() if p is not None else 0
         a = problem.Xt @ step
         if p is not None:
@@ -59,14 +60,14 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
             if problem.smooth_delta(r, beta, t * step, t * a, tau) <= ARMIJO_C * t * slope:
                 break
             if trial == MAX_HALVINGS:
-                return SolveResult(beta, False, k, halvings, rung)
+                return SolveResult(beta, False, k, halvings, rung, rcond)
             t *= 0.5
             halvings += 1
         taken = t * step
         beta = beta + taken
         if _converged(taken, beta, tol, xp):
-            return SolveResult(beta, True, k, halvings, rung)
-    return SolveResult(beta, False, max_iter, halvings, rung)
+            return SolveResult(beta, True, k, halvings, rung, rcond)
+    return SolveResult(beta, False, max_iter, halvings, rung, rcond)
 
 
 def soft_threshold(z: Any, level: float, mask: Any, xp: Any) -> Any:

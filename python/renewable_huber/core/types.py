@@ -119,6 +119,9 @@ class Diagnostics:
     bandwidth: float
     solver: str
     line_search_halvings: int
+    # The 1-norm reciprocal condition estimate of the equilibrated Newton matrix for the last
+    # step's rung (0 for svd); None when the batch solved no Newton system (alpha > 0).
+    rcond: float | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict:
@@ -130,6 +133,7 @@ class Diagnostics:
             "bandwidth": float(self.bandwidth),
             "solver": str(self.solver),
             "line_search_halvings": int(self.line_search_halvings),
+            "rcond": None if self.rcond is None else float(self.rcond),
         }
 
     @classmethod
@@ -142,4 +146,12 @@ class Diagnostics:
             bandwidth=float(d["bandwidth"]),
             solver=str(d["solver"]),
             line_search_halvings=int(d["line_search_halvings"]),
+            rcond=_optional_rcond(d["rcond"]),
         )
+
+
+def _optional_rcond(value: Any) -> float | None:
+    """The engines' NaN ("no Newton system was solved") as None."""
+    if value is None or math.isnan(value):
+        return None
+    return float(value)

@@ -158,5 +158,6 @@ def _update(
         bandwidth=tau,
         solver=result.solver,
         line_search_halvings=halvings + result.halvings,
+        rcond=result.rcond,
     )
     return next_state, diagnostics

@@ -42,6 +42,9 @@ class PassResult:
     iterations: list[int] | None = None
     solvers: list[str] = field(default_factory=list)
     converged: list[bool] = field(default_factory=list)
+    # Our engines' rcond of each batch's last Newton step (None where no Newton system was
+    # solved); None for peers, which report no such thing.
+    rconds: list[float | None] | None = None
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -193,6 +196,7 @@ class EngineSubject(Subject):
             iterations=[int(d.n_iter) for d in diags],
             solvers=[str(d.solver) for d in diags],
             converged=[bool(d.converged) for d in diags],
+            rconds=[d.rcond for d in diags],
         )
 
     def coefficients(self, state: Any) -> tuple[NDArray[np.float64], float]:

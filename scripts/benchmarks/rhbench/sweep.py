@@ -512,6 +512,7 @@ class Sweep:
                 "per_batch": last.iterations,
                 "solvers": sorted(set(last.solvers)),
                 "converged_batches": int(sum(last.converged)),
+                "rcond_per_batch": last.rconds,
                 "unit": {"sgd_huber": "epochs", "huber_regressor": "lbfgs iterations"}.get(
                     base["engine"], "solver iterations"),
             }
