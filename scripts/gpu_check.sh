@@ -6,7 +6,8 @@
 # Builds renewable-huber-native-cuda (warnings as errors) and, when missing, native_cpu for the
 # differential tests; installs cupy-cuda12x and torch when missing and reachable; runs the GPU
 # tests (golden corpus on CUDA, differential against native_cpu and the reference, DLPack from
-# CuPy and PyTorch on side streams) and the CPU-side CUDA tests; times the engine
+# CuPy and PyTorch on side streams; RH_REQUIRE_GPU=1, so no usable device fails them rather than
+# skipping them) and the CPU-side CUDA tests; times the engine
 # (profile_cuda_update.py) and runs the shape sweep's smoke profile when that script is there;
 # builds and runs the C ABI consumer and the CUDA-event clock when time is left. Writes OUT_DIR/summary.json and
 # OUT_DIR/summary.txt, with every step's log beside them. Exit status 0 only when the build and
@@ -65,7 +66,7 @@ done
 
 tests=1
 if (( build == 0 )); then
-  step tests 180 "$python" -m pytest -q -rs -p no:cacheprovider tests/gpu tests/test_cuda_abi.py \
+  step tests 180 env RH_REQUIRE_GPU=1 "$python" -m pytest -q -rs -p no:cacheprovider tests/gpu tests/test_cuda_abi.py \
     tests/test_dlpack_ownership.py --junitxml "$out/tests.xml"
   tests=$?
   # Our own timing loop always runs: the sweep records its cuda rows skipped without CuPy.

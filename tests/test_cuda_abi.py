@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADER = ROOT / "native" / "include" / "rh_cuda.h"
 CONTRACT = ROOT / "native" / "contracts" / "rh_cuda_contract.json"
 PINS = ROOT / "native" / "cuda" / "abi_contract.cpp"
+CMAKE = ROOT / "native" / "cuda" / "CMakeLists.txt"
+CORE_DIAGNOSTICS = ROOT / "native" / "include" / "rh" / "diagnostics.hpp"
 
 # LP64: every scalar the ABI allows is naturally aligned. No other type may appear in a struct.
 SCALAR_SIZES = {"int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "double": 8}
@@ -178,6 +183,30 @@ def test_static_asserts_pin_the_contract_layout(contract):
     assert constants == expected
 
 
+def test_the_soname_follows_the_major_version(contract):
+    """An incompatible ABI gets a new soname, so a consumer built for another major fails to load
+    rather than misreading a struct."""
+    soversion = re.search(r"\bSOVERSION\s+(\d+)", CMAKE.read_text())
+    assert soversion and int(soversion[1]) == contract["abi_version"]["major"]
+
+
+def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
+    """rh_cuda_diagnostics reports all of rh::Diagnostics (contract v2 added rcond, a double
+    appended last) and everything renewable_huber.core.Diagnostics.as_dict() has."""
+    from renewable_huber.core import Diagnostics
+
+    fields = next(s for s in contract["structs"] if s["name"] == "rh_cuda_diagnostics")["fields"]
+    names = [f["name"] for f in fields]
+    body = re.search(r"struct Diagnostics\s*\{(.*?)\};", _strip_comments(
+        CORE_DIAGNOSTICS.read_text()), re.S)[1]
+    core = re.findall(r"(\w+)\s*=[^;]*;", body)
+    assert sorted(names) == sorted(core)
+    python = Diagnostics(converged=True, n_iter=1, objective=0.0, lambda_=0.0, bandwidth=1.0,
+                         solver="cholesky", line_search_halvings=0, rcond=0.5).as_dict()
+    assert sorted(names) == sorted(python)
+    assert fields[-1] == {"name": "rcond", "type": "double", "offset": 48}
+
+
 def test_built_module_reports_the_contract_version(contract):
     native = pytest.importorskip("_renewable_huber_native_cuda")
     version = contract["abi_version"]
@@ -199,6 +228,41 @@ def test_cuda_backend_without_a_gpu_says_so():
         make_engine("cuda")
 
 
+def test_state_load_takes_read_only_arrays():
+    """CudaEngine returns states with read-only arrays and loads them again (another engine, a
+    second stream): State.load must accept them, State.read must still want writable ones."""
+    native = pytest.importorskip("_renewable_huber_native_cuda")
+    load = native.State.load.__doc__.splitlines()[0]
+    read = native.State.read.__doc__.splitlines()[0]
+    assert re.search(r"coef: ndarray\[[^]]*writable=False", load), load
+    assert re.search(r"information: ndarray\[[^]]*writable=False", load), load
+    assert "writable=False" not in read, read
+
+
+def test_gpu_tests_fail_without_a_device_when_a_gpu_is_required():
+    """scripts/gpu_check.sh sets RH_REQUIRE_GPU=1: there, a machine where the engine cannot run
+    (a driver older than the runtime, say) fails the GPU tests instead of skipping them."""
+    native = pytest.importorskip("_renewable_huber_native_cuda")
+    try:
+        native.device_count()
+    except Exception:  # EngineNotAvailableError: what this test is about
+        pass
+    else:
+        pytest.skip("a CUDA device is present: the GPU tests run")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "tests/gpu/test_cuda_golden.py"]
+    env = {k: v for k, v in os.environ.items() if k != "RH_REQUIRE_GPU"}
+    skipped = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                             check=False)
+    assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+    assert "skipped" in skipped.stdout and "failed" not in skipped.stdout
+    required = subprocess.run(command, cwd=ROOT, env={**env, "RH_REQUIRE_GPU": "1"},
+                              capture_output=True, text=True, check=False)
+    assert required.returncode == 1, required.stdout + required.stderr
+    assert "RH_REQUIRE_GPU=1, but the CUDA engine cannot run" in required.stdout
+    assert "skipped" not in required.stdout
+
+
 # ------------------------------------------------- the built library through ctypes, without a GPU
 
 _CTYPES = {"int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64,
@@ -212,9 +276,9 @@ def _ctypes_struct(struct: dict) -> type[ctypes.Structure]:
 
 
 @pytest.fixture(scope="module")
-def library():
+def library(contract):
     native = pytest.importorskip("_renewable_huber_native_cuda")
-    path = Path(native.__file__).with_name("librh_cuda.so.1")
+    path = Path(native.__file__).with_name(f"librh_cuda.so.{contract['abi_version']['major']}")
     lib = ctypes.CDLL(str(path))
     lib.rh_cuda_last_error.restype = ctypes.c_char_p
     lib.rh_cuda_status_name.restype = ctypes.c_char_p

@@ -305,7 +305,8 @@ class _FakeNative:
                 if fail_with is not None:
                     raise fail_with
                 return {"converged": True, "n_iter": 3, "objective": 1.0, "lambda": 0.0,
-                        "bandwidth": 1.345, "solver": "cholesky", "line_search_halvings": 0}
+                        "bandwidth": 1.345, "solver": "cholesky", "line_search_halvings": 0,
+                        "rcond": 0.5}
 
         self.Engine = FakeEngine
 

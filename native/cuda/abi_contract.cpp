@@ -14,7 +14,7 @@ constexpr bool has_type = std::is_same_v<Field, Expected>;
 
 }  // namespace
 
-static_assert(RH_CUDA_ABI_VERSION == (1 << 16 | 1));
+static_assert(RH_CUDA_ABI_VERSION == (2 << 16 | 0));
 
 static_assert(RH_CUDA_OK == 0);
 static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
@@ -121,7 +121,7 @@ static_assert(offsetof(rh_cuda_state_info, scale) == 48);
 static_assert(has_type<decltype(rh_cuda_state_info::scale), double>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_diagnostics> && std::is_trivially_copyable_v<rh_cuda_diagnostics>);
-static_assert(sizeof(rh_cuda_diagnostics) == 48);
+static_assert(sizeof(rh_cuda_diagnostics) == 56);
 static_assert(alignof(rh_cuda_diagnostics) == 8);
 static_assert(offsetof(rh_cuda_diagnostics, converged) == 0);
 static_assert(has_type<decltype(rh_cuda_diagnostics::converged), int32_t>);
@@ -137,6 +137,8 @@ static_assert(offsetof(rh_cuda_diagnostics, bandwidth) == 32);
 static_assert(has_type<decltype(rh_cuda_diagnostics::bandwidth), double>);
 static_assert(offsetof(rh_cuda_diagnostics, line_search_halvings) == 40);
 static_assert(has_type<decltype(rh_cuda_diagnostics::line_search_halvings), int64_t>);
+static_assert(offsetof(rh_cuda_diagnostics, rcond) == 48);
+static_assert(has_type<decltype(rh_cuda_diagnostics::rcond), double>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_engine_stats> && std::is_trivially_copyable_v<rh_cuda_engine_stats>);
 static_assert(sizeof(rh_cuda_engine_stats) == 32);

@@ -48,6 +48,31 @@ double sequential_sum(std::span<const T> values) {
   return total;
 }
 
+// The device id of a descriptor is the caller's word; the pointer is asked: a host pointer read
+// in place as device memory would be an illegal address, sticky for the whole context.
+void check_device_pointer(const EngineCore& core, const rh_cuda_array& array, const char* name) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t status = cudaPointerGetAttributes(&attributes, array.data);
+  if (status == cudaErrorInvalidValue) {
+    cudaGetLastError();  // not a pointer the runtime knows: the caller's error, not sticky
+    attributes.type = cudaMemoryTypeUnregistered;
+  } else {
+    RH_CUDA_CHECK(status);
+  }
+  const bool device_memory = attributes.type == cudaMemoryTypeDevice ||
+                             attributes.type == cudaMemoryTypeManaged;
+  if (!device_memory) {
+    fail(name, " is described as CUDA memory on cuda:", array.device_id, ", but its address ",
+         array.data, " is ",
+         attributes.type == cudaMemoryTypeHost ? "pinned host memory" : "not CUDA memory",
+         "; pass a device tensor, or a host array as a host array");
+  }
+  if (attributes.device != core.device()) {
+    fail(name, " is described as on cuda:", array.device_id, ", but its memory is on cuda:",
+         attributes.device, "; move it explicitly (tensors are never moved between devices)");
+  }
+}
+
 }  // namespace
 
 void check_descriptor(const EngineCore& core, const rh_cuda_array& array, const char* name,
@@ -75,6 +100,9 @@ void check_descriptor(const EngineCore& core, const rh_cuda_array& array, const 
          " (expected the host or a CUDA device)");
   }
   if (array.data == nullptr && array.rows > 0 && array.cols > 0) fail(name, " has no data");
+  if (array.device_type == RH_CUDA_DEVICE_CUDA && array.data != nullptr) {
+    check_device_pointer(core, array, name);
+  }
 }
 
 template <std::floating_point T>
@@ -135,8 +163,8 @@ DeviceBatch<T> prepare_batch(EngineCore& core, Workspace<T>& ws, const StateView
   }
 
   // Device arrays: read in place, after the producer's queued work. Every check runs on the
-  // device at once; the first failure is then reported in the documented order.
-  validate_config(config);
+  // device at once; the first failure is then reported in the documented order (the
+  // parameters were checked first, before the descriptors: update() in pipeline.cu).
   if (n == 0) fail("X has 0 rows; a batch needs at least 1 sample");
   if (p == 0) fail("X has 0 features; at least 1 is required");
   const auto y_rows = static_cast<std::size_t>(y.rows);

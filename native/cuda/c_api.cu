@@ -153,7 +153,11 @@ int rh_cuda_engine_free(rh_cuda_engine_t engine) {
 int rh_cuda_engine_stream(rh_cuda_engine_t engine, uint64_t* out) {
   RH_API_BEGIN
   const rh_cuda_engine_s& e = require(engine, "engine");
-  require(out, "out") = reinterpret_cast<std::uintptr_t>(e.core->stream());
+  // A borrowed stream 0 is the legacy default stream; DLPack forbids 0 for CUDA and names that
+  // stream 1 (RH_CUDA_STREAM_LEGACY), which is what __dlpack__ is given.
+  const cudaStream_t stream = e.core->stream();
+  require(out, "out") = stream == nullptr ? RH_CUDA_STREAM_LEGACY
+                                          : reinterpret_cast<std::uintptr_t>(stream);
   RH_API_END
 }
 
@@ -238,6 +242,7 @@ int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
   RH_API_BEGIN
   const rh::cuda::DeviceState& s = *require(state, "state").state;
   rh_cuda_state_info& i = require(info, "info");
+  std::lock_guard lock(s.core().mutex());  // an update or load may be replacing the state
   const auto dim = static_cast<std::int64_t>(s.dim());
   check_host_array(require(coef, "coef"), "coef", s.dtype(), dim, 1);
   check_host_array(require(information, "information"), "information", s.dtype(), dim, dim);
@@ -263,7 +268,8 @@ int rh_cuda_update(rh_cuda_engine_t engine, rh_cuda_state_t previous, const rh_c
                             .objective = d.objective,
                             .lambda = d.lambda,
                             .bandwidth = d.bandwidth,
-                            .line_search_halvings = d.line_search_halvings};
+                            .line_search_halvings = d.line_search_halvings,
+                            .rcond = d.rcond};
   RH_API_END
 }
 

@@ -4,6 +4,10 @@
 // launch's. Marks are read after synchronize(); run the profiler in SyncMode::per_batch (one
 // synchronization per batch) or deferred.
 //
+// The profiler calls mark(), synchronize() and resolve_ns() from noexcept scopes, so they never
+// throw: the first failure poisons the clock (it records nothing more, and reads as 0) and
+// error() describes it, for the engine to report when the profile is read.
+//
 // Timeline: ns since the clock was created (construct it just before the profiler). Each
 // resolve measures from an anchor event no older than the last recycle(), because
 // cudaEventElapsedTime returns float milliseconds, which over a long run would lose the
@@ -15,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,17 +37,24 @@ class CudaEventClock final : public bricks::ClockSource {
   CudaEventClock& operator=(const CudaEventClock&) = delete;
 
   std::string_view name() const noexcept override { return "cuda_event"; }
-  Token mark() override;
-  void synchronize() override;
-  std::int64_t resolve_ns(Token token) override;
-  void recycle() override;
+  Token mark() noexcept override;
+  void synchronize() noexcept override;
+  std::int64_t resolve_ns(Token token) noexcept override;
+  void recycle() noexcept override;
 
   cudaStream_t stream() const noexcept { return stream_; }
+  // "" while every mark was recorded and read; else what failed first (the profile is lost).
+  std::string error() const;
 
  private:
-  cudaEvent_t event(Token token) const;
+  // Keeps the first failure (no allocation: it runs in noexcept code); `status` is cudaSuccess
+  // for a failure of the clock's own bookkeeping.
+  void fail(const char* what, cudaError_t status) noexcept;
+  bool failed() const noexcept { return failure_ != nullptr; }
 
   cudaStream_t stream_;
+  const char* failure_ = nullptr;
+  cudaError_t failure_status_ = cudaSuccess;
   std::vector<cudaEvent_t> events_;  // events_[k] is token base_ + k while in use
   std::size_t used_ = 0;
   Token base_ = 0;

@@ -21,6 +21,8 @@
 
 namespace rh::cuda {
 
+class CudaEventClock;
+
 // The C ABI's element type codes, and the C++ types behind them.
 template <std::floating_point T>
 inline constexpr std::int32_t dtype_code = std::same_as<T, float> ? RH_CUDA_FLOAT32
@@ -91,6 +93,7 @@ class EngineCore {
   std::unique_ptr<CusolverHandle> cusolver_;
   std::unique_ptr<Event> ordering_;
   std::unique_ptr<rh::bricks::Profiler> profiler_;  // its events live on stream_: freed first
+  CudaEventClock* clock_ = nullptr;                   // profiler_'s clock, owned by it
   bool profiling_ = false;
   Workspace<float> single_;
   Workspace<double> double_;

@@ -335,6 +335,22 @@ __global__ void assemble_hessian_kernel(std::size_t d, const T* gram, const T* i
   if (lower != upper) *asymmetric = 1;
 }
 
+// As assemble_hessian_kernel: one thread per pair i >= j scales both halves with one factor.
+template <class T>
+__global__ void equilibrate_hessian_kernel(std::size_t d, const T* scales, T* hessian,
+                                           int* asymmetric) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+  const std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= d || j > i) return;
+  const T factor = scales[i] * scales[j];
+  const T lower = hessian[i + j * d] * factor;
+  hessian[i + j * d] = lower;
+  if (i == j) return;
+  const T upper = hessian[j + i * d] * factor;
+  hessian[j + i * d] = upper;
+  if (lower != upper) *asymmetric = 1;
+}
+
 template <class T>
 __global__ void one_norm_kernel(std::size_t d, const T* hessian, double* out) {
   double norm = 0.0;
@@ -366,11 +382,17 @@ __global__ void flag_nonfinite_kernel(std::size_t d, const T* x, int* flag) {
 }
 
 template <class T>
-__global__ void pseudo_inverse_scale_kernel(std::size_t d, const T* sigma, T rcond, T* c) {
+__global__ void pseudo_inverse_scale_kernel(std::size_t d, const T* sigma, T rcond, T* c,
+                                            unsigned long long* rank) {
   const T cutoff = rcond * sigma[0];  // gesvd orders singular values decreasingly
+  double kept = 0.0;                  // a count: exact in float64
   for (std::size_t j = threadIdx.x; j < d; j += blockDim.x) {
-    c[j] = sigma[j] > cutoff ? c[j] / sigma[j] : T{0};
+    const bool keep = sigma[j] > cutoff;
+    c[j] = keep ? c[j] / sigma[j] : T{0};
+    kept += keep ? 1.0 : 0.0;
   }
+  kept = block_sum(kept);
+  if (threadIdx.x == 0) *rank = static_cast<unsigned long long>(kept);
 }
 
 }  // namespace
@@ -533,6 +555,16 @@ void assemble_hessian(cudaStream_t stream, std::size_t d, const T* gram, const T
 }
 
 template <std::floating_point T>
+void equilibrate_hessian(cudaStream_t stream, std::size_t d, const T* scales, T* hessian,
+                         int* asymmetric) {
+  constexpr unsigned tile = 16;
+  const auto tiles = static_cast<unsigned>((d + tile - 1) / tile);
+  equilibrate_hessian_kernel<<<dim3(tiles, tiles), dim3(tile, tile), 0, stream>>>(
+      d, scales, hessian, asymmetric);
+  RH_CUDA_CHECK_LAUNCH();
+}
+
+template <std::floating_point T>
 void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* out) {
   one_norm_kernel<<<1, threads, 0, stream>>>(d, hessian, out);
   RH_CUDA_CHECK_LAUNCH();
@@ -553,8 +585,9 @@ void flag_nonfinite(cudaStream_t stream, std::size_t d, const T* x, int* flag) {
 }
 
 template <std::floating_point T>
-void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T rcond, T* c) {
-  pseudo_inverse_scale_kernel<<<1, threads, 0, stream>>>(d, sigma, rcond, c);
+void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T rcond, T* c,
+                          unsigned long long* rank) {
+  pseudo_inverse_scale_kernel<<<1, threads, 0, stream>>>(d, sigma, rcond, c, rank);
   RH_CUDA_CHECK_LAUNCH();
 }
 
@@ -586,10 +619,12 @@ void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T 
   template void to_double<T>(cudaStream_t, std::size_t, const T*, double*);                      \
   template void store_sum<T>(cudaStream_t, const double*, T*);                                   \
   template void assemble_hessian<T>(cudaStream_t, std::size_t, const T*, const T*, T, T*, int*); \
+  template void equilibrate_hessian<T>(cudaStream_t, std::size_t, const T*, T*, int*);           \
   template void one_norm<T>(cudaStream_t, std::size_t, const T*, double*);                       \
   template void add_information<T>(cudaStream_t, std::size_t, const T*, const T*, T*);           \
   template void flag_nonfinite<T>(cudaStream_t, std::size_t, const T*, int*);                    \
-  template void pseudo_inverse_scale<T>(cudaStream_t, std::size_t, const T*, T, T*);
+  template void pseudo_inverse_scale<T>(cudaStream_t, std::size_t, const T*, T, T*,              \
+                                        unsigned long long*);
 
 RH_INSTANTIATE(float)
 RH_INSTANTIATE(double)

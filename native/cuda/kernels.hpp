@@ -105,6 +105,12 @@ void store_sum(cudaStream_t stream, const double* sum, T* out);
 template <std::floating_point T>
 void assemble_hessian(cudaStream_t stream, std::size_t d, const T* gram, const T* information,
                       T ridge, T* hessian, int* asymmetric);
+// H(i, j) *= (scales[i] * scales[j]) in place, the product formed first so that an exactly
+// symmetric H stays so (the ladder's equilibration); *asymmetric = 1 when some H(i, j) != H(j, i)
+// afterwards.
+template <std::floating_point T>
+void equilibrate_hessian(cudaStream_t stream, std::size_t d, const T* scales, T* hessian,
+                         int* asymmetric);
 // *out = ||H||_1, each column summed in T in row order, as LAPACK's lange does.
 template <std::floating_point T>
 void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* out);
@@ -115,8 +121,10 @@ void add_information(cudaStream_t stream, std::size_t d, const T* gram, const T*
 // *flag = 1 when some x is not finite.
 template <std::floating_point T>
 void flag_nonfinite(cudaStream_t stream, std::size_t d, const T* x, int* flag);
-// c[i] = c[i] / sigma[i] when sigma[i] > rcond * sigma[0], else 0 (the pseudo-inverse).
+// c[i] = c[i] / sigma[i] when sigma[i] > rcond * sigma[0], else 0 (the pseudo-inverse), as
+// LAPACK's gelsd cuts; *rank = the number of singular values kept.
 template <std::floating_point T>
-void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T rcond, T* c);
+void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T rcond, T* c,
+                          unsigned long long* rank);
 
 }  // namespace rh::cuda::kernels

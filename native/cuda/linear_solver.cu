@@ -113,7 +113,7 @@ void LinearSolver<T>::prepare_svd() {
 }
 
 template <std::floating_point T>
-void LinearSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
+std::size_t LinearSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   prepare_svd();
   const cudaStream_t stream = core_.stream();
   const std::size_t d = ws_.dim;
@@ -132,7 +132,7 @@ void LinearSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   blas::gemv(core_.cublas(), CUBLAS_OP_T, n, n, T{1}, s.left.data(), n, rhs, 1, T{0},
              s.projected.data(), 1);
   kernels::pseudo_inverse_scale(stream, d, s.singular_values.data(), static_cast<T>(rcond),
-                                s.projected.data());
+                                s.projected.data(), &scalars->rank);
   blas::gemv(core_.cublas(), CUBLAS_OP_T, n, n, T{1}, s.right_t.data(), n, s.projected.data(), 1,
              T{0}, x, 1);
   const DeviceScalars& result = finish(x, false);
@@ -140,6 +140,7 @@ void LinearSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   if (result.info > 0 || result.nonfinite != 0) {
     throw NumericalError("the minimum-norm (SVD) solve of the Newton system failed to converge");
   }
+  return static_cast<std::size_t>(result.rank);
 }
 
 template class LinearSolver<float>;

@@ -20,8 +20,8 @@ class LinearSolver {
   // H is column-major d x d on the device and left untouched; each rung writes x only.
   SolveAttempt cholesky(const T* H, T one_norm, const T* rhs, T* x);
   SolveAttempt lu(const T* H, T one_norm, const T* rhs, T* x);
-  // Singular values <= rcond * sigma_max count as zero.
-  void min_norm(const T* H, const T* rhs, double rcond, T* x);
+  // Singular values <= rcond * sigma_max count as zero; returns the number kept.
+  std::size_t min_norm(const T* H, const T* rhs, double rcond, T* x);
 
  private:
   // Copies the factor, the info words and the finiteness flag back in one synchronization.

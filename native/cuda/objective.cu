@@ -226,19 +226,50 @@ template <std::floating_point T>
 void DeviceOps<T>::form_hessian(double ridge) {
   const std::size_t rows = batch_.rows;
   RH_CUDA_BRICK(prof_, gram, rows * dim_, (2 * rows * dim_ + 3 * dim_ * dim_) * sizeof(T),
-                rows * dim_ * (dim_ + 2) + 2 * dim_ * dim_);
+                rows * dim_ * (dim_ + 2) + dim_ * dim_);
   DeviceScalars* scalars = ws_.scalars.data();
   gram_into(ws_.gram.data());
   RH_CUDA_CHECK(cudaMemsetAsync(&scalars->asymmetric, 0, sizeof(int), stream_));
   kernels::assemble_hessian(stream_, dim_, ws_.gram.data(), information_, static_cast<T>(ridge),
                             ws_.hessian.data(), &scalars->asymmetric);
-  kernels::one_norm(stream_, dim_, ws_.hessian.data(), &scalars->one_norm);
   facts_known_ = false;
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::hessian_diagonal(std::span<T> out) {
+  // H_ii lies every d + 1 entries of the column-major H: one strided copy of d values.
+  RH_CUDA_BRICK(prof_, transfer, dim_, dim_ * sizeof(T), 0);
+  RH_CUDA_CHECK(cudaMemcpy2DAsync(ws_.host_vector.data(), sizeof(T), ws_.hessian.data(),
+                                  (dim_ + 1) * sizeof(T), sizeof(T), dim_,
+                                  cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+  std::copy_n(ws_.host_vector.data(), dim_, out.begin());
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::equilibrate_hessian(std::span<const T> scales) {
+  // The scales up, H read and written, then read again for ||Ĥ||_1, the facts back; a product
+  // s_i s_j per pair, a multiplication per entry, and the one-norm's sums.
+  RH_CUDA_BRICK(prof_, solve, dim_ * dim_,
+                (3 * dim_ * dim_ + dim_) * sizeof(T) + sizeof(DeviceScalars),
+                5 * dim_ * dim_ / 2);
+  DeviceScalars* scalars = ws_.scalars.data();
+  std::copy_n(scales.begin(), dim_, ws_.host_vector.data());
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.equilibration.data(), ws_.host_vector.data(),
+                                dim_ * sizeof(T), cudaMemcpyHostToDevice, stream_));
+  RH_CUDA_CHECK(cudaMemsetAsync(&scalars->asymmetric, 0, sizeof(int), stream_));
+  kernels::equilibrate_hessian(stream_, dim_, ws_.equilibration.data(), ws_.hessian.data(),
+                               &scalars->asymmetric);
+  facts_known_ = false;
+  // Ĥ's facts now rather than at the first rung: the ladder asks for them next anyway, and this
+  // synchronization frees host_vector for the next transfer.
+  hessian_facts();
 }
 
 template <std::floating_point T>
 const DeviceScalars& DeviceOps<T>::hessian_facts() {
   if (!facts_known_) {
+    kernels::one_norm(stream_, dim_, ws_.hessian.data(), &ws_.scalars.data()->one_norm);
     facts_ = fetch();
     facts_known_ = true;
   }
@@ -247,7 +278,7 @@ const DeviceScalars& DeviceOps<T>::hessian_facts() {
 
 template <std::floating_point T>
 bool DeviceOps<T>::hessian_symmetric() {
-  RH_CUDA_BRICK(prof_, solve, dim_ * dim_, sizeof(DeviceScalars), 0);
+  // Known since equilibrate_hessian(), whose brick timed their fetch.
   return hessian_facts().asymmetric == 0;
 }
 
@@ -268,10 +299,10 @@ SolveAttempt DeviceOps<T>::solve_lu(const Vector& rhs, Vector& out) {
 }
 
 template <std::floating_point T>
-void DeviceOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
+std::size_t DeviceOps<T>::solve_min_norm(const Vector& rhs, double rcond, Vector& out) {
   // SVD-based least squares: of the order of 4 d^3 flops.
   RH_CUDA_BRICK(prof_, solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 4 * dim_ * dim_ * dim_);
-  solver_.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
+  return solver_.min_norm(ws_.hessian.data(), rhs.data(), rcond, out.data());
 }
 
 // --- the objective along a step ----------------------------------------------------------------

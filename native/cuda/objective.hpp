@@ -67,10 +67,12 @@ class DeviceOps {
   void gradient(Vector& out);
   double objective(double lambda);
   void form_hessian(double ridge);
+  void hessian_diagonal(std::span<T> out);
+  void equilibrate_hessian(std::span<const T> scales);
   bool hessian_symmetric();
   SolveAttempt solve_cholesky(const Vector& rhs, Vector& out);
   SolveAttempt solve_lu(const Vector& rhs, Vector& out);
-  void solve_min_norm(const Vector& rhs, double rcond, Vector& out);
+  std::size_t solve_min_norm(const Vector& rhs, double rcond, Vector& out);
   void project(const Vector& step);
   double objective_change(const Vector& step, double t);
   // J~ + J_b at the current point, into the workspace's next_information (device, row-major)
@@ -81,7 +83,9 @@ class DeviceOps {
   const DeviceScalars& fetch();               // one copy, one synchronization
   void residual_into(const T* beta, T* out);  // y - X~ beta
   void gram_into(T* gram);                    // lower triangle of X~^T diag(w c) X~
-  const DeviceScalars& hessian_facts();       // symmetry and ||H||_1 of the last form_hessian
+  // Symmetry and ||H||_1 of the Newton matrix as it now is (H, or Ĥ once equilibrated): the
+  // one-norm and one fetch, once per matrix.
+  const DeviceScalars& hessian_facts();
 
   EngineCore& core_;
   rh::bricks::Profiler& prof_;      // the engine's, or an off one (profiling.hpp)

@@ -13,6 +13,7 @@
 #include "profiling.hpp"
 #include "rh/engine_profiling.hpp"
 #include "rh/update.hpp"
+#include "rh/validation.hpp"
 
 namespace rh::cuda {
 namespace {
@@ -111,10 +112,16 @@ void predict_as(EngineCore& core, const DeviceState& state, const rh_cuda_array&
   }
   {
     RH_CUDA_BRICK(prof, predict, n * p, (n * p + n + d) * sizeof(T), 2 * n * p);
-    const auto rows = static_cast<std::int64_t>(n);
-    const auto cols = static_cast<std::int64_t>(p);
-    blas::gemv(core.cublas(), CUBLAS_OP_T, cols, rows, T{1}, ws.staged_x.data(), cols,
-               ws.current.data(), 1, T{0}, ws.projection.data(), 1);
+    if (p == 0) {
+      // An intercept-only state: X β is 0. GEMV would refuse lda = 0, and with m = 0 it returns
+      // without writing y.
+      kernels::fill(stream, n, T{0}, ws.projection.data());
+    } else {
+      const auto rows = static_cast<std::int64_t>(n);
+      const auto cols = static_cast<std::int64_t>(p);
+      blas::gemv(core.cublas(), CUBLAS_OP_T, cols, rows, T{1}, ws.staged_x.data(), cols,
+                 ws.current.data(), 1, T{0}, ws.projection.data(), 1);
+    }
     if (d == p + 1) kernels::add_scalar(stream, n, ws.current.data() + p, ws.projection.data());
   }
   RH_CUDA_BRICK(prof, transfer, n, n * sizeof(T), 0);
@@ -139,8 +146,10 @@ Diagnostics update(EngineCore& core, const DeviceState& previous, const rh_cuda_
   rh::bricks::Profiler& prof = core.profiler();
   EngineBatchScope batch(prof, X.rows > 0 ? static_cast<std::size_t>(X.rows) : 0);
   {
-    // The descriptors only: the values are checked while they are staged.
+    // The parameters, then the descriptors of X, y and w (docs/numerics.md, "Validation
+    // order"); the values are checked while they are staged.
     RH_CUDA_BRICK(prof, validate, 3, 3 * sizeof(rh_cuda_array), 0);
+    validate_config(config);
     check_state_dtype(previous, X);
     check_descriptor(core, X, "X", previous.dtype());
     check_descriptor(core, y, "y", previous.dtype());

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "cuda_event_clock.hpp"
 #include "engine_internal.hpp"
@@ -35,13 +36,13 @@ rh::bricks::Profiler& EngineCore::profiler() noexcept {
 }
 
 void EngineCore::set_profiling(std::int32_t mode) {
+  DeviceGuard guard(device_);  // the flush and the clock below use the engine's events
   if (mode == RH_CUDA_PROFILE_OFF) {
     if (profiling_) profiler_->flush();  // the last marks become durations while still valid
     profiling_ = false;
     return;
   }
   const rh::bricks::SyncMode sync = sync_mode_of(mode);
-  DeviceGuard guard(device_);
   if (profiling_) {
     profiler_->set_sync_mode(sync);
     return;
@@ -52,6 +53,7 @@ void EngineCore::set_profiling(std::int32_t mode) {
   options.track_page_faults = false;
   profiler_.reset();  // a new profile: its events are freed before the new clock makes its own
   auto clock = std::make_unique<CudaEventClock>(stream_->get());
+  clock_ = clock.get();
   profiler_ = std::make_unique<rh::bricks::Profiler>(rh::engine_brick_table(), options,
                                                      std::move(clock));
   profiler_->set_metadata("engine", "cuda");
@@ -65,16 +67,24 @@ std::string EngineCore::profile_json(std::int32_t format) {
                           "rh_cuda_engine_set_profiling first");
   }
   DeviceGuard guard(device_);
+  std::string json;
   switch (format) {
     case RH_CUDA_PROFILE_FORMAT_REPORT:
-      return profiler_->to_json();
+      json = profiler_->to_json();
+      break;
     case RH_CUDA_PROFILE_FORMAT_TRACE:
       profiler_->flush();
-      return profiler_->to_chrome_trace();
+      json = profiler_->to_chrome_trace();
+      break;
     default:
       throw InvalidArgument("format must be RH_CUDA_PROFILE_FORMAT_REPORT (0) or "
                             "RH_CUDA_PROFILE_FORMAT_TRACE (1), got " + std::to_string(format));
   }
+  // The clock cannot throw from the profiler's scopes: a failure it kept is reported here, once
+  // its marks have all been read, rather than as a profile with missing or zero durations.
+  const std::string failure = clock_->error();
+  if (!failure.empty()) throw CudaError("the profile is lost: " + failure);
+  return json;
 }
 
 }  // namespace rh::cuda

@@ -69,7 +69,8 @@ void Workspace<T>::reserve(std::size_t d, std::size_t features, std::size_t rows
   partials.reserve(3 * max_reduction_blocks, stats);
 
   for (DeviceBuffer<T>* buffer :
-       {&previous_coef, &history_sign, &current, &delta, &information_delta, &score}) {
+       {&previous_coef, &history_sign, &current, &delta, &information_delta, &score,
+        &equilibration}) {
     buffer->reserve(d, stats);
   }
   for (DeviceBuffer<double>* buffer :

@@ -17,7 +17,8 @@ namespace rh::cuda {
 struct DeviceScalars {
   double sums[12];                       // float64 reductions, indexed by Sum
   unsigned long long first_invalid[4];   // validation, indexed by Check; ~0ull: none
-  double one_norm;                       // ||H||_1, computed in the dtype (exact in double)
+  double one_norm;                       // ||H||_1 (of Ĥ once equilibrated), in the dtype
+  unsigned long long rank;               // singular values kept by the last minimum-norm solve
   int info;                              // cuSOLVER info of the last factorization
   int solve_info;                        // cuSOLVER info of the last triangular solve
   int asymmetric;                        // H != H^T somewhere
@@ -148,6 +149,7 @@ struct Workspace {
   DeviceBuffer<T> previous_coef, history_sign, current, delta, information_delta, score;
   DeviceBuffer<double> delta64, information_delta64, trial64, information_trial64;
   PinnedBuffer<T> host_vector;
+  DeviceBuffer<T> equilibration;        // the ladder's s_i = 1/sqrt(H_ii), uploaded per solve
   DeviceBuffer<T> gram;                 // d x d, column-major lower triangle
   DeviceBuffer<T> hessian;              // d x d, column-major
   DeviceBuffer<T> empty_information;    // zeros: the J~ of a first batch

@@ -22,9 +22,11 @@ extern "C" {
 
 #define RH_CUDA_API __attribute__((visibility("default")))
 
-/* ABI version: the major changes when a struct or signature changes incompatibly. */
-#define RH_CUDA_ABI_VERSION_MAJOR 1
-#define RH_CUDA_ABI_VERSION_MINOR 1
+/* ABI version: the major changes when a struct or signature changes incompatibly (2.0: a field
+ * appended to rh_cuda_diagnostics, which the caller allocates), and with it the library's
+ * soname (librh_cuda.so.<major>). */
+#define RH_CUDA_ABI_VERSION_MAJOR 2
+#define RH_CUDA_ABI_VERSION_MINOR 0
 #define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -124,6 +126,10 @@ typedef struct rh_cuda_diagnostics {
   double lambda;
   double bandwidth;
   int64_t line_search_halvings;
+  /* The 1-norm reciprocal condition estimate of the equilibrated Newton matrix for the last
+   * step's rung (shared/spec/method.md, contract v2): 0 for RH_CUDA_SOLVER_SVD, NaN for a
+   * penalized batch (RH_CUDA_SOLVER_LAMM: no Newton system). Since ABI 2.0. */
+  double rcond;
 } rh_cuda_diagnostics;
 
 /* Counters for tests and profiling: after warm-up a stream of same-shaped batches must not move
@@ -148,7 +154,8 @@ RH_CUDA_API int rh_cuda_engine_create(const rh_cuda_engine_options* options,
                                       rh_cuda_engine_t* out);
 /* States created by the engine stay valid until they are freed themselves. */
 RH_CUDA_API int rh_cuda_engine_free(rh_cuda_engine_t engine);
-/* The engine's stream as a cudaStream_t value: the stream to pass to __dlpack__. */
+/* The engine's stream as a cudaStream_t value: the stream to pass to __dlpack__ (a borrowed
+ * stream 0, the legacy default stream, is reported as RH_CUDA_STREAM_LEGACY: DLPack forbids 0). */
 RH_CUDA_API int rh_cuda_engine_stream(rh_cuda_engine_t engine, uint64_t* out);
 RH_CUDA_API int rh_cuda_engine_stats_get(rh_cuda_engine_t engine, rh_cuda_engine_stats* out);
 
@@ -180,7 +187,8 @@ RH_CUDA_API int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* in
 
 /* One batch transition: next = update(previous, X, y, sample_weight, config). X (n x p), y
  * (n x 1) and sample_weight (n x 1, or NULL for unit weights) are all on the host (staged) or
- * all on the engine's device (read in place, never converted). `next` may be `previous`. The
+ * all on the engine's device (read in place, never converted; a CUDA array's pointer must be
+ * device or managed memory of that device, as cudaPointerGetAttributes reports). `next` may be `previous`. The
  * call returns after the engine has finished with the caller's memory. */
 RH_CUDA_API int rh_cuda_update(rh_cuda_engine_t engine, rh_cuda_state_t previous,
                                const rh_cuda_array* X, const rh_cuda_array* y,

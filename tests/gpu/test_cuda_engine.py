@@ -3,6 +3,8 @@ validation messages, residency and allocation after warm-up."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -86,6 +88,67 @@ def test_an_asymmetric_information_matrix_takes_lu(engine):
     want, want_diag = update(state, *batches[1], config)
     assert diag.solver == want_diag.solver == "lu"
     assert_close(got.coef, want.coef, 1e-7)
+
+
+# Contract v2's badly scaled design: column units 1e-3 to 1e6 make cond(H) about 1e18, so without
+# the equilibration the ladder falls to SVD, whose cut-off zeroes the 1e-3 column's coefficient.
+COLUMN_UNITS = np.array([1e-3, 1.0, 1e2, 1e4, 1e6, 1e6])
+
+
+def test_badly_scaled_columns_take_cholesky_and_get_the_right_coefficients(engine):
+    rng = np.random.default_rng(11)
+    batches, designs, responses = [], [], []
+    for _ in range(3):
+        Z = rng.standard_normal((1000, 6))
+        y = Z @ np.ones(6) + 1e-6 * rng.standard_normal(1000)
+        batches.append((Z * COLUMN_UNITS, y, None))
+        designs.append(Z)
+        responses.append(y)
+    state, diags = stream(engine.update, batches, Config(tau=1e9))  # least squares
+    unscaled = state.coef[:6] * COLUMN_UNITS
+    np.testing.assert_allclose(unscaled, np.ones(6), rtol=1e-6)
+    # The same fit on the unscaled columns, by QR: nothing shared with the ladder.
+    Z = np.column_stack([np.vstack(designs), np.ones(3000)])
+    least_squares = np.linalg.lstsq(Z, np.concatenate(responses), rcond=None)[0]
+    np.testing.assert_allclose(unscaled, least_squares[:6], rtol=1e-6)
+    assert abs(state.coef[6] - least_squares[6]) <= 1e-6
+    for diag in diags:
+        assert diag.solver == "cholesky"
+        assert 1e-3 < diag.rcond <= 1  # of the equilibrated matrix: the units are gone
+
+
+def test_diagnostics_carry_rcond(engine, monkeypatch):
+    """The module's diagnostics dict has "rcond", a float (NaN for LAMM, None once in Python);
+    it is the rung's estimate on the equilibrated matrix, as the reference computes it."""
+    raw = []
+    native_engine = engine._engine
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(native_engine, name)
+
+        def update(self, *args):
+            raw.append(native_engine.update(*args))
+            return raw[-1]
+
+    monkeypatch.setattr(engine, "_engine", Recording())
+    X, y, w = batches_of(17, np.float64, count=1)[0]
+    # A zero column makes an exact zero pivot for Cholesky and LU alike: the SVD rung, surely.
+    singular = np.column_stack([X, np.zeros(len(y))])
+    cases = [(X, Config(), "cholesky"), (singular, Config(), "svd"),
+             (X, Config(alpha=0.05), "lamm")]
+    for k, (design, config, solver) in enumerate(cases):
+        _, diag = engine.update(None, design, y, w, config)
+        _, want = update(None, design, y, w, config)
+        assert type(raw[k]["rcond"]) is float
+        assert diag.solver == want.solver == solver
+        if solver == "lamm":
+            assert math.isnan(raw[k]["rcond"]) and diag.rcond is None and want.rcond is None
+        elif solver == "svd":
+            assert diag.rcond == want.rcond == 0.0
+        else:
+            assert diag.rcond == raw[k]["rcond"]
+            assert diag.rcond == pytest.approx(want.rcond, rel=1e-6)
 
 
 def test_warm_batches_allocate_nothing(engine):

@@ -139,7 +139,8 @@ def test_the_abi_size_query_and_a_small_buffer(native):
     import ctypes
     from pathlib import Path
 
-    lib = ctypes.CDLL(str(Path(native.__file__).with_name("librh_cuda.so.1")))
+    soname = f"librh_cuda.so.{native.abi_version() >> 16}"  # the soname carries the ABI major
+    lib = ctypes.CDLL(str(Path(native.__file__).with_name(soname)))
     lib.rh_cuda_last_error.restype = ctypes.c_char_p
 
     class Options(ctypes.Structure):

@@ -175,6 +175,15 @@ void Profiler::end_batch() {
   std::lock_guard lock(mutex_);
   detail::BatchClock& bc = batch_clock_;
   if (!bc.in_batch) throw std::logic_error("end_batch() called without a matching begin_batch()");
+  // The batch is closed however this ends: a flush that throws (a clock that cannot be read) must
+  // not leave it open, or every later begin_batch() would fail.
+  struct Close {
+    Profiler& p;
+    ~Close() {
+      p.batch_clock_.in_batch = false;
+      p.batch_.store(kNoBatch, std::memory_order_relaxed);
+    }
+  } close{*this};
   if (sync_mode() == SyncMode::per_batch) flush_locked();
   BatchSample sample;
   sample.duration_ns = now - bc.batch_start_ns;
@@ -185,8 +194,6 @@ void Profiler::end_batch() {
     sample.faults = {f.minor - bc.faults_at_start.minor, f.major - bc.faults_at_start.major};
   }
   bc.samples.push_back(sample);
-  bc.in_batch = false;
-  batch_.store(kNoBatch, std::memory_order_relaxed);
 }
 
 void Profiler::record_external(const ExternalScope& e) {

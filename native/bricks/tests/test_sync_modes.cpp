@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
 
 #include "rh/bricks/report.hpp"
 #include "rh/bricks/scope.hpp"
@@ -56,6 +59,40 @@ TEST(SyncModes, PerBatchSynchronizesOnceAtEndBatch) {
   f.run_batch();
   EXPECT_EQ(f.counters.syncs, 2);
   EXPECT_EQ(f.stats(B::factor).total_ns, 30u);
+}
+
+// A clock whose first synchronize() throws, as a device clock that cannot be read would.
+class UnreadableOnceClock final : public ClockSource {
+ public:
+  std::string_view name() const noexcept override { return "unreadable_once"; }
+  Token mark() override { return next_++; }
+  void synchronize() override {
+    if (!failed_) {
+      failed_ = true;
+      throw std::runtime_error("the clock cannot be read");
+    }
+  }
+  std::int64_t resolve_ns(Token token) override { return static_cast<std::int64_t>(token); }
+  void recycle() override {}
+
+ private:
+  Token next_ = 0;
+  bool failed_ = false;
+};
+
+TEST(SyncModes, AFailedPerBatchFlushStillClosesTheBatch) {
+  Options o;
+  o.sync_mode = SyncMode::per_batch;
+  o.track_page_faults = false;
+  Profiler p(testing::test_table(), o, std::make_unique<UnreadableOnceClock>());
+  p.begin_batch(1);
+  { RH_BRICK_SCOPE(p, B::gemm, 0, 0, 0); }
+  EXPECT_THROW(p.end_batch(), std::runtime_error);
+  // Left open, the batch would make every later begin_batch() throw ("called twice").
+  EXPECT_NO_THROW(p.begin_batch(1));
+  { RH_BRICK_SCOPE(p, B::gemm, 0, 0, 0); }
+  EXPECT_NO_THROW(p.end_batch());
+  EXPECT_EQ(p.stats(static_cast<BrickId>(B::gemm)).count, 2u);
 }
 
 TEST(SyncModes, DeferredWaitsForFlushAndFlushIsIdempotent) {

@@ -1,9 +1,11 @@
 // Times a device sleep through the bricks profiler with the CUDA-event clock, in per-batch sync
-// mode, and prints the report. Without a GPU it explains why and exits with status 2.
+// mode, and prints the report; then checks that a failing clock poisons itself instead of
+// throwing. Without a GPU it explains why and exits with status 2.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "cuda_event_clock.hpp"
 #include "rh/bricks/scope.hpp"
@@ -35,6 +37,23 @@ int main() {
     }
     cudaFree(buffer);
     std::printf("%s\n", profiler.to_json().c_str());
+  }
+  {
+    // A failure never throws out of the profiler's noexcept scopes: the clock keeps it, reads 0
+    // from then on, and error() names it for the engine to report when the profile is read.
+    rh::cuda::CudaEventClock clock(stream, 4);
+    const auto token = clock.mark();
+    clock.synchronize();
+    const bool healthy = clock.error().empty() && clock.resolve_ns(token) >= 0;
+    clock.resolve_ns(token + 1);  // never issued
+    const std::string error = clock.error();
+    if (!healthy || error.find("not a live mark") == std::string::npos ||
+        clock.resolve_ns(token) != 0) {
+      std::printf("the poisoned clock misbehaves: healthy %d, error '%s'\n", healthy,
+                  error.c_str());
+      return 1;
+    }
+    std::printf("poisoned clock: %s\n", error.c_str());
   }
   cudaStreamDestroy(stream);
   return 0;

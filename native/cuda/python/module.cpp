@@ -87,18 +87,24 @@ rh_cuda_array to_array(const Descriptor& d) {
                        .stream = std::get<7>(d)};
 }
 
+// Host arrays the engine writes (State.read), and those it only reads (State.load): the latter
+// are read-only (nb::ro), so the read-only arrays of the states CudaEngine returns are accepted.
 using HostArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
+using HostInput = nb::ndarray<nb::ro, nb::device::cpu, nb::c_contig>;
 
-std::int32_t dtype_code(const HostArray& a) {
+template <class Array>
+std::int32_t dtype_code(const Array& a) {
   if (a.dtype() == nb::dtype<float>()) return RH_CUDA_FLOAT32;
   if (a.dtype() == nb::dtype<double>()) return RH_CUDA_FLOAT64;
   throw StatusError(RH_CUDA_ERROR_INVALID_ARGUMENT, "state arrays must be float32 or float64");
 }
 
-rh_cuda_array host_array(const HostArray& a) {
+template <class Array>
+rh_cuda_array host_array(const Array& a) {
   const std::int64_t rows = a.ndim() >= 1 ? static_cast<std::int64_t>(a.shape(0)) : 1;
   const std::int64_t cols = a.ndim() == 2 ? static_cast<std::int64_t>(a.shape(1)) : 1;
-  return rh_cuda_array{.data = a.data(),
+  // rh_cuda_array serves inputs and outputs alike; rh_cuda_state_load only reads through it.
+  return rh_cuda_array{.data = const_cast<void*>(static_cast<const void*>(a.data())),
                        .rows = rows,
                        .cols = cols,
                        .row_stride = cols,
@@ -146,7 +152,7 @@ class State {
 
   rh_cuda_state_t get() const { return handle_; }
 
-  void load(const nb::dict& scalars, const HostArray& coef, const HostArray& information) {
+  void load(const nb::dict& scalars, const HostInput& coef, const HostInput& information) {
     const rh_cuda_state_info info{
         .dtype = dtype_from_name(item<std::string>(scalars, "dtype")),
         .reserved = 0,
@@ -270,6 +276,7 @@ class Engine {
     out["bandwidth"] = d.bandwidth;
     out["solver"] = solver_name(d.solver);
     out["line_search_halvings"] = d.line_search_halvings;
+    out["rcond"] = d.rcond;  // NaN for a penalized batch: Diagnostics.from_dict makes it None
     return out;
   }
 

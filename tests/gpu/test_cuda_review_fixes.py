@@ -1,0 +1,134 @@
+"""The CUDA engine's fixes from the static review (issue 12): read-only states used again, device
+pointers checked, the validation order, prediction without features, reads during updates, a
+borrowed stream 0 and profiling switched off on another device."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import make_problem
+from renewable_huber.core import Config, State, update
+
+DEVICE_CUDA = 2
+FLOAT64 = 2
+
+
+def host_as_cuda(a: np.ndarray) -> tuple:
+    """A host array's descriptor that claims the array is on cuda:0 (the caller's mistake)."""
+    cols = 1 if a.ndim == 1 else a.shape[1]
+    return (a.ctypes.data, a.shape[0], cols, cols, FLOAT64, DEVICE_CUDA, 0, 0)
+
+
+def test_a_returned_state_is_used_again(native, engine):
+    """Returned states have read-only arrays; loading one into another engine (and predicting
+    from it there) must not raise TypeError."""
+    rng = np.random.default_rng(1)
+    X, y, _ = make_problem(rng, 300, 4)
+    state, _ = engine.update(None, X, y, None, Config())
+    assert not state.coef.flags.writeable and not state.information.flags.writeable
+    other = native.make_engine(device=0)
+    got, _ = other.update(state, X, y, None, Config())
+    want, _ = update(state, X, y, None, Config())
+    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(other.predict(state, X), engine.predict(state, X), rtol=1e-12)
+
+
+def test_a_host_pointer_described_as_cuda_memory_is_refused(native):
+    engine = native.Engine(device=0)
+    state = engine.new_state("float64", 3)
+    X, y = np.ones((8, 3)), np.ones(8)
+    config = Config(fit_intercept=False).native_dict(np.dtype(np.float64))
+    with pytest.raises(ValueError, match=r"X is described as CUDA memory on cuda:0, but its "
+                       r"address .* is not CUDA memory"):
+        engine.update(state, state, host_as_cuda(X), host_as_cuda(y), None, config)
+    assert engine.stats()["updates"] == 0  # and the context is still usable:
+    rng = np.random.default_rng(2)
+    X, y, _ = make_problem(rng, 200, 3)
+    native.make_engine(device=0).update(None, X, y, None, Config())
+
+
+def test_parameters_are_checked_before_the_arrays(native):
+    """docs/numerics.md, "Validation order": parameters first, then X, y, w."""
+    engine = native.Engine(device=0)
+    state = engine.new_state("float64", 3)
+    X = np.ones((8, 3))
+    y32 = np.ones(8, dtype=np.float32)
+    config = {**Config(fit_intercept=False).native_dict(np.dtype(np.float64)), "epsilon": -1.0}
+    y_descriptor = (y32.ctypes.data, 8, 1, 1, 1, 1, 0, 0)  # float32: a bad y, reported second
+    x_descriptor = (X.ctypes.data, 8, 3, 3, FLOAT64, 1, 0, 0)
+    with pytest.raises(ValueError, match="epsilon"):
+        engine.update(state, state, x_descriptor, y_descriptor, None, config)
+
+
+def test_an_intercept_only_state_predicts_its_intercept(engine):
+    state = State(coef=np.array([2.5]), information=np.eye(1), n_samples_seen=10,
+                  effective_weight=10.0, batch_count=1, scale=1.0)
+    np.testing.assert_array_equal(engine.predict(state, np.empty((5, 0))), np.full(5, 2.5))
+
+
+def test_reading_a_state_while_it_is_updated_is_never_torn(native):
+    """rh_cuda_state_read holds the engine's lock: each read is one whole state."""
+    engine = native.Engine(device=0)
+    n, p = 2000, 20
+    handle = engine.new_state("float64", p + 1)
+    config = Config().native_dict(np.dtype(np.float64))
+    rng = np.random.default_rng(3)
+    batches = [make_problem(rng, n, p)[:2] for _ in range(20)]
+    descriptors = [((X.ctypes.data, n, p, p, FLOAT64, 1, 0, 0),
+                    (y.ctypes.data, n, 1, 1, FLOAT64, 1, 0, 0)) for X, y in batches]
+    done = threading.Event()
+
+    def run():
+        try:
+            for x, y in descriptors:
+                engine.update(handle, handle, x, y, None, config)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    coef, information = np.empty(p + 1), np.empty((p + 1, p + 1))
+    reads = 0
+    while not done.is_set():
+        scalars = handle.read(coef, information)
+        assert scalars["n_samples_seen"] == n * scalars["batch_count"]
+        assert np.all(np.isfinite(coef)) and np.all(np.isfinite(information))
+        reads += 1
+    worker.join()
+    assert reads > 0
+
+
+def test_a_borrowed_stream_0_is_reported_as_the_legacy_stream(native):
+    """DLPack forbids stream 0 for CUDA; the legacy default stream is 1."""
+    lib = ctypes.CDLL(str(Path(native.__file__).with_name(
+        f"librh_cuda.so.{native.ABI_VERSION >> 16}")))
+
+    class Options(ctypes.Structure):
+        _fields_ = [("device", ctypes.c_int32), ("borrow_stream", ctypes.c_int32),
+                    ("stream", ctypes.c_uint64)]
+
+    handle = ctypes.c_void_p()
+    assert lib.rh_cuda_engine_create(ctypes.byref(Options(0, 1, 0)), ctypes.byref(handle)) == 0
+    try:
+        stream = ctypes.c_uint64(12345)
+        assert lib.rh_cuda_engine_stream(handle, ctypes.byref(stream)) == 0
+        assert stream.value == 1
+    finally:
+        lib.rh_cuda_engine_free(handle)
+
+
+def test_profiling_switched_off_on_another_device_keeps_the_profile(native):
+    if native.device_count() < 2:
+        pytest.skip("needs two CUDA devices: the engine's must not be the current one")
+    engine = native.make_engine(device=1)
+    engine._engine.set_profiling(1)
+    rng = np.random.default_rng(4)
+    X, y, _ = make_problem(rng, 500, 5)
+    engine.update(None, X, y, None, Config())
+    engine._engine.set_profiling(0)  # flushes the events of cuda:1 while cuda:0 is current
+    assert engine.profile_report()["bricks"]
