@@ -6,15 +6,14 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.api as sm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from statsmodels.datasets import longley
 
 from helpers import require_module
 from renewable_huber import IllConditionedWarning, RenewableHuberRegressor
 from renewable_huber.cli import main
-
-sm = pytest.importorskip("statsmodels.api", reason="statsmodels (a test dependency) is needed")
-from statsmodels.datasets import longley  # noqa: E402
 
 # NIST StRD, Longley (https://www.itl.nist.gov/div898/strd/lls/data/Longley.shtml): certified
 # least-squares values, intercept first, then GNPDEFL, GNP, UNEMP, ARMED, POP, YEAR.

@@ -4,7 +4,7 @@ state field and diagnostic within the cross-engine tolerance of shared/spec/meth
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from native_cpu_support import native, state_dict
 
@@ -107,6 +107,12 @@ def test_two_batch_stream_matches_the_reference(
             rank_deficient=rank_deficient,
         )
         ref_state, ref_diag = update(ref_state, X, y, w, config)
+        # Fewer rows inside [-tau, tau] than coefficients (a fixed tau, gross outliers, small n)
+        # leave the Newton matrix singular at the answer: the minimizer is not unique, and the
+        # rounding-level singular values sit within a factor d of the SVD rung's cut-off, so one
+        # engine may keep one that the other cuts and take a different path. Only an
+        # identifiable batch has one answer to compare (duplicated columns are compared below).
+        assume(duplicated is not None or ref_diag.solver != "svd")
         if native_state is None:
             native_state = state_dict(State.empty(p + fit_intercept, dtype))
         native_state, native_diag = engine.update(native_state, X, y, w, config.native_dict(dtype))
