@@ -111,19 +111,20 @@ __global__ void huber_terms_kernel(std::size_t n, const T* r, const T* w, T tau,
   }
 }
 
+// One thread per element of the n x d staging buffer (element k: row k / d, column k % d), so
+// consecutive threads read X and write the buffer at consecutive addresses. With an intercept
+// the last column is sqrt(w c) itself: the Gram's intercept row and corner then come out of the
+// same SYRK as the rest, as on the CPU (native/cpu/batch_ops.cpp, scale_row).
 template <class T>
-__global__ void scale_rows_kernel(std::size_t n, std::size_t p, const T* X, const T* wc,
-                                  T* scaled, double* partials) {
-  double curvature = 0.0;
-  for (std::size_t i = global_index(); i < n; i += grid_stride()) {
+__global__ void scale_rows_kernel(std::size_t n, std::size_t p, std::size_t d, const T* X,
+                                  const T* wc, T* scaled) {
+  const std::size_t count = n * d;
+  for (std::size_t k = global_index(); k < count; k += grid_stride()) {
+    const std::size_t i = k / d;
+    const std::size_t j = k - i * d;
     const T root = sqrt(wc[i]);
-    const T* x = X + i * p;
-    T* out = scaled + i * p;
-    for (std::size_t j = 0; j < p; ++j) out[j] = root * x[j];
-    curvature += static_cast<double>(wc[i]);
+    scaled[k] = j < p ? root * X[i * p + j] : root;
   }
-  curvature = block_sum(curvature);
-  if (threadIdx.x == 0) partials[2 * max_reduction_blocks + blockIdx.x] = curvature;
 }
 
 __global__ void sum_partials_kernel(const double* partials, std::size_t blocks, int count,
@@ -351,14 +352,45 @@ __global__ void equilibrate_hessian_kernel(std::size_t d, const T* scales, T* he
   if (lower != upper) *asymmetric = 1;
 }
 
+// ||H||_1 in two passes. Each block takes 32 columns at a time: its 8 warps read 32 x 32 tiles of
+// the column-major H down the rows (coalesced) into shared memory, and one warp sums each
+// column's entries from there, one thread per column, in T and in row order as lange does, so
+// the result is the CPU engine's to the bit. The block's largest column sum goes to `maxima`;
+// max_partials_kernel takes the largest of those (a maximum is exact in any order).
+constexpr unsigned norm_tile = 32;
+
 template <class T>
-__global__ void one_norm_kernel(std::size_t d, const T* hessian, double* out) {
+__global__ void column_norms_kernel(std::size_t d, const T* hessian, double* maxima) {
+  __shared__ T tile[norm_tile][norm_tile + 1];  // [column][row]; the pad avoids bank conflicts
+  const unsigned lane = threadIdx.x % norm_tile;
+  const unsigned warp = threadIdx.x / norm_tile;
+  const unsigned warps = blockDim.x / norm_tile;
   double norm = 0.0;
-  for (std::size_t j = threadIdx.x; j < d; j += blockDim.x) {
+  for (std::size_t first = static_cast<std::size_t>(blockIdx.x) * norm_tile; first < d;
+       first += static_cast<std::size_t>(gridDim.x) * norm_tile) {
     T column = 0;
-    for (std::size_t i = 0; i < d; ++i) column += fabs(hessian[i + j * d]);
-    norm = fmax(norm, static_cast<double>(column));
+    for (std::size_t top = 0; top < d; top += norm_tile) {
+      const std::size_t i = top + lane;
+      for (unsigned c = warp; c < norm_tile; c += warps) {
+        const std::size_t j = first + c;
+        tile[c][lane] = i < d && j < d ? fabs(hessian[i + j * d]) : T{0};
+      }
+      __syncthreads();
+      if (warp == 0) {
+        const std::size_t rows = d - top < norm_tile ? d - top : norm_tile;
+        for (std::size_t r = 0; r < rows; ++r) column += tile[lane][r];
+      }
+      __syncthreads();
+    }
+    if (warp == 0 && first + lane < d) norm = fmax(norm, static_cast<double>(column));
   }
+  norm = block_max(norm);
+  if (threadIdx.x == 0) maxima[blockIdx.x] = norm;
+}
+
+__global__ void max_partials_kernel(const double* maxima, std::size_t blocks, double* out) {
+  double norm = 0.0;
+  for (std::size_t b = threadIdx.x; b < blocks; b += blockDim.x) norm = fmax(norm, maxima[b]);
   norm = block_max(norm);
   if (threadIdx.x == 0) *out = norm;
 }
@@ -414,10 +446,9 @@ void huber_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T t
 }
 
 template <std::floating_point T>
-void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, const T* X, const T* wc,
-                T* scaled, double* partials) {
-  const auto blocks = static_cast<unsigned>(reduction_blocks(n));
-  scale_rows_kernel<<<blocks, threads, 0, stream>>>(n, p, X, wc, scaled, partials);
+void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, std::size_t d, const T* X,
+                const T* wc, T* scaled) {
+  scale_rows_kernel<<<elementwise_blocks(n * d), threads, 0, stream>>>(n, p, d, X, wc, scaled);
   RH_CUDA_CHECK_LAUNCH();
 }
 
@@ -565,8 +596,13 @@ void equilibrate_hessian(cudaStream_t stream, std::size_t d, const T* scales, T*
 }
 
 template <std::floating_point T>
-void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* out) {
-  one_norm_kernel<<<1, threads, 0, stream>>>(d, hessian, out);
+void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* maxima, double* out) {
+  const std::size_t tiles = (d + norm_tile - 1) / norm_tile;
+  const auto blocks =
+      static_cast<unsigned>(std::clamp<std::size_t>(tiles, 1, max_reduction_blocks));
+  column_norms_kernel<<<blocks, threads, 0, stream>>>(d, hessian, maxima);
+  RH_CUDA_CHECK_LAUNCH();
+  max_partials_kernel<<<1, threads, 0, stream>>>(maxima, blocks, out);
   RH_CUDA_CHECK_LAUNCH();
 }
 
@@ -595,8 +631,8 @@ void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T 
   template void finish_residual<T>(cudaStream_t, std::size_t, const T*, const T*, T*);           \
   template void huber_terms<T>(cudaStream_t, std::size_t, const T*, const T*, T, T*, T*,         \
                                double*);                                                         \
-  template void scale_rows<T>(cudaStream_t, std::size_t, std::size_t, const T*, const T*, T*,    \
-                              double*);                                                          \
+  template void scale_rows<T>(cudaStream_t, std::size_t, std::size_t, std::size_t, const T*,     \
+                              const T*, T*);                                                     \
   template void add_scalar<T>(cudaStream_t, std::size_t, const T*, T*);                          \
   template void huber_change<T>(cudaStream_t, std::size_t, const T*, const T*, const T*, T,      \
                                 double, double*);                                                \
@@ -620,7 +656,7 @@ void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T 
   template void store_sum<T>(cudaStream_t, const double*, T*);                                   \
   template void assemble_hessian<T>(cudaStream_t, std::size_t, const T*, const T*, T, T*, int*); \
   template void equilibrate_hessian<T>(cudaStream_t, std::size_t, const T*, T*, int*);           \
-  template void one_norm<T>(cudaStream_t, std::size_t, const T*, double*);                       \
+  template void one_norm<T>(cudaStream_t, std::size_t, const T*, double*, double*);              \
   template void add_information<T>(cudaStream_t, std::size_t, const T*, const T*, T*);           \
   template void flag_nonfinite<T>(cudaStream_t, std::size_t, const T*, int*);                    \
   template void pseudo_inverse_scale<T>(cudaStream_t, std::size_t, const T*, T, T*,              \

@@ -26,10 +26,11 @@ template <std::floating_point T>
 void huber_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T tau, T* wpsi,
                  T* wc, double* partials);
 
-// scaled = sqrt(w c) x row by row (the SYRK operand), and partials of sum w c (row 2).
+// scaled (row-major n x d, the SYRK operand) = sqrt(w c) x~ row by row: d = p + 1 writes the
+// intercept's column as sqrt(w c) itself, d = p has none.
 template <std::floating_point T>
-void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, const T* X, const T* wc,
-                T* scaled, double* partials);
+void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, std::size_t d, const T* X,
+                const T* wc, T* scaled);
 
 // out[k] = sum of the first `blocks` partials of row k, for k < count, in block order.
 void sum_partials(cudaStream_t stream, const double* partials, std::size_t blocks, int count,
@@ -111,9 +112,10 @@ void assemble_hessian(cudaStream_t stream, std::size_t d, const T* gram, const T
 template <std::floating_point T>
 void equilibrate_hessian(cudaStream_t stream, std::size_t d, const T* scales, T* hessian,
                          int* asymmetric);
-// *out = ||H||_1, each column summed in T in row order, as LAPACK's lange does.
+// *out = ||H||_1, each column summed in T in row order, as LAPACK's lange does; `maxima` holds
+// max_reduction_blocks per-block maxima (scratch).
 template <std::floating_point T>
-void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* out);
+void one_norm(cudaStream_t stream, std::size_t d, const T* hessian, double* maxima, double* out);
 // out (row-major) = mirrored lower gram + information (row-major).
 template <std::floating_point T>
 void add_information(cudaStream_t stream, std::size_t d, const T* gram, const T* information,

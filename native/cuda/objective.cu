@@ -203,23 +203,18 @@ double DeviceOps<T>::objective(double lambda) {
 
 // --- the Newton system -------------------------------------------------------------------------
 
+// As the CPU engine: the rows scaled by sqrt(w c) into an n x d buffer whose intercept column is
+// sqrt(w c) itself, and one SYRK over all d columns. Every entry, intercept row and corner
+// included, then comes from one kernel with one summation order, so a column equal to the
+// intercept's (a constant 1, whatever the weights) gives an exactly singular Gram, as on the CPU.
 template <std::floating_point T>
 void DeviceOps<T>::gram_into(T* gram) {
-  const auto p = static_cast<std::int64_t>(features_);
   const auto n = static_cast<std::int64_t>(batch_.rows);
   const auto d = static_cast<std::int64_t>(dim_);
-  kernels::scale_rows(stream_, batch_.rows, features_, batch_.X, ws_.weighted_curvature.data(),
-                      ws_.scaled_rows.data(), ws_.partials.data());
-  blas::syrk_lower(core_.cublas(), p, n, ws_.scaled_rows.data(), p, gram, d);
-  if (intercept_) {
-    // The intercept row of the lower triangle: sum w c x (stride d), and sum w c in the corner.
-    blas::gemv(core_.cublas(), CUBLAS_OP_N, p, n, T{1}, batch_.X, p,
-               ws_.weighted_curvature.data(), 1, T{0}, gram + p, d);
-    DeviceScalars* scalars = ws_.scalars.data();
-    kernels::sum_partials(stream_, ws_.partials.data() + 2 * max_reduction_blocks, blocks_, 1,
-                          &scalars->sums[curvature_total]);
-    kernels::store_sum(stream_, &scalars->sums[curvature_total], gram + p + p * d);
-  }
+  kernels::scale_rows(stream_, batch_.rows, features_, dim_, batch_.X,
+                      ws_.weighted_curvature.data(), ws_.scaled_rows.data());
+  // The row-major n x d buffer is the column-major d x n matrix A: the Gram is A A^T.
+  blas::syrk_lower(core_.cublas(), d, n, ws_.scaled_rows.data(), d, gram, d);
 }
 
 template <std::floating_point T>
@@ -269,7 +264,9 @@ void DeviceOps<T>::equilibrate_hessian(std::span<const T> scales) {
 template <std::floating_point T>
 const DeviceScalars& DeviceOps<T>::hessian_facts() {
   if (!facts_known_) {
-    kernels::one_norm(stream_, dim_, ws_.hessian.data(), &ws_.scalars.data()->one_norm);
+    kernels::one_norm(stream_, dim_, ws_.hessian.data(),
+                      ws_.partials.data() + 2 * max_reduction_blocks,
+                      &ws_.scalars.data()->one_norm);
     facts_ = fetch();
     facts_known_ = true;
   }

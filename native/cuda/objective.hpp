@@ -5,9 +5,9 @@
 // branches on come back, each with one small copy and one stream synchronization (the drivers
 // decide on the host: RFC 0001, "fully device-side convergence decisions remain future work").
 //
-// The intercept column of X~ is never materialized: X is read in place (row-major n x p is the
-// column-major p x n matrix), and the intercept is the last coefficient, handled beside the
-// BLAS calls exactly as the CPU engine does.
+// X is read in place (row-major n x p is the column-major p x n matrix), and the intercept is the
+// last coefficient, handled beside the BLAS calls exactly as the CPU engine does. The one place
+// its column is written out is the Gram's staging buffer, as sqrt(w c), also as on the CPU.
 
 #include <concepts>
 #include <cstddef>
@@ -82,7 +82,7 @@ class DeviceOps {
  private:
   const DeviceScalars& fetch();               // one copy, one synchronization
   void residual_into(const T* beta, T* out);  // y - X~ beta
-  void gram_into(T* gram);                    // lower triangle of X~^T diag(w c) X~
+  void gram_into(T* gram);                    // lower triangle of X~^T diag(w c) X~ (one SYRK)
   // Symmetry and ||H||_1 of the Newton matrix as it now is (H, or Ĥ once equilibrated): the
   // one-norm and one fetch, once per matrix.
   const DeviceScalars& hessian_facts();

@@ -62,7 +62,7 @@ void Workspace<T>::reserve(std::size_t d, std::size_t features, std::size_t rows
                                   &staged_y, &staged_w}) {
     buffer->reserve(rows, stats);
   }
-  scaled_rows.reserve(rows * features, stats);
+  scaled_rows.reserve(rows * d, stats);  // with the intercept's sqrt(w c) column
   staged_x.reserve(rows * features, stats);
   host_rows.reserve(rows, stats);
   host_weights.reserve(rows, stats);

@@ -15,7 +15,7 @@ namespace rh::cuda {
 // Scalars the device hands to the host, gathered so that one copy and one synchronization bring
 // back everything a decision of the solver driver needs.
 struct DeviceScalars {
-  double sums[12];                       // float64 reductions, indexed by Sum
+  double sums[11];                       // float64 reductions, indexed by Sum
   unsigned long long first_invalid[4];   // validation, indexed by Check; ~0ull: none
   double one_norm;                       // ||H||_1 (of Ĥ once equilibrated), in the dtype
   unsigned long long rank;               // singular values kept by the last minimum-norm solve
@@ -28,7 +28,6 @@ struct DeviceScalars {
 enum Sum : int {
   loss = 0,        // sum w rho(r) at the current point
   score_total,     // sum w psi(r): the intercept's score
-  curvature_total, // sum w c(r): the intercept's Gram corner
   quadratic,       // delta^T J~ delta (float64)
   history,         // s~^T delta
   l1,              // ||beta_S||_1
@@ -139,11 +138,12 @@ struct Workspace {
   DeviceBuffer<T> weighted_score;       // w psi(r)
   DeviceBuffer<T> weighted_curvature;   // w c(r)
   DeviceBuffer<T> projection;           // X~ s for the step being tried
-  DeviceBuffer<T> scaled_rows;          // sqrt(w c) x, the SYRK operand (n x p)
+  DeviceBuffer<T> scaled_rows;          // sqrt(w c) x~, the SYRK operand (n x d)
   DeviceBuffer<T> staged_x, staged_y, staged_w;  // host-fed batches, and unit weights
   PinnedBuffer<T> host_rows;            // residual downloads
   PinnedBuffer<T> host_weights;         // weights of a device-fed batch
-  DeviceBuffer<double> partials;        // 3 x max_reduction_blocks row-reduction partials
+  DeviceBuffer<double> partials;        // 3 x max_reduction_blocks: row reductions (rows 0
+                                        // and 1), the one-norm's block maxima (row 2)
 
   // Coefficient-sized.
   DeviceBuffer<T> previous_coef, history_sign, current, delta, information_delta, score;

@@ -2,7 +2,10 @@
 module renewable-huber-native-cuda is not installed, or there is no CUDA device or driver).
 
 With RH_REQUIRE_GPU=1 (scripts/gpu_check.sh sets it) each fails instead: on the GPU machine a
-driver older than the CUDA runtime, say, must not pass as a run where everything skipped."""
+driver older than the CUDA runtime, say, must not pass as a run where everything skipped.
+
+A test marked ``without_gpu`` runs everywhere: it checks, on the CPU engines, a premise that a GPU
+test beside it relies on."""
 
 from __future__ import annotations
 
@@ -26,8 +29,15 @@ def cuda_unavailable() -> str | None:
     return None
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "without_gpu: a test under tests/gpu that needs no CUDA device")
+
+
 def pytest_runtest_setup(item):
     # A hook of this conftest: it runs for the tests under tests/gpu only.
+    if item.get_closest_marker("without_gpu") is not None:
+        return
     reason = cuda_unavailable()
     if reason is None:
         return

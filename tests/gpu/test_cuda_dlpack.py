@@ -1,6 +1,7 @@
-"""Device tensors from CuPy and PyTorch, produced on a non-default stream, read in place by the
-engine: the host-fed path's answer (to 1e-12: cuBLAS may pick kernels by pointer alignment,
-which differs between our staging buffers and the producer's), and every refusal of the RFC."""
+"""Device tensors from CuPy and PyTorch, produced on a non-default stream and exported while it
+still has work queued, read in place by the engine: the host-fed path's answer (to 1e-12: cuBLAS
+may pick kernels by pointer alignment, which differs between our staging buffers and the
+producer's), and every refusal of the RFC."""
 
 from __future__ import annotations
 
@@ -24,30 +25,70 @@ def run(engine, batches):
     return state
 
 
+# Long enough (tens of milliseconds on any current GPU) that the host reaches the update while
+# the side stream is still busy: fp64 matrix products, one cuBLAS call each.
+BUSY_SIZE, BUSY_ROUNDS = 4096, 12
+
+
 def test_cupy_on_a_side_stream_matches_the_host_path(engine, native):
+    """The tensors are overwritten in place on a busy side stream and exported inside its
+    context: only a wait of the engine's stream on that stream's work gives the right fit (a
+    missing wait reads the zeros, or the half-copied data, and the fit differs)."""
     cp = pytest.importorskip("cupy")
-    want = run(native.make_engine(device=0), host_batches())
+    batches = host_batches()
+    want = run(native.make_engine(device=0), batches)
     side = cp.cuda.Stream(non_blocking=True)
+    state, pending = None, []
     with side:
-        device = [(cp.asarray(X), cp.asarray(y)) for X, y in host_batches()]
-    got = run(engine, device)
-    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(got.information, want.information, rtol=1e-12, atol=1e-14)
+        real = [(cp.asarray(X), cp.asarray(y)) for X, y in batches]
+        busy = cp.ones((BUSY_SIZE, BUSY_SIZE))
+        product = cp.matmul(busy, busy)  # cuBLAS set up before the timed work
+        side.synchronize()
+        for X_real, y_real in real:
+            X, y = cp.zeros_like(X_real), cp.zeros_like(y_real)  # the stale values
+            for _ in range(BUSY_ROUNDS):
+                cp.matmul(busy, busy, out=product)
+            X[...] = X_real
+            y[...] = y_real
+            ready = side.record()
+            pending.append(not ready.done)
+            state, _ = engine.update(state, X, y, None, Config())
+    assert all(pending), "the side stream finished before the update: raise BUSY_ROUNDS"
+    np.testing.assert_allclose(state.coef, want.coef, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(state.information, want.information, rtol=1e-12, atol=1e-14)
 
 
 def test_torch_on_a_side_stream_matches_the_host_path(engine, native):
+    """As for CuPy: overwritten in place behind long work on a side stream, exported inside the
+    stream's context."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("PyTorch has no CUDA here")
-    want = run(native.make_engine(device=0), host_batches())
+    batches = host_batches()
+    want = run(native.make_engine(device=0), batches)
     side = torch.cuda.Stream()
+    state, pending, device = None, [], []
     with torch.cuda.stream(side):
-        device = [(torch.from_numpy(X).cuda(), torch.from_numpy(y).cuda())
-                  for X, y in host_batches()]
-    got = run(engine, device)
-    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-12, atol=1e-14)
+        real = [(torch.from_numpy(X).cuda(), torch.from_numpy(y).cuda()) for X, y in batches]
+        busy = torch.ones((BUSY_SIZE, BUSY_SIZE), device="cuda", dtype=torch.float64)
+        product = torch.matmul(busy, busy)  # cuBLAS set up before the timed work
+        side.synchronize()
+        for X_real, y_real in real:
+            X, y = torch.zeros_like(X_real), torch.zeros_like(y_real)  # the stale values
+            for _ in range(BUSY_ROUNDS):
+                torch.matmul(busy, busy, out=product)
+            X.copy_(X_real)
+            y.copy_(y_real)
+            ready = side.record_event()
+            pending.append(not ready.query())
+            state, _ = engine.update(state, X, y, None, Config())
+            device.append(X)
+    assert all(pending), "the side stream finished before the update: raise BUSY_ROUNDS"
+    np.testing.assert_allclose(state.coef, want.coef, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(state.information, want.information, rtol=1e-12, atol=1e-14)
     # The tensors are the caller's still: the deleter released our reference, not their memory.
-    assert float(device[0][0].sum()) == pytest.approx(float(host_batches()[0][0].sum()))
+    torch.cuda.synchronize()
+    assert float(device[0].sum()) == pytest.approx(float(batches[0][0].sum()))
 
 
 def test_torch_refusals(engine):
