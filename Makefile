@@ -10,7 +10,7 @@ APT_PACKAGES := cmake g++ make python3-venv libopenblas-dev liblapacke-dev \
 
 OUT ?= out/gpu-check
 .PHONY: demo test setup system-packages venv native native-cuda test-cpp test-python lint \
-        test-extras test-bricks golden bench gpu-check
+        test-extras test-bricks golden bench gpu-check gpu-bundle gpu-rehearsal
 
 demo: setup
 	$(VENV)/bin/rhuber demo
@@ -68,8 +68,22 @@ bench: setup
 	$(PY) scripts/benchmarks/benchmark_shape_sweep.py --profile smoke --out docs/perf/results/
 
 # On a machine with an NVIDIA GPU: build, GPU tests, benchmark; summary.json/.txt in $(OUT).
-gpu-check: setup
-	bash scripts/gpu_check.sh $(OUT)
+# With the .venv of `make setup`, into it; without one (the borrowed GPU machine: no registry),
+# --offline: the machine's python3, the bundle of gpu-bundle, a temporary prefix (docs/cuda.md).
+gpu-check:
+	@if [ -x $(PY) ]; then \
+	  $(MAKE) --no-print-directory setup && bash scripts/gpu_check.sh $(OUT); \
+	else \
+	  bash scripts/gpu_check.sh --offline $(OUT); \
+	fi
+
+# What the GPU machine may lack (scripts/gpu_bundle.txt), into .gpu-bundle/ (<= 40 MB).
+gpu-bundle:
+	bash scripts/gpu_bundle.sh
+
+# gpu-check's build and install steps on a fresh copy of the tree, offline, against the bundle.
+gpu-rehearsal: gpu-bundle
+	bash scripts/gpu_rehearsal.sh $(if $(filter command line,$(origin OUT)),$(OUT))
 
 golden: venv
 	$(PY) scripts/generate_native_golden.py
