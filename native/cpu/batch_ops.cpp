@@ -16,7 +16,8 @@ namespace rh::cpu {
 template <std::floating_point T>
 BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
                       MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
-                      bool fit_intercept, rh::bricks::Profiler& profiler, bool scan_design)
+                      bool fit_intercept, rh::bricks::Profiler& profiler, bool scan_design,
+                      GramStrategy gram, std::size_t chunk_bytes)
     : ws_(workspace),
       pool_(pool),
       prof_(profiler),
@@ -31,7 +32,8 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
       parallel_(X.rows * (X.cols + 1) >= min_parallel_entries),
-      chunk_(chunk_rows(X.cols, sizeof(T))),
+      gram_strategy_(gram),
+      chunk_(chunk_rows(X.cols, sizeof(T), chunk_bytes)),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),
       history_weight_(static_cast<double>(
@@ -312,11 +314,24 @@ void BatchOps<T>::scale_row(std::size_t row, T weight, T* out) const {
 
 template <std::floating_point T>
 void BatchOps<T>::weighted_gram(EngineBrick brick) {
+  if (gram_strategy_ == GramStrategy::full) {
+    // The kept Gram was formed afresh at this curvature set: a new one would be the same bits.
+    if (!gram_valid_ || !gram_at_current_curvature(brick)) full_gram(brick);
+    return;
+  }
   if (gram_valid_ && incremental_updates_ < max_incremental_updates &&
       update_gram_incrementally(brick)) {
     return;
   }
   full_gram(brick);
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::gram_at_current_curvature(EngineBrick brick) const {
+  RH_BRICK_SCOPE(prof_, brick, X_.rows, 2 * X_.rows * sizeof(T), 0);
+  return std::equal(ws_.point.weighted_curvature.begin(),
+                    ws_.point.weighted_curvature.begin() + static_cast<std::ptrdiff_t>(X_.rows),
+                    ws_.gram_curvature.begin());
 }
 
 template <std::floating_point T>

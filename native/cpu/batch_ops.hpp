@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rh/bricks/profiler.hpp"
+#include "rh/cpu/engine.hpp"
 #include "rh/engine_bricks.hpp"
 #include "rh/ops.hpp"
 #include "rh/state.hpp"
@@ -33,10 +34,13 @@ class BatchOps {
   // scan_design: X's values were validated with rh::DesignValues::deferred, and the first pass
   // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them, chunk
   // by chunk just before reading it, throwing X's validation error before anything is computed
-  // from a non-finite value.
+  // from a non-finite value. gram and chunk_bytes (resolved, not 0) are the engine's options
+  // (EngineOptions).
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
            std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept,
-           rh::bricks::Profiler& profiler, bool scan_design = false);
+           rh::bricks::Profiler& profiler, bool scan_design = false,
+           GramStrategy gram = GramStrategy::incremental,
+           std::size_t chunk_bytes = default_chunk_bytes);
 
   std::size_t dim() const { return dim_; }
   bool intercept() const { return intercept_; }
@@ -77,7 +81,10 @@ class BatchOps {
   void project_and_prepare(const Vector& step, const Vector& candidate);
   // The Gram of the point formed in the evaluation's pass, from cache, when none is kept yet;
   // otherwise form_hessian brings the kept one to this point by rank-k corrections.
-  void evaluate_with_gram(const Vector& beta, double tau) { evaluate_point(beta, tau, !gram_valid_); }
+  // With GramStrategy::full every such evaluation forms its point's Gram.
+  void evaluate_with_gram(const Vector& beta, double tau) {
+    evaluate_point(beta, tau, !gram_valid_ || gram_strategy_ == GramStrategy::full);
+  }
   // How many leading steps are refused for certain (objective_change(steps[k], 1) > bounds[k]):
   // the steps' projections are estimated from those of two of them (one pass over X) and the
   // estimate's error is bounded, rounding of both computations included.
@@ -196,8 +203,10 @@ class BatchOps {
   void reduce_gram(const T* curvature, EngineBrick brick);
   // Brings ws_.gram to X~^T diag(w * c) X~ at the current point, exactly symmetric: from the
   // Gram of an earlier point of this batch by rank-k corrections for the rows whose curvature
-  // flipped, or afresh. Timed as `brick` (gram or info_update).
+  // flipped (GramStrategy::incremental), or afresh; kept as it is when no curvature changed.
+  // Timed as `brick` (gram or info_update).
   void weighted_gram(EngineBrick brick);
+  bool gram_at_current_curvature(EngineBrick brick) const;
   void full_gram(EngineBrick brick);
   bool update_gram_incrementally(EngineBrick brick);  // false: too many flips, nothing changed
   // J~ v into out, J~ as stored (row-major, never symmetrized); in T and in float64.
@@ -219,6 +228,7 @@ class BatchOps {
   std::size_t dim_;
   RowBlocks blocks_;
   bool parallel_;  // the row blocks run on the pool (min_parallel_entries)
+  GramStrategy gram_strategy_;
   std::size_t chunk_;                    // rows per cache-sized chunk of a fused pass
   bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
   std::uint32_t incremental_updates_ = 0;  // since the last full Gram

@@ -6,12 +6,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "batch_ops.hpp"
 #include "rh/bricks/profiler.hpp"
 #include "rh/bricks/scope.hpp"
 #include "rh/engine_profiling.hpp"
+#include "rh/error.hpp"
 #include "rh/update.hpp"
 #include "rh/validation.hpp"
 
@@ -21,7 +23,8 @@ static_assert(SolverOps<BatchOps<float>>);
 static_assert(SolverOps<BatchOps<double>>);
 
 struct Engine::Impl {
-  explicit Impl(std::size_t threads) : pool(threads) {}
+  Impl(std::size_t threads, GramStrategy strategy, std::size_t resolved_chunk_bytes)
+      : pool(threads), gram(strategy), chunk_bytes(resolved_chunk_bytes) {}
 
   template <std::floating_point T>
   Workspace<T>& workspace() {
@@ -34,6 +37,8 @@ struct Engine::Impl {
 
   std::mutex mutex;  // one update at a time: the workspaces are shared
   ThreadPool pool;
+  GramStrategy gram;
+  std::size_t chunk_bytes;  // resolved: never 0
   std::shared_ptr<rh::bricks::Profiler> profiler;  // null: the process's off profiler
   Workspace<float> single_precision;
   Workspace<double> double_precision;
@@ -46,13 +51,32 @@ std::size_t resolve_threads(std::size_t requested) {
   return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
 
+std::size_t resolve_chunk_bytes(std::size_t requested) {
+  if (requested > max_chunk_bytes) {
+    throw InvalidArgument("chunk_bytes must be at most " + std::to_string(max_chunk_bytes) +
+                          " (1 GiB), got " + std::to_string(requested));
+  }
+  return requested == 0 ? default_chunk_bytes : requested;
+}
+
 }  // namespace
 
+std::string_view to_string(GramStrategy strategy) {
+  return strategy == GramStrategy::full ? "full" : "incremental";
+}
+
+GramStrategy gram_strategy_from_string(std::string_view name) {
+  if (name == "incremental") return GramStrategy::incremental;
+  if (name == "full") return GramStrategy::full;
+  throw InvalidArgument("gram must be 'incremental' or 'full', got '" + std::string(name) + "'");
+}
+
 Engine::Engine(EngineOptions options) {
+  const std::size_t chunk_bytes = resolve_chunk_bytes(options.chunk_bytes);
   // The engine parallelizes over row blocks itself; threaded BLAS inside those blocks would
   // oversubscribe the cores.
   openblas_set_num_threads(1);
-  impl_ = std::make_unique<Impl>(resolve_threads(options.threads));
+  impl_ = std::make_unique<Impl>(resolve_threads(options.threads), options.gram, chunk_bytes);
 }
 
 Engine::~Engine() = default;
@@ -60,6 +84,8 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
 std::size_t Engine::threads() const { return impl_->pool.size(); }
+GramStrategy Engine::gram_strategy() const { return impl_->gram; }
+std::size_t Engine::chunk_bytes() const { return impl_->chunk_bytes; }
 
 void Engine::set_profiler(std::shared_ptr<rh::bricks::Profiler> profiler) {
   if (profiler && profiler->bricks().known_count() != engine_brick_count) {
@@ -99,7 +125,7 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                    0);
     workspace.reserve(d, X.rows, blocks.count());
     ops.emplace(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
-                /*scan_design=*/true);
+                /*scan_design=*/true, impl_->gram, impl_->chunk_bytes);
   }
   auto result = renewable_update(*ops, previous, config);
   batch.set_iterations(result.second.n_iter);

@@ -27,12 +27,12 @@ class RowBlocks {
 
 // Rows per chunk of a fused pass inside a block: a pass reads a chunk of X from memory once and
 // works on it while it sits in the per-core cache (a product, then a second product on the same
-// rows). About 256 KiB of X per chunk, half the per-core L2 of the reference machine (128 KiB
-// ran as fast and 512 KiB 10 % slower; larger chunks also mean fewer profiler scopes), at least
-// 16 rows. Like the blocks it depends on the shape only, so summation orders, and results, do
-// not depend on threads or timing.
-inline std::size_t chunk_rows(std::size_t features, std::size_t element_bytes) {
-  constexpr std::size_t chunk_bytes = 256 * 1024;
+// rows). By default about 256 KiB of X per chunk (EngineOptions::chunk_bytes), half the per-core
+// L2 of the reference machine (128 KiB ran as fast and 512 KiB 10 % slower; larger chunks also
+// mean fewer profiler scopes), at least 16 rows. Like the blocks it depends on the shape and the
+// option only, so summation orders, and results, do not depend on threads or timing.
+inline std::size_t chunk_rows(std::size_t features, std::size_t element_bytes,
+                              std::size_t chunk_bytes) {
   return std::max<std::size_t>(16, chunk_bytes / (std::max<std::size_t>(features, 1) * element_bytes));
 }
 

@@ -1,6 +1,6 @@
 // _renewable_huber_native_cpu: the CPU engine for Python.
 //
-//   eng = Engine(threads=0)
+//   eng = Engine(threads=0, gram="incremental", chunk_bytes=0)
 //   state_out, diag = eng.update(state, X, y, w, config)
 //
 // Arrays arrive as C-contiguous float32/float64 NumPy arrays and are read in place (.noconvert():
@@ -397,11 +397,25 @@ NB_MODULE(_renewable_huber_native_cpu, m) {
                               "batches. Updates on one engine run one at a time.")
       .def(
           "__init__",
-          [](rh::cpu::Engine* self, std::size_t threads) {
-            new (self) rh::cpu::Engine(rh::cpu::EngineOptions{.threads = threads});
+          [](rh::cpu::Engine* self, std::size_t threads, const std::string& gram,
+             std::size_t chunk_bytes) {
+            new (self) rh::cpu::Engine(
+                rh::cpu::EngineOptions{.threads = threads,
+                                       .gram = rh::cpu::gram_strategy_from_string(gram),
+                                       .chunk_bytes = chunk_bytes});
           },
-          "threads"_a = 0, "threads: worker threads including the caller's; 0 = core count.")
+          "threads"_a = 0, "gram"_a = "incremental", "chunk_bytes"_a = 0,
+          "threads: worker threads including the caller's; 0 = core count. gram: how the Newton "
+          "matrix's Gram is formed, 'incremental' (rank-k corrections over curvature flips) or "
+          "'full' (afresh whenever the curvature set changes). chunk_bytes: bytes of X per row "
+          "chunk of a fused pass; 0 = 256 KiB. They change cost and rounding, never the "
+          "contract.")
       .def_prop_ro("threads", &rh::cpu::Engine::threads)
+      .def_prop_ro("gram",
+                   [](const rh::cpu::Engine& e) {
+                     return std::string(rh::cpu::to_string(e.gram_strategy()));
+                   })
+      .def_prop_ro("chunk_bytes", &rh::cpu::Engine::chunk_bytes, "Resolved: never 0.")
       .def("set_profiler", &rh::cpu::Engine::set_profiler, "profiler"_a.none(),
            "Time every later update's bricks on profiler (None: stop).")
       .def_prop_ro("profiler", &rh::cpu::Engine::profiler)

@@ -63,8 +63,10 @@ class NativeCpuEngine:
 
     name = "native_cpu"
 
-    def __init__(self, module: Any, threads: int = 0):
-        self._engine = module.Engine(threads=threads)
+    def __init__(self, module: Any, threads: int = 0, gram: str = "incremental",
+                 chunk_bytes: int = 0):
+        # threads 0: all cores; chunk_bytes 0: the engine's 256 KiB (docs/tuner.md, "Plans").
+        self._engine = module.Engine(threads=threads, gram=gram, chunk_bytes=chunk_bytes)
         self._numerical_error = module.NumericalError
         self._attached: Any = None  # the native profiler attached to the engine, if any
 
@@ -109,16 +111,23 @@ def native_cpu_available() -> bool:
     return True
 
 
-def make_engine(backend: str, device: int | None = None) -> Engine:
-    """The engine for ``backend``; "auto" prefers native_cpu and falls back to the reference."""
+def make_engine(backend: str, device: int | None = None, *, threads: int | None = None,
+                gram: str | None = None, chunk_kib: int | None = None) -> Engine:
+    """The engine for ``backend``; "auto" prefers native_cpu and falls back to the reference.
+
+    ``threads``, ``gram`` and ``chunk_kib`` configure native_cpu (None: the engine's default:
+    all cores, incremental, 256 KiB; see renewable_huber.tuner.plans.Plan); the numpy and cuda
+    engines have no such knobs and ignore them.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        backend = "native_cpu" if native_cpu_available() else "numpy"
     if backend == "numpy":
         return ReferenceEngine()
     if backend == "native_cpu":
-        return NativeCpuEngine(_import_engine_module("native_cpu"))
-    if backend == "auto":
-        return NativeCpuEngine(_import_engine_module("native_cpu")) if native_cpu_available() \
-            else ReferenceEngine()
-    if backend == "cuda":
-        module = _import_engine_module("cuda")
-        return module.make_engine(device=0 if device is None else int(device))
-    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        return NativeCpuEngine(_import_engine_module("native_cpu"), threads=threads or 0,
+                               gram=gram or "incremental",
+                               chunk_bytes=0 if chunk_kib is None else int(chunk_kib) * 1024)
+    module = _import_engine_module("cuda")
+    return module.make_engine(device=0 if device is None else int(device))

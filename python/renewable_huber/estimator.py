@@ -26,6 +26,7 @@ from .core.xp import to_host
 from .cuda.dlpack import is_device_tensor
 from .errors import IllConditionedWarning
 from .profiling import _hooks as _prof
+from .tuner.plans import Plan, parse_plan
 
 _FITTED_ATTRIBUTES = (
     "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
@@ -67,6 +68,19 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         The engine. "auto" uses native_cpu when installed, else the NumPy reference.
     device : int or None, default=None
         CUDA device ordinal for ``backend="cuda"``.
+    n_jobs : int or None, default=None
+        Threads of the native_cpu engine, the calling thread included. None uses all cores (the
+        engine's default; unlike scikit-learn's None, which means 1), and so does -1; other
+        negative values count back from the cores as in scikit-learn (-2: all but one). The
+        numpy and cuda engines ignore it. Threads change speed only: the row partition, and so
+        the result, does not depend on them.
+    plan : Plan, str or None, default=None
+        A tuner plan (``renewable_huber.tuner.plans.Plan`` or its id, e.g.
+        ``"native_cpu/t2/gram=full/chunk=256k/l1=lamm"``; docs/tuner.md) that decides the
+        backend, threads, Gram strategy, row chunk size and L1 solver. ``backend``, ``n_jobs``
+        and ``l1_solver`` at their defaults defer to it; set to anything else they must agree
+        with it, or fitting raises ValueError. None: ``backend``, ``n_jobs`` and ``l1_solver``
+        decide, with the engine's defaults for the rest. Checkpoints store the plan's id.
     precision : {"strict"}, default="strict"
         Numerical mode; only strict float32/float64 arithmetic exists.
     profile : bool, default=False
@@ -113,6 +127,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "backend": [StrOptions(set(BACKENDS))],
         "device": [Interval(Integral, 0, None, closed="left"), None],
+        "n_jobs": [Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right"), None],
+        "plan": [Plan, str, None],
         "precision": [StrOptions({"strict"})],
         "profile": ["boolean"],
     }
@@ -131,6 +148,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         batch_size: int | None = None,
         backend: str = "auto",
         device: int | None = None,
+        n_jobs: int | None = None,
+        plan: Plan | str | None = None,
         precision: str = "strict",
         profile: bool = False,
     ):
@@ -145,6 +164,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.batch_size = batch_size
         self.backend = backend
         self.device = device
+        self.n_jobs = n_jobs
+        self.plan = plan
         self.precision = precision
         self.profile = profile
 
@@ -229,7 +250,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             "dtype": np.str_(s.dtype.name),
             "fit_intercept": np.bool_(self._fitted_intercept),
             "n_features_in": np.int64(self.n_features_in_),
-            "params": np.str_(json.dumps(self.get_params(), sort_keys=True)),
+            "params": np.str_(json.dumps(self._json_params(), sort_keys=True)),
             "library_version": np.str_(__version__),
         }
         if hasattr(self, "feature_names_in_"):
@@ -281,22 +302,69 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             self.profile_ = profile()
         return self.profile_
 
+    def _json_params(self) -> dict[str, Any]:
+        """get_params() as JSON takes it: a Plan as its id (the estimator takes either)."""
+        params = self.get_params()
+        if isinstance(params["plan"], Plan):
+            params["plan"] = params["plan"].id
+        return params
+
+    def _threads(self) -> int | None:
+        """n_jobs as a thread count; None: all cores."""
+        if self.n_jobs is None or self.n_jobs == -1:
+            return None
+        if self.n_jobs < 0:
+            return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
+        return int(self.n_jobs)
+
+    def _plan(self) -> Plan | None:
+        """``plan`` as a Plan, checked against the settings it overrides."""
+        if self.plan is None:
+            return None
+        plan = parse_plan(self.plan)
+        disagree = []
+        if self.backend not in ("auto", plan.backend):
+            disagree.append(f"backend={self.backend!r}")
+        if self.l1_solver not in ("lamm", plan.l1_solver):
+            disagree.append(f"l1_solver={self.l1_solver!r}")
+        cores = os.cpu_count() or 1
+        if plan.backend == "native_cpu" and self.n_jobs is not None and \
+                (self._threads() or cores) != (plan.threads or cores):
+            disagree.append(f"n_jobs={self.n_jobs!r}")
+        if disagree:
+            raise ValueError(
+                f"plan={plan.id!r} decides the backend, threads and L1 solver, and conflicts "
+                f"with {', '.join(disagree)}; leave those at their defaults (backend='auto', "
+                "n_jobs=None, l1_solver='lamm') or make them agree with the plan")
+        return plan
+
+    def _engine_settings(self) -> tuple[str, int | None, int | None, str | None, int | None]:
+        """What the engine is built from: backend, device, threads, gram, chunk_kib."""
+        plan = self._plan()
+        if plan is None:
+            return (self.backend, self.device, self._threads(), None, None)
+        return (plan.backend, self.device, plan.threads, plan.gram, plan.chunk_kib)
+
     def _config(self) -> Config:
+        plan = self._plan()
         return Config(
             fit_intercept=bool(self.fit_intercept), epsilon=self.epsilon, tau=self.tau,
             alpha=self.alpha, ridge=self.ridge, max_iter=self.max_iter, tol=self.tol,
-            l1_solver=self.l1_solver,
+            l1_solver=self.l1_solver if plan is None else plan.l1_solver,
         )
 
     def _engine(self):
-        key = (self.backend, self.device)
+        key = self._engine_settings()
         cached = getattr(self, "_engine_cache", None)
         if cached is None or cached[0] != key:
-            self._engine_cache = (key, make_engine(self.backend, self.device))
+            backend, device, threads, gram, chunk_kib = key
+            self._engine_cache = (key, make_engine(backend, device, threads=threads, gram=gram,
+                                                   chunk_kib=chunk_kib))
         return self._engine_cache[1]
 
     def _validate_batch(self, X, y, sample_weight, *, reset: bool):
-        if self.backend == "cuda" and any(map(is_device_tensor, (X, y, sample_weight))):
+        if self._engine_settings()[0] == "cuda" and \
+                any(map(is_device_tensor, (X, y, sample_weight))):
             return self._validate_device_batch(X, y, sample_weight, reset=reset)
         X = as_host_input(X, "X")
         y = as_host_input(y, "y")

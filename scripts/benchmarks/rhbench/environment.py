@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from renewable_huber.tuner.hardware import cpu_model, cpuinfo
+
 #: Environment variables that decide how many threads BLAS, OpenMP and the engines use.
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -25,26 +27,11 @@ THREAD_VARIABLES = (
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _cpu_flags() -> list[str]:
     wanted = ("avx", "avx2", "avx512f", "fma", "sse4_2", "neon", "asimd")
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                present = set(line.split(":", 1)[1].split())
-                return [flag for flag in wanted if flag in present]
-    except OSError:
-        pass
-    return []
+    info = cpuinfo()
+    present = set((info.get("flags") or info.get("Features") or "").split())
+    return [flag for flag in wanted if flag in present]
 
 
 def _memory_bytes() -> int | None:
@@ -139,7 +126,7 @@ def collect_environment() -> dict[str, Any]:
         "os": {"system": platform.system(), "release": platform.release(),
                "platform": platform.platform()},
         "cpu": {
-            "model": _cpu_model(),
+            "model": cpu_model(),
             "machine": platform.machine(),
             "logical_cpus": os.cpu_count(),
             "affinity_cpus": affinity,

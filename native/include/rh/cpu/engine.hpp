@@ -1,7 +1,7 @@
 #pragma once
 // The CPU engine: one batch update per call, on OpenBLAS/LAPACK and the engine's own threads.
 //
-//   rh::cpu::Engine engine({.threads = 0});
+//   rh::cpu::Engine engine({.threads = 0});   // or {.threads = 2, .gram = GramStrategy::full}
 //   auto [next, diagnostics] = engine.update(state, X, y, w, config);
 //
 // An update is a transaction: the input state is read only, the new state is returned, and an
@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "rh/config.hpp"
@@ -26,9 +27,33 @@ class Profiler;
 
 namespace rh::cpu {
 
+// How each Newton matrix's Gram X~^T diag(w c) X~ is formed. Both meet the numerical contract;
+// they differ in cost and in rounding only.
+enum class GramStrategy {
+  // From the Gram of an earlier point of the batch, by rank-k corrections over the rows whose
+  // curvature flipped (at most rows / 8 of them; a fresh Gram after 8 corrections in a row).
+  incremental,
+  // Afresh over every row of non-zero curvature whenever the curvature set changed, in the
+  // evaluation pass where it can be.
+  full,
+};
+
+// The options that change an engine's cost, never its contract (docs/tuner.md, "Plans").
 struct EngineOptions {
   std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
+  GramStrategy gram = GramStrategy::incremental;
+  // Bytes of X per row chunk of a fused pass (a chunk is read from memory once and reused from
+  // cache); 0: default_chunk_bytes. At most max_chunk_bytes. The chunking sets the summation
+  // grouping of the products, so a different size moves results by rounding only.
+  std::size_t chunk_bytes = 0;
 };
+
+inline constexpr std::size_t default_chunk_bytes = std::size_t{256} * 1024;
+inline constexpr std::size_t max_chunk_bytes = std::size_t{1} << 30;
+
+std::string_view to_string(GramStrategy strategy);
+// "incremental" or "full"; rh::InvalidArgument naming the accepted names otherwise.
+GramStrategy gram_strategy_from_string(std::string_view name);
 
 class Engine {
  public:
@@ -38,6 +63,8 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
 
   std::size_t threads() const;
+  GramStrategy gram_strategy() const;
+  std::size_t chunk_bytes() const;  // resolved: never 0
 
   // Profiling (docs/profiling.md): with a profiler attached, each update is one batch of it
   // (begin_batch/end_batch, page faults around it) and its bricks are timed on every thread of the

@@ -1,0 +1,156 @@
+"""``rhuber tune``: the hardware fingerprint, collecting measurements, and the store's summary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from .store import Store, StoreError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*$")
+
+
+def default_store_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                           "share")
+    return Path(base) / "renewable-huber" / "measurements.sqlite"
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from '90', '90s', '10m' or '1.5h'."""
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 10m or 1h, got "
+                                         f"{text!r}")
+    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+
+
+def add_tune(commands: Any) -> None:
+    parser = commands.add_parser(
+        "tune", help="the learned tuner: hardware fingerprint, measurements, their summary",
+        description="Measure which plan (engine and configuration) is fastest for which "
+                    "workload on this machine (docs/tuner.md).")
+    parser.set_defaults(run=lambda args: _usage(parser))
+    sub = parser.add_subparsers(title="tune commands", metavar="COMMAND")
+
+    hardware = sub.add_parser("hardware", help="print this machine's fingerprint")
+    hardware.add_argument("--no-measure", action="store_true",
+                          help="identity only: skip the bandwidth and GEMM probes")
+    hardware.set_defaults(run=_run_hardware)
+
+    collect = sub.add_parser(
+        "collect", help="measure workloads x plans into the store (resumable)",
+        description="Measure every plan valid here on a grid of workloads, one stored row per "
+                    "(hardware, workload, plan). A rerun resumes where the last one stopped.")
+    _add_store(collect)
+    collect.add_argument("--budget", type=parse_duration, default=None, metavar="DURATION",
+                         help="stop cleanly after this long (90s, 10m, 1h); rerun to resume")
+    collect.add_argument("--max-batch-mb", type=float, default=None, metavar="MB",
+                         help="skip workloads whose X batch is larger than this")
+    collect.add_argument("--rows", type=_int_list, default=None, metavar="N,N,...",
+                         help="rows-per-batch axis (default 256,1024,...,262144)")
+    collect.add_argument("--features", type=_int_list, default=None, metavar="P,P,...",
+                         help="features axis (default 2,8,32,128,512)")
+    collect.set_defaults(run=_run_collect)
+
+    stats = sub.add_parser("stats", help="summarize the store: coverage, wins, rejected runs")
+    _add_store(stats)
+    stats.add_argument("--export", type=Path, default=None, metavar="FILE.parquet",
+                       help="also write every measurement as a Parquet table")
+    stats.set_defaults(run=_run_stats)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got "
+                                         f"{text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return values
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, default=default_store_path(), metavar="FILE",
+                        help=f"the SQLite store (default {default_store_path()})")
+
+
+def _open_store(path: Path) -> Store:
+    try:
+        return Store(path)
+    except StoreError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _run_hardware(args: argparse.Namespace) -> int:
+    from .hardware import describe, fingerprint
+
+    print(describe(fingerprint(measure=not args.no_measure)))
+    return 0
+
+
+def _run_collect(args: argparse.Namespace) -> int:
+    from . import collect as collecting
+    from .hardware import fingerprint
+
+    args.store.parent.mkdir(parents=True, exist_ok=True)
+    workloads = collecting.grid(
+        args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,
+        max_batch_bytes=None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20))
+    hardware = fingerprint(measure=True)
+    with _open_store(args.store) as store:
+        summary = collecting.collect(store, hardware, workloads, budget_s=args.budget)
+    print(f"rhuber tune collect: {summary.measured} measured in {summary.seconds:.0f} s "
+          f"({summary.failed} failed, {summary.unstable} unstable), {summary.skipped} already "
+          f"in {args.store}")
+    if summary.pending:
+        print(f"budget reached: {summary.pending} left; run the same command again to resume")
+    return 0
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    from .labels import best_plans
+
+    if not args.store.exists():
+        raise ValueError(f"{args.store}: no such store; `rhuber tune collect` makes one")
+    with _open_store(args.store) as store:
+        measurements = list(store.measurements())
+        hardware = store.hardware()
+        print(summarize(measurements, hardware, best_plans(measurements)))
+        if args.export is not None:
+            print(f"exported {len(measurements)} measurements to "
+                  f"{store.export_parquet(args.export)}")
+    return 0
+
+
+def summarize(measurements: list[Any], hardware: dict[str, Any], best: dict[Any, Any]) -> str:
+    """The text of ``rhuber tune stats``: counts, coverage, per-plan wins, rejected runs."""
+    status = Counter(m.status for m in measurements)
+    workloads = {(m.hardware_id, m.workload_id) for m in measurements}
+    plans_per_workload: dict[Any, int] = defaultdict(int)
+    for m in measurements:
+        plans_per_workload[(m.hardware_id, m.workload_id)] += 1
+    wins = Counter(b.plan_id for b in best.values())
+    rejected = sum(m.rejected_runs for m in measurements)
+    remeasured = sum(m.remeasured for m in measurements)
+    lines = [
+        f"{len(measurements)} measurements on {len(hardware)} machine(s), {len(workloads)} "
+        f"workloads ({min(plans_per_workload.values(), default=0)}–"
+        f"{max(plans_per_workload.values(), default=0)} plans each)",
+        f"status: {status.get('ok', 0)} ok, {status.get('unstable', 0)} unstable (CV stayed "
+        f"≥ 15 %), {status.get('failed', 0)} failed",
+        f"quality: {rejected} runs rejected beyond 3σ, {remeasured} re-measured rounds",
+        f"best plan per workload ({len(best)} workloads with a good measurement):",
+    ]
+    lines += [f"  {count:>5}  {plan}" for plan, count in wins.most_common()]
+    return "\n".join(lines)

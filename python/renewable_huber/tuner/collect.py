@@ -1,0 +1,232 @@
+"""Measuring workloads × plans into the store, by the seed's quality rules (§5.3).
+
+A run streams ``batches_per_run`` batches of the workload through a fresh
+``RenewableHuberRegressor(plan=...)`` — what users run — timing the ``partial_fit`` calls. Per
+(workload, plan): ``warmup`` untimed runs, then ``runs`` timed ones; runs beyond 3σ of the mean
+are rejected (and counted); while the coefficient of variation of the rest is at least ``max_cv``
+another round of ``runs`` is timed, at most ``max_remeasure`` times, after which the measurement
+is stored as ``unstable``. A plan that raises is stored as ``failed`` with its error. One more,
+profiled, run gives the brick fractions.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import math
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..datasets import make_contaminated_stream
+from .plans import Plan, plans_for
+from .store import Measurement, Store
+from .workload import Workload
+
+#: The L1 strength of a penalized workload: large enough that LAMM / proximal Newton do real
+#: work, small enough that most coefficients stay non-zero on the synthetic streams.
+PENALTY_ALPHA = 0.01
+
+#: The default grid's axes (issue 13): rows per batch 256 … 262,144 and features 2 … 512,
+#: log-spaced, both dtypes, penalty off and on.
+GRID_ROWS = (256, 1024, 4096, 16384, 65536, 262144)
+GRID_FEATURES = (2, 8, 32, 128, 512)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The seed's data-quality rules (§5.3), as knobs."""
+
+    warmup: int = 1
+    runs: int = 3
+    max_cv: float = 0.15
+    max_remeasure: int = 2
+    outlier_sigma: float = 3.0
+    batches_per_run: int = 3
+    profile: bool = True
+
+
+def grid(rows: Sequence[int] = GRID_ROWS, features: Sequence[int] = GRID_FEATURES, *,
+         dtypes: Sequence[str] = ("float64", "float32"), penalties: Sequence[bool] = (False, True),
+         max_batch_bytes: int | None = None) -> list[Workload]:
+    """Workloads over the given axes (host input, with intercept), smallest batch first;
+    ``max_batch_bytes`` drops those whose X batch is larger (a machine-sized corpus)."""
+    out = []
+    for n in rows:
+        for p in features:
+            for dtype in dtypes:
+                for penalized in penalties:
+                    w = Workload(rows=n, features=p, dtype=dtype, penalized=penalized)
+                    if max_batch_bytes is None or n * p * w.itemsize <= max_batch_bytes:
+                        out.append(w)
+    return sorted(out, key=lambda w: (w.rows * w.features, w.id))
+
+
+def workload_batches(workload: Workload, batches: int, seed: int = 0) -> list[tuple[Any, Any]]:
+    """The synthetic stream a workload is measured on (the demo's contaminated stream)."""
+    stream = make_contaminated_stream(workload.rows * batches, workload.features,
+                                      batch_size=workload.rows, seed=seed, dtype=workload.dtype)
+    return [tuple(np.ascontiguousarray(a) for a in stream.batch(k)) for k in range(batches)]
+
+
+def _estimator(workload: Workload, plan: Plan) -> Any:
+    from ..estimator import RenewableHuberRegressor
+
+    return RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
+                                   alpha=PENALTY_ALPHA if workload.penalized else 0.0)
+
+
+def _timed_run(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> float:
+    model = _estimator(workload, plan)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for X, y in batches:
+            model.partial_fit(X, y)
+        return time.perf_counter() - start
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def reject_outliers(runs: Sequence[float], sigma: float) -> tuple[list[float], int]:
+    """The runs within ``sigma`` standard deviations of the mean, and how many were rejected."""
+    if len(runs) < 3:
+        return list(runs), 0
+    mean, sd = statistics.fmean(runs), statistics.stdev(runs)
+    kept = [t for t in runs if sd == 0 or abs(t - mean) <= sigma * sd]
+    return kept, len(runs) - len(kept)
+
+
+def coefficient_of_variation(runs: Sequence[float]) -> float:
+    if len(runs) < 2:
+        return math.inf
+    return statistics.stdev(runs) / statistics.fmean(runs)
+
+
+def brick_fractions(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]
+                    ) -> tuple[dict[str, float] | None, int | None]:
+    """Each brick's share of one profiled run's wall time, and ``unattributed`` for the rest
+    (Python, dispatch, whatever no brick times), with the number of brick records; (None, None)
+    without the native profiler."""
+    from ..errors import EngineNotAvailableError
+    from ..profiling import profile
+
+    try:
+        prof = profile(trace_capacity=0)
+    except EngineNotAvailableError:
+        return None, None
+    model = _estimator(workload, plan)
+    with prof:
+        start = time.perf_counter_ns()
+        for X, y in batches:
+            model.partial_fit(X, y)
+        wall = time.perf_counter_ns() - start
+    rows = list(prof.report())
+    fractions = {row.brick: row.total_ns / wall for row in rows if row.total_ns > 0}
+    fractions["unattributed"] = max(0.0, 1.0 - sum(fractions.values()))
+    return fractions, sum(row.calls for row in rows)
+
+
+def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality = Quality(),
+            batches: list[tuple[Any, Any]] | None = None) -> Measurement:
+    """One stored measurement of ``plan`` on ``workload``; never raises for the plan's own
+    failure (it is stored as ``failed``)."""
+    batches = workload_batches(workload, quality.batches_per_run) if batches is None else batches
+    rows_per_run = sum(len(y) for _, y in batches)
+    common = {"hardware_id": hardware_id, "workload_id": workload.id, "plan_id": plan.id,
+              "rows_per_run": rows_per_run, "library_version": __version__,
+              "git_revision": git_revision(),
+              "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+    runs: list[float] = []
+    try:
+        for _ in range(quality.warmup):
+            _timed_run(workload, plan, batches)
+        remeasured = 0
+        while True:
+            runs += [_timed_run(workload, plan, batches) for _ in range(quality.runs)]
+            kept, rejected = reject_outliers(runs, quality.outlier_sigma)
+            cv = coefficient_of_variation(kept)
+            if cv < quality.max_cv or remeasured == quality.max_remeasure:
+                break
+            remeasured += 1
+        fractions, calls = (brick_fractions(workload, plan, batches) if quality.profile
+                            else (None, None))
+    except Exception as exc:  # a plan that cannot run here is a result, not a crash
+        return Measurement(**common, status="failed", runs_s=runs,
+                           error=f"{type(exc).__name__}: {exc}")
+    median = statistics.median(kept)
+    return Measurement(**common, status="ok" if cv < quality.max_cv else "unstable",
+                       runs_s=runs, rejected_runs=rejected, remeasured=remeasured,
+                       median_s=median, cv=cv, rows_per_s=rows_per_run / median,
+                       brick_fractions=fractions, brick_calls=calls)
+
+
+_REVISION: list[str | None] = []
+
+
+def git_revision() -> str | None:
+    """The checkout's commit when the library runs from one (None for an installed wheel)."""
+    if not _REVISION:
+        try:
+            out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                                 capture_output=True, text=True, timeout=5, check=True)
+            _REVISION.append(out.stdout.strip() or None)
+        except (OSError, subprocess.SubprocessError):
+            _REVISION.append(None)
+    return _REVISION[0]
+
+
+@dataclass(frozen=True)
+class CollectSummary:
+    measured: int  # in this call
+    skipped: int  # already in the store (a resumed collection)
+    pending: int  # left when the budget ran out
+    failed: int
+    unstable: int
+    seconds: float
+
+
+def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
+            plans: Callable[[Workload, Any], list[Plan]] = plans_for,
+            quality: Quality = Quality(), budget_s: float | None = None,
+            progress: bool = True) -> CollectSummary:
+    """Measure every (workload, plan) not yet in the store for ``hardware`` (with
+    ``hardware_id`` and ``as_dict()``), stopping cleanly — between measurements — once
+    ``budget_s`` seconds have passed. A rerun resumes where the last one stopped."""
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    store.add_hardware(hardware.hardware_id, hardware.as_dict())
+    done = store.done(hardware.hardware_id)
+    tasks = [(w, p) for w in workloads for p in plans(w, hardware)]
+    pending = [(w, p) for w, p in tasks if (w.id, p.id) not in done]
+    counts = {"measured": 0, "failed": 0, "unstable": 0}
+    bar = tqdm(total=len(pending), unit="plan", disable=not progress, dynamic_ncols=True)
+    batches_for: tuple[Workload | None, Any] = (None, None)
+    try:
+        for w, p in pending:
+            if budget_s is not None and time.perf_counter() - start >= budget_s:
+                break
+            if batches_for[0] != w:  # generated once per workload, outside the timing
+                batches_for = (w, workload_batches(w, quality.batches_per_run))
+            bar.set_postfix_str(f"{w.id} {p.id}")
+            m = measure(w, p, hardware.hardware_id, quality, batches_for[1])
+            store.record(m)
+            counts["measured"] += 1
+            counts["failed"] += m.status == "failed"
+            counts["unstable"] += m.status == "unstable"
+            bar.update(1)
+    finally:
+        bar.close()
+    return CollectSummary(measured=counts["measured"], skipped=len(tasks) - len(pending),
+                          pending=len(pending) - counts["measured"], failed=counts["failed"],
+                          unstable=counts["unstable"], seconds=time.perf_counter() - start)

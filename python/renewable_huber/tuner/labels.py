@@ -1,0 +1,106 @@
+"""What the models learn to predict, derived from stored measurements: throughput, the best plan
+per workload, and the bottleneck class.
+
+Bottleneck rules (documented in docs/tuner.md, tested on constructed profiles), applied in this
+order to the brick fractions of a measurement's profiled run (each brick's share of the run's wall
+time; ``unattributed`` is the rest):
+
+1. ``transfer`` — stage + transfer take at least 30 % (host↔device copies dominate);
+2. ``launch`` — a CUDA plan whose mean brick lasts under 20 µs while bricks cover less than half
+   of the run (kernel launches and synchronizations dominate);
+3. ``overhead`` — validate + unattributed take at least 40 % (Python, dispatch, checks: work that
+   does not scale with the arithmetic);
+4. ``solve`` — the solve brick (the d × d factorizations) takes at least 30 %;
+5. ``compute`` — the BLAS-3 bricks (gram, info_update) take at least 50 % and the workload's
+   arithmetic intensity (flops per byte of X read by a Gram pass, ≈ d / 4 in float64, d / 2 in
+   float32) is at or above the machine's ridge point (peak GFLOP/s ÷ bandwidth GB/s);
+6. ``memory`` — everything else: passes over X (residual, score, line search, elementwise work)
+   bounded by bandwidth.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .plans import Plan
+from .store import Measurement
+from .workload import Workload
+
+BOTTLENECKS = ("memory", "compute", "solve", "overhead", "transfer", "launch")
+#: Plans within this fraction of the best one's throughput count as tied for best.
+NEAR_BEST = 0.03
+
+TRANSFER_SHARE = 0.30
+LAUNCH_MEAN_BRICK_S = 20e-6
+OVERHEAD_SHARE = 0.40
+SOLVE_SHARE = 0.30
+COMPUTE_SHARE = 0.50
+
+
+def throughput(m: Measurement) -> float | None:
+    """Rows per second of a good measurement (None for a failed or unstable one)."""
+    return m.rows_per_s if m.status == "ok" else None
+
+
+@dataclass(frozen=True)
+class BestPlan:
+    workload_id: str
+    plan_id: str
+    rows_per_s: float
+    near_best: tuple[str, ...]  # every plan within NEAR_BEST of it, the best included
+
+
+def best_plans(measurements: Iterable[Measurement]) -> dict[tuple[str, str], BestPlan]:
+    """The best plan of each (hardware, workload), from good measurements only."""
+    by_key: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        if throughput(m) is not None:
+            by_key[(m.hardware_id, m.workload_id)].append(m)
+    out = {}
+    for key, ms in by_key.items():
+        top = max(ms, key=lambda m: (m.rows_per_s, m.plan_id))
+        near = tuple(sorted(m.plan_id for m in ms
+                            if m.rows_per_s >= (1 - NEAR_BEST) * top.rows_per_s))
+        out[key] = BestPlan(key[1], top.plan_id, top.rows_per_s, near)
+    return out
+
+
+def arithmetic_intensity(workload: Workload) -> float:
+    """Flops per byte of a Gram pass: n·d² flops (the lower triangle, counted as the brick table
+    counts it) over the n·d·itemsize bytes of X̃ read."""
+    return workload.dim / workload.itemsize
+
+
+def bottleneck(fractions: dict[str, float], workload: Workload, *, backend: str,
+               peak_gflops: float, bandwidth_gbs: float, bricks_per_run: int | None = None,
+               run_seconds: float | None = None) -> str:
+    """The bottleneck class of one profiled run by the rules of this module's docstring."""
+    share = lambda *names: sum(fractions.get(n, 0.0) for n in names)  # noqa: E731
+    if share("stage", "transfer") >= TRANSFER_SHARE:
+        return "transfer"
+    covered = 1.0 - fractions.get("unattributed", 0.0)
+    if (backend == "cuda" and bricks_per_run and run_seconds is not None and covered < 0.5
+            and covered * run_seconds / bricks_per_run < LAUNCH_MEAN_BRICK_S):
+        return "launch"
+    if share("validate", "unattributed") >= OVERHEAD_SHARE:
+        return "overhead"
+    if share("solve") >= SOLVE_SHARE:
+        return "solve"
+    ridge = peak_gflops / bandwidth_gbs
+    if share("gram", "info_update") >= COMPUTE_SHARE and arithmetic_intensity(workload) >= ridge:
+        return "compute"
+    return "memory"
+
+
+def measurement_bottleneck(m: Measurement, *, peak_gflops: float, bandwidth_gbs: float
+                           ) -> str | None:
+    """The bottleneck class of a stored measurement (None when it has no profile or failed)."""
+    if m.status == "failed" or not m.brick_fractions:
+        return None
+    # The profiled run streams the same batches as a timed run: median_s is its length.
+    return bottleneck(m.brick_fractions, Workload.from_id(m.workload_id),
+                      backend=Plan.from_id(m.plan_id).backend, peak_gflops=peak_gflops,
+                      bandwidth_gbs=bandwidth_gbs, bricks_per_run=m.brick_calls,
+                      run_seconds=m.median_s)

@@ -1,0 +1,242 @@
+"""The tuner's measurement store and collector: rows are whole or absent, a newer or foreign
+file is refused by name, and a collection resumes after a budget stop or a kill -9."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from renewable_huber.tuner import collect as collecting
+from renewable_huber.tuner.cli import parse_duration, summarize
+from renewable_huber.tuner.labels import best_plans
+from renewable_huber.tuner.plans import Plan
+from renewable_huber.tuner.store import SCHEMA_VERSION, Measurement, Store, StoreError
+from renewable_huber.tuner.workload import Workload
+
+HARDWARE = SimpleNamespace(hardware_id="test-hw", as_dict=lambda: {"cpu": "test"})
+
+
+def measurement(plan="numpy", workload="n256/p2/float64/l1=0/icpt=1/host", seconds=0.01):
+    return Measurement(hardware_id="test-hw", workload_id=workload, plan_id=plan, status="ok",
+                       rows_per_run=768, runs_s=[seconds] * 3, median_s=seconds, cv=0.0,
+                       rows_per_s=768 / seconds, brick_fractions={"gram": 0.5}, brick_calls=40,
+                       library_version="0", measured_at="2026-11-30T00:00:00+00:00")
+
+
+def test_a_measurement_round_trips_and_a_rerun_replaces_it(tmp_path):
+    with Store(tmp_path / "m.sqlite") as store:
+        store.add_hardware("test-hw", {"cpu": "test"})
+        store.record(measurement())
+        store.record(measurement(seconds=0.02))  # the same key: replaced, not duplicated
+        (got,) = store.measurements()
+        assert got == measurement(seconds=0.02)
+        assert store.done("test-hw") == {(got.workload_id, "numpy")}
+        assert store.schema_version == SCHEMA_VERSION
+
+
+def test_a_bad_measurement_leaves_the_store_as_it_was(tmp_path):
+    with Store(tmp_path / "m.sqlite") as store:
+        store.add_hardware("test-hw", {})
+        store.record(measurement())
+        with pytest.raises(ValueError, match="status"):
+            store.record(replace(measurement(plan="other"), status="great"))
+        with pytest.raises(sqlite3.IntegrityError):  # unknown hardware: foreign key
+            store.record(replace(measurement(plan="other"), hardware_id="elsewhere"))
+        assert len(store) == 1
+
+
+def test_a_newer_schema_is_refused_naming_both_versions(tmp_path):
+    path = tmp_path / "m.sqlite"
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                   (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(StoreError, match=f"version {SCHEMA_VERSION + 1}, newer than this "
+                                         f"library's {SCHEMA_VERSION}"):
+        Store(path)
+
+
+@pytest.mark.parametrize("content", [b"not a database at all" * 100, b""])
+def test_a_file_that_is_not_a_store_is_refused(tmp_path, content):
+    path = tmp_path / "m.sqlite"
+    path.write_bytes(content)
+    if content:
+        with pytest.raises(StoreError, match="not a usable measurement store"):
+            Store(path)
+    else:  # an empty file is an empty database: it becomes a store
+        Store(path).close()
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (x)")
+    with pytest.raises(StoreError, match="not a measurement store"):
+        Store(other)
+
+
+def test_outliers_beyond_three_sigma_are_rejected_and_counted():
+    runs = [1.0] * 12 + [5.0]
+    kept, rejected = collecting.reject_outliers(runs, 3.0)
+    assert rejected == 1 and kept == [1.0] * 12
+    assert collecting.reject_outliers([1.0, 1.1, 5.0], 3.0)[1] == 0  # 3 runs cannot reach 3σ
+
+
+def test_durations_parse_as_the_cli_takes_them():
+    assert [parse_duration(t) for t in ("90", "90s", "10m", "1.5h")] == [90, 90, 600, 5400]
+
+
+def test_grid_spans_the_issue_axes_and_respects_the_batch_cap():
+    full = collecting.grid()
+    assert {w.rows for w in full} == set(collecting.GRID_ROWS)
+    assert {w.features for w in full} == set(collecting.GRID_FEATURES)
+    assert len(full) == 6 * 5 * 2 * 2
+    capped = collecting.grid(max_batch_bytes=2**20)
+    assert capped and all(w.rows * w.features * w.itemsize <= 2**20 for w in capped)
+
+
+# Tests check the bookkeeping, not this shared machine's timing noise: any CV is acceptable.
+QUICK = collecting.Quality(warmup=0, runs=3, max_cv=1e9, max_remeasure=0, batches_per_run=2,
+                           profile=False)
+TINY = [Workload(rows=64, features=2), Workload(rows=96, features=3, dtype="float32")]
+
+
+def numpy_only(workload, hardware):
+    return [Plan("numpy")]
+
+
+def test_collect_measures_what_users_run_and_a_rerun_resumes(tmp_path):
+    with Store(tmp_path / "m.sqlite") as store:
+        stopped = collecting.collect(store, HARDWARE, TINY, plans=numpy_only, quality=QUICK,
+                                     budget_s=0.0, progress=False)
+        assert stopped.measured == 0 and stopped.pending == 2
+        first = collecting.collect(store, HARDWARE, TINY[:1], plans=numpy_only, quality=QUICK,
+                                   progress=False)
+        rest = collecting.collect(store, HARDWARE, TINY, plans=numpy_only, quality=QUICK,
+                                  progress=False)
+        assert (first.measured, rest.measured, rest.skipped) == (1, 1, 1)
+        rows = list(store.measurements())
+    assert [m.status for m in rows] == ["ok", "ok"]
+    assert all(len(m.runs_s) == 3 and m.rows_per_s > 0 for m in rows)
+    assert sorted(m.rows_per_run for m in rows) == [2 * 64, 2 * 96]
+    assert "2 measurements on 1 machine(s), 2 workloads" in summarize(
+        rows, {"test-hw": {}}, best_plans(rows))
+
+
+def scripted_runs(monkeypatch, times):
+    runs = iter(times)
+    monkeypatch.setattr(collecting, "_timed_run", lambda *args: next(runs))
+
+
+def test_a_noisy_measurement_is_remeasured_then_stored_as_unstable(monkeypatch):
+    quality = collecting.Quality(warmup=1, runs=3, max_cv=0.15, max_remeasure=2, profile=False)
+    scripted_runs(monkeypatch, [9.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0])
+    m = collecting.measure(TINY[0], Plan("numpy"), "test-hw", quality, batches=[(0, [0] * 64)])
+    assert (m.status, m.remeasured, len(m.runs_s)) == ("unstable", 2, 9)  # warm-up not kept
+    scripted_runs(monkeypatch, [9.0, 1.0, 2.0, 3.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    m = collecting.measure(TINY[0], Plan("numpy"), "test-hw", quality, batches=[(0, [0] * 64)])
+    assert m.status == "unstable"  # the noisy first round still counts in the CV
+    scripted_runs(monkeypatch, [9.0, 1.0, 1.1, 1.05])
+    m = collecting.measure(TINY[0], Plan("numpy"), "test-hw", quality, batches=[(0, [0] * 64)])
+    assert (m.status, m.remeasured, m.median_s, m.rows_per_s) == ("ok", 0, 1.05, 64 / 1.05)
+
+
+def test_a_plan_that_fails_is_stored_as_failed_with_its_error(tmp_path, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("no such engine here")
+
+    monkeypatch.setattr(collecting, "_timed_run", broken)
+    m = collecting.measure(TINY[0], Plan("numpy"), "test-hw", QUICK)
+    assert m.status == "failed" and "no such engine here" in m.error
+
+
+KILLED_COLLECTION = textwrap.dedent("""
+    import sys
+    from types import SimpleNamespace
+    from renewable_huber.tuner import collect as c
+    from renewable_huber.tuner.plans import Plan
+    from renewable_huber.tuner.store import Store
+    from renewable_huber.tuner.workload import Workload
+    hw = SimpleNamespace(hardware_id="test-hw", as_dict=lambda: {})
+    grid = [Workload(rows=64 + k, features=2) for k in range(400)]
+    quality = c.Quality(warmup=0, runs=3, max_cv=1e9, max_remeasure=0, batches_per_run=2,
+                        profile=False)
+    with Store(sys.argv[1]) as store:
+        c.collect(store, hw, grid, plans=lambda w, h: [Plan("numpy")], quality=quality,
+                  progress=False)
+""")
+
+
+def test_a_collection_killed_with_sigkill_resumes_with_whole_rows(tmp_path):
+    path = tmp_path / "m.sqlite"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_COLLECTION, str(path)])
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and _count(path) >= 3:
+                break
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    with Store(path) as store:
+        assert store._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        before = list(store.measurements())
+        assert 3 <= len(before) < 400
+        assert all(m.status == "ok" and len(m.runs_s) == 3 for m in before)
+        grid = [Workload(rows=64 + k, features=2) for k in range(len(before) + 2)]
+        resumed = collecting.collect(store, HARDWARE, grid, plans=numpy_only, quality=QUICK,
+                                     progress=False)
+        assert (resumed.skipped, resumed.measured) == (len(before), 2)
+
+
+def _count(path):
+    try:
+        with sqlite3.connect(path, timeout=1) as db:
+            return db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_cli_collects_a_small_grid_then_summarizes_and_exports(tmp_path, capsys, monkeypatch):
+    from renewable_huber.cli import main
+
+    monkeypatch.setenv("RENEWABLE_HUBER_CACHE_DIR", str(tmp_path / "cache"))
+
+    store = tmp_path / "m.sqlite"
+    argv = ["tune", "collect", "--store", str(store), "--rows", "64", "--features", "2,3"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert "measured" in first and "already in" in first
+    assert main(argv) == 0  # a rerun measures nothing new
+    assert "rhuber tune collect: 0 measured" in capsys.readouterr().out
+    assert main(["tune", "stats", "--store", str(store), "--export",
+                 str(tmp_path / "m.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert "8 workloads" in out and "best plan per workload" in out
+    import pandas as pd
+
+    frame = pd.read_parquet(tmp_path / "m.parquet")
+    with Store(store) as reopened:
+        assert len(frame) == len(reopened)
+    assert frame["rows_per_s"].notna().any()
+
+
+def test_cli_names_a_bad_store_and_prints_the_fingerprint(tmp_path, capsys, monkeypatch):
+    from renewable_huber.cli import main
+
+    monkeypatch.setenv("RENEWABLE_HUBER_CACHE_DIR", str(tmp_path / "cache"))
+
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"garbage" * 1000)
+    assert main(["tune", "stats", "--store", str(bad)]) == 2
+    assert "not a usable measurement store" in capsys.readouterr().err
+    assert main(["tune", "stats", "--store", str(tmp_path / "none.sqlite")]) == 2
+    assert "no such store" in capsys.readouterr().err
+    assert main(["tune", "hardware", "--no-measure"]) == 0
+    assert "hardware_id" in capsys.readouterr().out
