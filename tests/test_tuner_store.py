@@ -97,6 +97,9 @@ def test_grid_spans_the_issue_axes_and_respects_the_batch_cap():
     assert len(full) == 6 * 5 * 2 * 2
     capped = collecting.grid(max_batch_bytes=2**20)
     assert capped and all(w.rows * w.features * w.itemsize <= 2**20 for w in capped)
+    tall = collecting.grid(min_rows_per_coef=4)
+    assert tall and all(w.rows >= 4 * w.dim for w in tall)
+    assert any(w.rows < 4 * w.dim for w in full)
 
 
 # Tests check the bookkeeping, not this shared machine's timing noise: any CV is acceptable.
@@ -240,3 +243,32 @@ def test_cli_names_a_bad_store_and_prints_the_fingerprint(tmp_path, capsys, monk
     assert "no such store" in capsys.readouterr().err
     assert main(["tune", "hardware", "--no-measure"]) == 0
     assert "hardware_id" in capsys.readouterr().out
+
+
+def test_stats_compare_the_best_plan_with_the_default_measured_beside_it():
+    default = Plan("native_cpu").resolved(2).id
+    fast = Plan("native_cpu", threads=1, gram="full", chunk_kib=64).id
+    rows = [replace(measurement(plan=default), rows_per_s=100.0),
+            replace(measurement(plan=fast), rows_per_s=250.0),
+            replace(measurement(plan="numpy/l1=lamm"), rows_per_s=10.0),
+            replace(measurement(plan="numpy/l1=lamm", workload="n512/p2/float64/l1=0/icpt=1/host"),
+                    rows_per_s=10.0)]
+    hardware = {"test-hw": {"logical_cores": 2}}
+    text = summarize(rows, hardware, best_plans(rows))
+    assert "differs on 1 of 2 workloads (50%), beyond 3 % on 1" in text
+    assert f"largest 2.50x (n256/p2/float64/l1=0/icpt=1/host: {fast})" in text
+
+
+def test_a_store_opens_read_only_after_sealing_and_refuses_writes(tmp_path):
+    path = tmp_path / "m.sqlite"
+    with Store(path) as store:
+        store.add_hardware("test-hw", {})
+        store.record(measurement())
+        store.seal()
+    assert not (tmp_path / "m.sqlite-wal").exists()
+    with Store(path, read_only=True) as shipped:
+        assert len(shipped) == 1
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            shipped.record(measurement(plan="other"))
+    with pytest.raises(StoreError, match="no such store"):
+        Store(tmp_path / "absent.sqlite", read_only=True)

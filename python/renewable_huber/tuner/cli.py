@@ -51,6 +51,8 @@ def add_tune(commands: Any) -> None:
                          help="stop cleanly after this long (90s, 10m, 1h); rerun to resume")
     collect.add_argument("--max-batch-mb", type=float, default=None, metavar="MB",
                          help="skip workloads whose X batch is larger than this")
+    collect.add_argument("--min-rows-per-coef", type=float, default=0.0, metavar="K",
+                         help="skip workloads with fewer rows per batch than K x coefficients")
     collect.add_argument("--rows", type=_int_list, default=None, metavar="N,N,...",
                          help="rows-per-batch axis (default 256,1024,...,262144)")
     collect.add_argument("--features", type=_int_list, default=None, metavar="P,P,...",
@@ -106,7 +108,8 @@ def _run_collect(args: argparse.Namespace) -> int:
     args.store.parent.mkdir(parents=True, exist_ok=True)
     workloads = collecting.grid(
         args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,
-        max_batch_bytes=None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20))
+        max_batch_bytes=None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20),
+        min_rows_per_coef=args.min_rows_per_coef)
     hardware = fingerprint(measure=True)
     with _open_store(args.store) as store:
         summary = collecting.collect(store, hardware, workloads, budget_s=args.budget)
@@ -153,4 +156,39 @@ def summarize(measurements: list[Any], hardware: dict[str, Any], best: dict[Any,
         f"best plan per workload ({len(best)} workloads with a good measurement):",
     ]
     lines += [f"  {count:>5}  {plan}" for plan, count in wins.most_common()]
+    versus = against_default(measurements, hardware, best)
+    if versus["compared"]:
+        top = versus["largest"]
+        lines += [
+            f"against the default plan (what backend='auto' runs): the best plan differs on "
+            f"{versus['differs']} of {versus['compared']} workloads "
+            f"({versus['differs'] / versus['compared']:.0%}), beyond 3 % on "
+            f"{versus['beyond_near']}; median speed-up {versus['median_speedup']:.2f}x, "
+            f"largest {top[0]:.2f}x ({top[1]}: {top[2]})",
+        ]
     return "\n".join(lines)
+
+
+def against_default(measurements: list[Any], hardware: dict[str, Any],
+                    best: dict[Any, Any]) -> dict[str, Any]:
+    """How the best plan of each workload compares with the default plan measured beside it:
+    native_cpu with the engine's defaults (threads = the machine's cores) where it was measured,
+    else numpy."""
+    from .plans import Plan
+
+    rate = {(m.hardware_id, m.workload_id, m.plan_id): m.rows_per_s for m in measurements
+            if m.status == "ok"}
+    speedups, differs, beyond = [], 0, 0
+    for (hw, workload), b in best.items():
+        cores = hardware.get(hw, {}).get("logical_cores")  # Hardware.cores, as stored
+        native = Plan("native_cpu").resolved(cores).id
+        default = native if (hw, workload, native) in rate else Plan("numpy").id
+        if (hw, workload, default) not in rate:
+            continue
+        speedups.append((b.rows_per_s / rate[(hw, workload, default)], workload, b.plan_id))
+        differs += b.plan_id != default
+        beyond += default not in b.near_best
+    speedups.sort()
+    return {"compared": len(speedups), "differs": differs, "beyond_near": beyond,
+            "median_speedup": speedups[len(speedups) // 2][0] if speedups else None,
+            "largest": speedups[-1] if speedups else None}

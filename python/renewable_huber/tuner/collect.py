@@ -55,16 +55,20 @@ class Quality:
 
 def grid(rows: Sequence[int] = GRID_ROWS, features: Sequence[int] = GRID_FEATURES, *,
          dtypes: Sequence[str] = ("float64", "float32"), penalties: Sequence[bool] = (False, True),
-         max_batch_bytes: int | None = None) -> list[Workload]:
+         max_batch_bytes: int | None = None, min_rows_per_coef: float = 0.0) -> list[Workload]:
     """Workloads over the given axes (host input, with intercept), smallest batch first;
-    ``max_batch_bytes`` drops those whose X batch is larger (a machine-sized corpus)."""
+    ``max_batch_bytes`` drops those whose X batch is larger (a machine-sized corpus),
+    ``min_rows_per_coef`` those with fewer rows per batch than that many times the coefficients
+    (a batch with fewer rows than coefficients is underdetermined: its solves run to max_iter,
+    which measures the iteration cap, not the plan)."""
     out = []
     for n in rows:
         for p in features:
             for dtype in dtypes:
                 for penalized in penalties:
                     w = Workload(rows=n, features=p, dtype=dtype, penalized=penalized)
-                    if max_batch_bytes is None or n * p * w.itemsize <= max_batch_bytes:
+                    if ((max_batch_bytes is None or n * p * w.itemsize <= max_batch_bytes)
+                            and n >= min_rows_per_coef * w.dim):
                         out.append(w)
     return sorted(out, key=lambda w: (w.rows * w.features, w.id))
 
@@ -133,7 +137,12 @@ def brick_fractions(workload: Workload, plan: Plan, batches: list[tuple[Any, Any
     rows = list(prof.report())
     fractions = {row.brick: row.total_ns / wall for row in rows if row.total_ns > 0}
     fractions["unattributed"] = max(0.0, 1.0 - sum(fractions.values()))
-    return fractions, sum(row.calls for row in rows)
+    return rounded_fractions(fractions), sum(row.calls for row in rows)
+
+
+def rounded_fractions(fractions: dict[str, float]) -> dict[str, float]:
+    """Shares to 1e-5: finer than one profiled run resolves, and it keeps a store small."""
+    return {brick: round(share, 5) for brick, share in fractions.items()}
 
 
 def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality = Quality(),

@@ -90,9 +90,17 @@ class Store:
         When the file is not an SQLite database, lacks the store's tables, or has a newer schema.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         try:
+            if read_only:  # the shipped corpus: never written, maybe in a read-only location
+                if not self.path.exists():
+                    raise StoreError(f"{self.path}: no such store")
+                self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+                if self._version() != SCHEMA_VERSION:
+                    raise StoreError(f"{self.path} has store schema version {self._version()}; "
+                                     f"this library reads {SCHEMA_VERSION} read-only")
+                return
             self._db = sqlite3.connect(self.path, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -183,6 +191,13 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    def seal(self) -> None:
+        """Fold the write-ahead log into the file and leave WAL mode, so the store is one
+        self-contained file (to ship or copy); the next writer turns WAL back on."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.execute("PRAGMA journal_mode=DELETE")
+        self._db.execute("VACUUM")
 
     def __enter__(self) -> Store:
         return self
