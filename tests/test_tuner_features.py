@@ -68,10 +68,10 @@ def test_feature_count_and_names_are_pinned_by_the_schema_version():
 
 
 def test_every_feature_has_a_documented_transform():
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "tuner-features.md").read_text()
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "tuner.md").read_text()
     for name, transform in features.SCHEMA:
         assert transform.strip(), name
-        assert f"`{name}`" in docs, f"{name} is not in docs/tuner-features.md"
+        assert f"`{name}`" in docs, f"{name} is not in docs/tuner.md"
 
 
 @pytest.mark.parametrize("hw", [CPU, GPU], ids=["cpu", "gpu"])

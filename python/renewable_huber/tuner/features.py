@@ -1,7 +1,7 @@
 """Features: what the tuner's models see of a (workload, plan, hardware, profile).
 
 Every feature is finite and in [0, 1] by the transform documented next to its name in
-:data:`SCHEMA` (and in docs/tuner-features.md). Sizes are log-scaled and normalized by the
+:data:`SCHEMA` (and in docs/tuner.md). Sizes are log-scaled and normalized by the
 collection grid's range (rows 256 … 262,144, features 2 … 512) and clipped, so a workload
 outside the grid maps to the nearest edge rather than out of range. Each plan one-hot group
 (backend, gram, l1_solver) sums to exactly 1; an engine default (``None``) is its own choice.
