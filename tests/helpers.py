@@ -1,6 +1,19 @@
 """Small shared helpers for the tests."""
 
+import json
+from pathlib import Path
+
 import numpy as np
+
+from renewable_huber.golden import CORPUS_FILE
+
+#: The native CPU engine's module and the distribution that installs it.
+NATIVE_CPU = ("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+
+
+def golden_corpus() -> dict:
+    """The committed golden corpus (tests/golden/)."""
+    return json.loads((Path(__file__).resolve().parent / "golden" / CORPUS_FILE).read_text())
 
 
 def make_problem(rng, n, p, *, outliers=0.05, dtype=np.float64, intercept=0.5):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import require_module
+from helpers import NATIVE_CPU, require_module
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "scripts" / "benchmarks"
 sys.path.insert(0, str(BENCH_DIR))
@@ -124,7 +124,7 @@ def test_unavailable_or_inapplicable_subjects_are_skipped_with_a_reason(document
 
 def test_engines_match_the_reference_on_the_same_data(document):
     """The reference and native records describe the same computation (same iterations)."""
-    require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+    require_module(*NATIVE_CPU)
     natives = _ok(document, engine="native_cpu", contract="cold")
     assert natives
     for nat in natives:

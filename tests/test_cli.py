@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import require_module
+from helpers import NATIVE_CPU, require_module
 from renewable_huber import RenewableHuberRegressor, __version__
 from renewable_huber.cli import main
 from renewable_huber.datasets import make_contaminated_stream
@@ -153,7 +153,7 @@ def test_fit_options_reach_the_estimator(capsys, tmp_path, data):
 
 
 def test_fit_takes_the_opt_in_l1_solver(capsys, tmp_path, data):
-    require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")  # its only engine
+    require_module(*NATIVE_CPU)  # its only engine
     data.to_csv(tmp_path / "train.csv", index=False)
     model_path = tmp_path / "model.npz"
     args = ["fit", str(tmp_path / "train.csv"), "--target", "y", "-o", str(model_path)]

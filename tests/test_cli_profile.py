@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require_module
+from helpers import NATIVE_CPU, require_module
 from renewable_huber.cli import main
 
-require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+require_module(*NATIVE_CPU)
 
 SMALL = ["--rows", "6000", "--n-features", "8", "--batch-size", "2000"]
 

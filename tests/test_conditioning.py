@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.datasets import longley
 
-from helpers import require_module
+from helpers import NATIVE_CPU, require_module
 from renewable_huber import IllConditionedWarning, RenewableHuberRegressor
 from renewable_huber.cli import main
 
@@ -27,7 +27,7 @@ COLUMN_UNITS = np.array([1e-3, 1.0, 1e2, 1e4, 1e6, 1e6])
 @pytest.fixture(params=["numpy", "native_cpu"])
 def backend(request):
     if request.param == "native_cpu":
-        require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+        require_module(*NATIVE_CPU)
     return request.param
 
 

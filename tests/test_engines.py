@@ -1,32 +1,27 @@
 """Every engine against the golden corpus and against each other, through the public API."""
 
 import dataclasses
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from helpers import make_problem, require_module
+from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
 from renewable_huber import RenewableHuberRegressor
 from renewable_huber.backends import make_engine
 from renewable_huber.golden import (
-    CORPUS_FILE,
     RUNG_CHECKED,
     case_config,
     compare_batch,
     replay_case,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = json.loads((ROOT / "tests" / "golden" / CORPUS_FILE).read_text())
-NATIVE = ("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+CORPUS = golden_corpus()
 
 
 @pytest.fixture
 def native_cpu():
-    require_module(*NATIVE)
+    require_module(*NATIVE_CPU)
     return make_engine("native_cpu")
 
 
@@ -42,7 +37,7 @@ def test_native_cpu_meets_golden(native_cpu, case, l1_solver):
 
 
 def test_auto_prefers_native_cpu_when_installed():
-    require_module(*NATIVE)
+    require_module(*NATIVE_CPU)
     rng = np.random.default_rng(0)
     X, y, _ = make_problem(rng, 300, 4)
     assert RenewableHuberRegressor().fit(X, y).backend_ == "native_cpu"
@@ -51,7 +46,7 @@ def test_auto_prefers_native_cpu_when_installed():
 @pytest.mark.parametrize("first,second", [("numpy", "native_cpu"), ("native_cpu", "numpy")])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_checkpoint_continues_on_the_other_engine(tmp_path, first, second, dtype):
-    require_module(*NATIVE)
+    require_module(*NATIVE_CPU)
     rng = np.random.default_rng(11)
     batches = [make_problem(rng, 400, 5, dtype=dtype)[:2] for _ in range(3)]
     a = RenewableHuberRegressor(backend=first, alpha=0.01)
@@ -69,7 +64,7 @@ def test_checkpoint_continues_on_the_other_engine(tmp_path, first, second, dtype
 
 
 def test_native_error_leaves_the_estimator_state():
-    require_module(*NATIVE)
+    require_module(*NATIVE_CPU)
     rng = np.random.default_rng(2)
     X, y, _ = make_problem(rng, 100, 3)
     m = RenewableHuberRegressor(backend="native_cpu").partial_fit(X, y)
@@ -82,7 +77,7 @@ def test_native_error_leaves_the_estimator_state():
 
 def _native_estimators():
     try:
-        __import__(NATIVE[0])
+        __import__(NATIVE_CPU[0])
     except ImportError:
         return []  # test_auto_prefers_native_cpu_when_installed reports the missing engine
     return [RenewableHuberRegressor(backend="native_cpu")]

@@ -6,11 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import golden_corpus
 from renewable_huber.core import update
-from renewable_huber.golden import CORPUS_FILE, compare_batch, replay_case
+from renewable_huber.golden import compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = json.loads((ROOT / "tests" / "golden" / CORPUS_FILE).read_text())
+CORPUS = golden_corpus()
 
 
 def test_corpus_has_the_five_cases_of_the_contract():

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import renewable_huber as rh
-from helpers import require_module
+from helpers import NATIVE_CPU, require_module
 from renewable_huber.core import Config, update
 from renewable_huber.datasets import make_contaminated_stream
 from renewable_huber.profiling import _hooks
 
-native = require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+native = require_module(*NATIVE_CPU)
 
 SCHEMA = Path(__file__).parents[1] / "native" / "bricks" / "schema" / "report.schema.json"
 # Every brick a plain (alpha = 0) stream with predictions runs, per engine. The reference has no

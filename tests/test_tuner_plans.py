@@ -5,18 +5,16 @@ import dataclasses
 import itertools
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from helpers import make_problem, require_module
+from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
 from renewable_huber import RenewableHuberRegressor
 from renewable_huber.backends import native_cpu_available
 from renewable_huber.golden import (
-    CORPUS_FILE,
     RTOL,
     RUNG_CHECKED,
     case_config,
@@ -33,9 +31,7 @@ from renewable_huber.tuner.plans import (
 )
 from renewable_huber.tuner.workload import Workload
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = json.loads((ROOT / "tests" / "golden" / CORPUS_FILE).read_text())
-NATIVE = ("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+CORPUS = golden_corpus()
 CORES = os.cpu_count() or 1
 
 WORKLOADS = [
@@ -49,7 +45,7 @@ WORKLOADS = [
 
 @pytest.fixture
 def native():
-    return require_module(*NATIVE)
+    return require_module(*NATIVE_CPU)
 
 
 def native_engine(estimator):
@@ -167,7 +163,7 @@ def test_plans_for_spans_every_knob_on_this_machine():
 
 @pytest.mark.parametrize("cores,threads", [(1, [1]), (6, [1, 2, 4, 6]), (16, [1, 2, 4, 8, 16])])
 def test_threads_follow_the_hardwares_cores(cores, threads):
-    require_module(*NATIVE)
+    require_module(*NATIVE_CPU)
 
     class Hardware:
         pass

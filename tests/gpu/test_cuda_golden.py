@@ -3,22 +3,19 @@ and on the estimator's public path."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from helpers import golden_corpus
 from renewable_huber import RenewableHuberRegressor
 from renewable_huber.golden import (
-    CORPUS_FILE,
     RUNG_CHECKED,
     case_batches,
     compare_batch,
     replay_case,
 )
 
-CORPUS = json.loads((Path(__file__).resolve().parents[1] / "golden" / CORPUS_FILE).read_text())
+CORPUS = golden_corpus()
 
 
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])

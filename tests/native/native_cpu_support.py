@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import require_module
+from helpers import NATIVE_CPU, require_module
 from renewable_huber.backends import native_state
 from renewable_huber.core import State
 
-native = require_module("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+native = require_module(*NATIVE_CPU)
 
 
 def empty_state(d: int, dtype) -> dict:
