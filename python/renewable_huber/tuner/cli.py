@@ -65,6 +65,29 @@ def add_tune(commands: Any) -> None:
                        help="also write every measurement as a Parquet table")
     stats.set_defaults(run=_run_stats)
 
+    train = sub.add_parser(
+        "train", help="train the tuner's three models on a store (model files + a data card)",
+        description="Train the throughput, plan and bottleneck models on the store's "
+                    "measurements, holding out the latest workloads for `rhuber tune validate`.")
+    _add_store(train)
+    train.add_argument("--out", type=Path, required=True, metavar="DIR",
+                       help="where the three .safetensors files and DATA_CARD.md go")
+    train.add_argument("--holdout", type=float, default=None, metavar="FRACTION",
+                       help="the latest fraction of workloads (by measured_at) left out of "
+                            "training (default 0.2; 0 trains on everything)")
+    train.add_argument("--seed", type=int, default=0, help="the models' random seed")
+    train.set_defaults(run=_run_train)
+
+    validate = sub.add_parser(
+        "validate", help="score models on the store's held-out workloads, from measurements",
+        description="MAPE and R² of throughput, plan accuracy and regret against the default "
+                    "plan, bottleneck precision/recall/F1, on the latest workloads of the store.")
+    _add_store(validate)
+    validate.add_argument("--models", type=Path, default=None, metavar="DIR",
+                          help="the model files (default: the shipped models)")
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.set_defaults(run=_run_validate)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
@@ -133,6 +156,48 @@ def _run_stats(args: argparse.Namespace) -> int:
         if args.export is not None:
             print(f"exported {len(measurements)} measurements to "
                   f"{store.export_parquet(args.export)}")
+    return 0
+
+
+def _read_store(path: Path) -> tuple[list[Any], dict[str, Any]]:
+    if not path.exists():
+        raise ValueError(f"{path}: no such store; `rhuber tune collect` makes one")
+    try:
+        store = Store(path, read_only=True)
+    except StoreError as exc:
+        raise ValueError(str(exc)) from exc
+    with store:
+        return list(store.measurements()), store.hardware()
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from . import models, validate
+
+    holdout = validate.HOLDOUT_FRACTION if args.holdout is None else args.holdout
+    if not 0.0 <= holdout < 1.0:
+        raise ValueError(f"--holdout must be in [0, 1), got {holdout}")
+    measurements, fingerprints = _read_store(args.store)
+    train, held = validate.split(measurements, holdout)
+    trained = models.train(train, fingerprints, seed=args.seed)
+    paths = models.save(trained, args.out)
+    card = models.data_card(trained, paths, store=args.store, holdout=holdout,
+                            held_workloads=len({(m.hardware_id, m.workload_id) for m in held}))
+    (args.out / "DATA_CARD.md").write_text(card)
+    print(f"rhuber tune train: {len(paths)} models in {args.out} from {len(train)} measurements "
+          f"of {args.store} ({len(held)} held out)")
+    return 0
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from . import models, validate
+
+    measurements, fingerprints = _read_store(args.store)
+    _, held = validate.split(measurements)
+    report = validate.evaluate(models.load(args.models or models.default_models_dir()), held,
+                               fingerprints)
+    print(json.dumps(report, indent=2) if args.json else validate.markdown(report), end="\n")
     return 0
 
 

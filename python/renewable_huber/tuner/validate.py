@@ -1,0 +1,247 @@
+"""Validating the tuner's models on held-out workloads (docs/tuner.md, "Models").
+
+The split is by time: the latest :data:`HOLDOUT_FRACTION` of each store's workloads, ordered by
+their last measurement (``measured_at``), are held out; ``rhuber tune train`` trains on the rest
+(:func:`split`). Every figure is computed from measurements: the models only choose (a plan, a
+class); what a choice is worth is read from the measured times.
+
+- throughput: MAPE of the predicted rows/s against the measured rows/s, R² of log(rows/s);
+- plan: the ensemble's choice (the plan the throughput model ranks first among the plans measured
+  for the workload) and the plan classifier's choice (its most probable class among them); accuracy
+  (the choice is the best measured plan), near-best accuracy (within 3 % of it), top-3 accuracy,
+  expected calibration error of the classifier (10 equal-width confidence bins);
+- regret: the chosen plan's measured time over the best measured plan's time, geomean / p95 / max,
+  next to the default plan's (what ``backend="auto"`` runs where native_cpu is installed:
+  ``default_plan(w).resolved(cores)``; numpy where native_cpu was not measured), and the choice's
+  time over the default's (p95);
+- bottleneck: precision, recall and F1 per class of the logistic model against the labels of
+  :func:`labels.measurement_bottleneck`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .labels import BOTTLENECKS, best_plans, measurement_bottleneck, throughput
+from .model_files import ModelFile
+from .models import Ensemble, hardware_of, plan_features
+from .plans import Plan
+from .store import Measurement
+from .workload import Workload
+
+HOLDOUT_FRACTION = 0.2
+#: The issue's targets: (figure, bound, how it compares).
+TARGETS = (("regret_geomean", 1.03, "<="), ("regret_p95", 1.10, "<="), ("mape", 0.15, "<"),
+           ("vs_default_p95", 1.02, "<="))
+
+
+def split(measurements: Sequence[Measurement], fraction: float = HOLDOUT_FRACTION
+          ) -> tuple[list[Measurement], list[Measurement]]:
+    """(train, held out): per machine, the latest ``fraction`` of workloads by their last
+    ``measured_at`` (ties broken by workload id) are held out."""
+    last: dict[tuple[str, str], str] = {}
+    for m in measurements:
+        key = (m.hardware_id, m.workload_id)
+        last[key] = max(last.get(key, ""), m.measured_at)
+    held: set[tuple[str, str]] = set()
+    for hw in {k[0] for k in last}:
+        keys = sorted((t, k) for k, t in last.items() if k[0] == hw)
+        count = math.ceil(fraction * len(keys)) if len(keys) > 1 else 0
+        held |= {k for _, k in keys[len(keys) - count:]}
+    train = [m for m in measurements if (m.hardware_id, m.workload_id) not in held]
+    test = [m for m in measurements if (m.hardware_id, m.workload_id) in held]
+    return train, test
+
+
+def default_plan_id(workload: Workload, cores: int | None, measured: set[str]) -> str:
+    """``default_plan(w).resolved(cores)`` as it is where native_cpu is installed; numpy when
+    the store has no native_cpu measurement of the workload."""
+    if workload.location == "device":
+        return Plan("cuda").id
+    native = Plan("native_cpu").resolved(cores).id
+    return native if native in measured else Plan("numpy").id
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    return float(np.quantile(np.asarray(values, dtype=np.float64), q))
+
+
+def _regret_summary(values: Sequence[float]) -> dict[str, float]:
+    a = np.asarray(values, dtype=np.float64)
+    return {"geomean": float(np.exp(np.log(a).mean())), "p95": _quantile(a, 0.95),
+            "max": float(a.max())}
+
+
+def evaluate(models: dict[str, ModelFile], measurements: Sequence[Measurement],
+             fingerprints: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every figure of the report on ``measurements`` (the held-out part of a store)."""
+    ensemble = Ensemble(models)
+    hardware = hardware_of(fingerprints)
+    good = [m for m in measurements if throughput(m)]
+    if not good:
+        raise ValueError("no good measurement to validate on")
+    ex = ensemble.extractor
+
+    # throughput
+    X = np.stack([ex.extract(Workload.from_id(m.workload_id), Plan.from_id(m.plan_id),
+                             hardware[m.hardware_id]) for m in good])
+    predicted, _ = ensemble.throughput(X)
+    measured = np.log([m.rows_per_s for m in good])
+    mape = float(np.mean(np.abs(np.exp(predicted) - np.exp(measured)) / np.exp(measured)))
+    r2 = float(1 - np.sum((measured - predicted) ** 2) / np.sum((measured - measured.mean()) ** 2))
+    pred_of = {(m.hardware_id, m.workload_id, m.plan_id): float(p)
+               for m, p in zip(good, predicted, strict=True)}
+
+    # plans
+    rate: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for m in good:
+        rate[(m.hardware_id, m.workload_id)][m.plan_id] = m.rows_per_s
+    best = best_plans(good)
+    plan_model = models["plan"]
+    classes = plan_model.classes
+    rows = []
+    for key in sorted(rate):
+        hw_id, w_id = key
+        w, hw = Workload.from_id(w_id), hardware[hw_id]
+        rates = rate[key]
+        top = best[key]
+        default = default_plan_id(w, hw.cores, set(rates))
+        if default not in rates:
+            continue
+        ranked = sorted(rates, key=lambda p: (-pred_of[(hw_id, w_id, p)], p))
+        proba = plan_model.predict_proba(plan_features(w, hw))[0]
+        scores = {c: float(p) for c, p in zip(classes, proba, strict=True) if c in rates}
+        total = sum(scores.values())
+        if total > 0:
+            by_classifier = sorted(scores, key=lambda c: (-scores[c], c))
+            confidence = scores[by_classifier[0]] / total
+        else:  # the classifier knows none of the measured plans: it falls back to the default
+            by_classifier, confidence = [default], 0.0
+        rows.append({"key": key, "best": top.plan_id, "near": top.near_best,
+                     "t_best": 1 / top.rows_per_s, "t_default": 1 / rates[default],
+                     "ensemble": ranked[:3], "classifier": by_classifier[:3],
+                     "t_ensemble": 1 / rates[ranked[0]],
+                     "t_classifier": 1 / rates[by_classifier[0]],
+                     "confidence": confidence})
+    if not rows:
+        raise ValueError("no held-out workload has its default plan measured")
+
+    def choice(name: str) -> dict[str, Any]:
+        regret = [r[f"t_{name}"] / r["t_best"] for r in rows]
+        vs_default = [r[f"t_{name}"] / r["t_default"] for r in rows]
+        return {"accuracy": float(np.mean([r[name][0] == r["best"] for r in rows])),
+                "near_best_accuracy": float(np.mean([r[name][0] in r["near"] for r in rows])),
+                "top3_accuracy": float(np.mean([r["best"] in r[name] for r in rows])),
+                "regret": _regret_summary(regret),
+                "vs_default": {"geomean": float(np.exp(np.log(vs_default).mean())),
+                               "p95": _quantile(vs_default, 0.95),
+                               "max": float(np.max(vs_default))}}
+
+    correct = np.array([r["classifier"][0] == r["best"] for r in rows], dtype=np.float64)
+    conf = np.array([r["confidence"] for r in rows])
+    bins = np.minimum((conf * 10).astype(int), 9)
+    ece = float(sum(abs(correct[bins == b].mean() - conf[bins == b].mean()) * (bins == b).sum()
+                    for b in range(10) if (bins == b).any()) / len(rows))
+
+    # bottleneck
+    labelled, labels = [], []
+    for m in good:
+        hw = hardware[m.hardware_id]
+        label = measurement_bottleneck(m, peak_gflops=hw.peak_flops_float64 / 1e9,
+                                       bandwidth_gbs=hw.memory_bandwidth_bytes_per_s / 1e9)
+        if label is not None:
+            labelled.append(m)
+            labels.append(label)
+    per_class = {}
+    if labelled:
+        Xb = np.stack([ex.extract(Workload.from_id(m.workload_id), Plan.from_id(m.plan_id),
+                                  hardware[m.hardware_id]) for m in labelled])
+        guess = models["bottleneck"].predict(Xb)
+        truth = np.asarray(labels, dtype=object)
+        for c in BOTTLENECKS:
+            tp = int(np.sum((guess == c) & (truth == c)))
+            fp = int(np.sum((guess == c) & (truth != c)))
+            fn = int(np.sum((guess != c) & (truth == c)))
+            if tp + fp + fn == 0:
+                continue
+            p = tp / (tp + fp) if tp + fp else 0.0
+            r = tp / (tp + fn) if tp + fn else 0.0
+            per_class[c] = {"precision": p, "recall": r,
+                            "f1": 2 * p * r / (p + r) if p + r else 0.0, "support": tp + fn}
+
+    default_regret = _regret_summary([r["t_default"] / r["t_best"] for r in rows])
+    ens = choice("ensemble")
+    report: dict[str, Any] = {
+        "workloads": len(rows), "measurements": len(good),
+        "hardware_ids": sorted({m.hardware_id for m in good}),
+        "throughput": {"mape": mape, "r2_log": r2},
+        "ensemble": ens, "classifier": {**choice("classifier"), "ece": ece},
+        "default": {"regret": default_regret},
+        "bottleneck": per_class,
+    }
+    figures = {"regret_geomean": ens["regret"]["geomean"], "regret_p95": ens["regret"]["p95"],
+               "mape": mape, "vs_default_p95": ens["vs_default"]["p95"]}
+    report["targets"] = {name: {"measured": figures[name], "bound": bound, "op": op,
+                                "met": figures[name] <= bound if op == "<=" else
+                                figures[name] < bound}
+                         for name, bound, op in TARGETS}
+    report["grade"] = grade(report)
+    return report
+
+
+def grade(report: dict[str, Any]) -> str:
+    """A: every target met; B: the ensemble beats the default plan's regret (geomean) and is
+    within 10 % of it at p95 against the default; C: it beats the default's geomean regret;
+    F: otherwise."""
+    if all(t["met"] for t in report["targets"].values()):
+        return "A"
+    ens, default = report["ensemble"], report["default"]
+    better = ens["regret"]["geomean"] < default["regret"]["geomean"]
+    if better and ens["vs_default"]["p95"] <= 1.10:
+        return "B"
+    return "C" if better else "F"
+
+
+def markdown(report: dict[str, Any], *, title: str = "Validation report") -> str:
+    """The report as Markdown (what VALIDATION.md holds)."""
+    ens, cls, dft = report["ensemble"], report["classifier"], report["default"]
+    t = report["throughput"]
+
+    def reg(r: dict[str, float]) -> str:
+        return f"{r['geomean']:.4f} | {r['p95']:.4f} | {r['max']:.4f}"
+
+    lines = [
+        f"# {title}", "",
+        f"Held-out: {report['workloads']} workloads ({report['measurements']} good measurements) "
+        f"on {len(report['hardware_ids'])} machine(s) ({', '.join(report['hardware_ids'])}). "
+        f"Grade **{report['grade']}**.", "",
+        "## Targets", "",
+        "| figure | measured | target | met |", "|---|---|---|---|",
+    ]
+    for name, v in report["targets"].items():
+        lines.append(f"| {name} | {v['measured']:.4f} | {v['op']} {v['bound']} | "
+                     f"{'yes' if v['met'] else 'no'} |")
+    lines += ["", "## Throughput", "",
+              f"MAPE {t['mape']:.2%}, R² of log(rows/s) {t['r2_log']:.4f}.", "",
+              "## Plan choice (regret = measured time of the choice / best measured time)", "",
+              "| chooser | regret geomean | p95 | max | accuracy | within 3 % | top-3 | "
+              "time / default's p95 |", "|---|---|---|---|---|---|---|---|",
+              f"| ensemble (throughput ranking) | {reg(ens['regret'])} | {ens['accuracy']:.1%} | "
+              f"{ens['near_best_accuracy']:.1%} | {ens['top3_accuracy']:.1%} | "
+              f"{ens['vs_default']['p95']:.4f} |",
+              f"| plan classifier | {reg(cls['regret'])} | {cls['accuracy']:.1%} | "
+              f"{cls['near_best_accuracy']:.1%} | {cls['top3_accuracy']:.1%} | "
+              f"{cls['vs_default']['p95']:.4f} |",
+              f"| default plan | {reg(dft['regret'])} | | | | 1 |", "",
+              f"Expected calibration error of the plan classifier: {cls['ece']:.4f}.", "",
+              "## Bottleneck classifier", "",
+              "| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+    for c, v in report["bottleneck"].items():
+        lines.append(f"| {c} | {v['precision']:.3f} | {v['recall']:.3f} | {v['f1']:.3f} | "
+                     f"{v['support']} |")
+    return "\n".join(lines) + "\n"

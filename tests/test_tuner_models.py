@@ -1,0 +1,294 @@
+"""The tuner's models (issue 14): training, the safetensors files and their NumPy evaluation,
+validation figures computed from measurements, and `rhuber tune train/validate`."""
+
+import itertools
+import json
+import struct
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from renewable_huber.cli import main
+from renewable_huber.tuner import model_files, models, validate
+from renewable_huber.tuner.features import FeatureExtractor
+from renewable_huber.tuner.model_files import ModelFile
+from renewable_huber.tuner.store import Measurement, Store
+
+DATA = Path(__file__).resolve().parents[1] / "python" / "renewable_huber" / "tuner" / "data"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    with Store(DATA / "corpus.sqlite", read_only=True) as store:
+        return list(store.measurements()), store.hardware()
+
+
+@pytest.fixture(scope="module")
+def subset(corpus):
+    measurements, fingerprints = corpus
+    workloads = sorted({m.workload_id for m in measurements})[::6]
+    chosen = set(workloads)
+    return [m for m in measurements if m.workload_id in chosen], fingerprints
+
+
+@pytest.fixture(scope="module")
+def trained(subset):
+    measurements, fingerprints = subset
+    data = models.training_set(measurements, models.hardware_of(fingerprints))
+    estimators = models.fit(data)
+    files = models.train(measurements, fingerprints)
+    return data, estimators, files
+
+
+@pytest.fixture(scope="module")
+def saved(trained, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("models")
+    models.save(trained[2], directory)
+    return directory
+
+
+def test_files_round_trip_with_their_metadata(trained, saved):
+    files = trained[2]
+    loaded = models.load(saved)
+    for name, model in files.items():
+        path = saved / models.MODEL_FILES[name]
+        assert path.stat().st_size < model_files.MAX_FILE_BYTES
+        back = loaded[name]
+        assert back.kind == model.kind and back.metadata == model.metadata
+        assert set(back.tensors) == set(model.tensors)
+        for key, array in model.tensors.items():
+            assert back.tensors[key].dtype == array.dtype
+            np.testing.assert_array_equal(back.tensors[key], array)
+        meta = back.metadata
+        assert set(model_files.METADATA_KEYS) <= set(meta)
+        assert meta["format_version"] == "1"
+        assert json.loads(meta["feature_names"]) == list(FeatureExtractor.names)
+        assert json.loads(meta["hardware_ids"]) == ["fee15980d40e045d"]
+        assert int(meta["samples"]) > 0 and meta["trained_at"].endswith("Z")
+    assert loaded["throughput"].metadata["target"] == "log_rows_per_s"
+    assert loaded["throughput"].classes == []
+    assert loaded["bottleneck"].kind == "logistic"
+
+
+def test_numpy_evaluation_equals_scikit_learn_on_the_corpus(corpus, trained, saved):
+    data, estimators, _ = trained
+    loaded = models.load(saved)
+    full = models.training_set(*corpus[:1], models.hardware_of(corpus[1]))
+    for X in (data.X, full.X):
+        np.testing.assert_allclose(loaded["throughput"].predict(X),
+                                   estimators["throughput"].predict(X), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(loaded["bottleneck"].predict_proba(X),
+                                   estimators["bottleneck"].predict_proba(X), rtol=0, atol=1e-12)
+    for X in (data.X_plan, full.X_plan):
+        np.testing.assert_allclose(loaded["plan"].predict_proba(X),
+                                   estimators["plan"].predict_proba(X), rtol=0, atol=1e-12)
+        assert list(loaded["plan"].predict(X)) == list(estimators["plan"].predict(X))
+    assert loaded["plan"].classes == list(estimators["plan"].classes_)
+
+
+def _write_raw(path, header: dict, payload: bytes) -> None:
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + payload)
+
+
+def test_bad_files_are_clear_value_errors(trained, saved, tmp_path):
+    good = (saved / "throughput.safetensors").read_bytes()
+    truncated = tmp_path / "truncated.safetensors"
+    truncated.write_bytes(good[: len(good) // 2])
+    with pytest.raises(ValueError, match=r"truncated\.safetensors"):
+        model_files.read(truncated)
+    header = tmp_path / "header.safetensors"
+    header.write_bytes(b"\xff" * 8 + good[8:])
+    with pytest.raises(ValueError, match="not a readable safetensors"):
+        model_files.read(header)
+    empty = tmp_path / "empty.safetensors"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError):
+        model_files.read(empty)
+
+    model = trained[2]["throughput"]
+
+    def broken(**changes):
+        tensors = {**model.tensors, **changes}
+        return ModelFile(model.kind, tensors, dict(model.metadata))
+
+    cases = {  # what is broken -> the message's pattern, the model
+        "int32": broken(feature=model.tensors["feature"].astype(np.int64)),
+        "shape": broken(value=np.zeros((3, 1))),
+        "child index out of range": broken(left=np.where(model.tensors["left"] >= 0, 10**6, -1)
+                                           .astype(np.int32)),
+        "feature index is outside": broken(
+            feature=np.where(model.tensors["feature"] >= 0, 48, -1).astype(np.int32)),
+    }
+    for what, bad in cases.items():
+        path = tmp_path / f"{what.replace(' ', '_')}.safetensors"
+        save_file(bad.tensors, str(path), metadata=bad.metadata)
+        with pytest.raises(ValueError, match=what):
+            model_files.read(path)
+    # A cycle: a child pointing back at its own node.
+    left = model.tensors["left"].copy()
+    left[0] = 0
+    with pytest.raises(ValueError, match="child index out of range"):
+        model_files.validate(broken(left=left))
+    meta = dict(model.metadata)
+    del meta["trained_at"]
+    with pytest.raises(ValueError, match="trained_at"):
+        model_files.validate(ModelFile(model.kind, model.tensors, meta))
+    with pytest.raises(ValueError, match="format_version"):
+        model_files.validate(ModelFile(model.kind, model.tensors,
+                                       {**model.metadata, "format_version": "2"}))
+    wrong = tmp_path / "wrong_kind.safetensors"
+    _write_raw(wrong, {"__metadata__": {**model.metadata, "kind": "pickle"},
+                       "scale": {"dtype": "F64", "shape": [1], "data_offsets": [0, 8]}},
+               struct.pack("<d", 0.1))
+    with pytest.raises(ValueError, match="unknown model kind"):
+        model_files.read(wrong)
+
+
+# --------------------------------------------------------------------- constructed validation
+
+HW = "fee15980d40e045d"
+PLANS = ("native_cpu/t1/gram=incremental/chunk=256k/l1=lamm",   # first by id
+         "native_cpu/t2/gram=incremental/chunk=256k/l1=lamm",   # the default (2 cores)
+         "numpy/l1=lamm")
+
+
+def _constant_models(plan_class: str) -> dict[str, ModelFile]:
+    """Models whose choices are known: a one-leaf regressor (every plan ties, so the ranking
+    takes the first id), a one-leaf forest certain of ``plan_class``, a logistic model that
+    always says "memory"."""
+    names = json.dumps(list(FeatureExtractor.names))
+    base = {"format_version": "1", "feature_names": names, "feature_schema_version": "1",
+            "hardware_ids": json.dumps([HW]), "samples": "1", "trained_at": "2026-01-01T00:00:00Z",
+            "library_version": "test", "seed": "0"}
+    leaf = {"tree_offsets": np.array([0, 1], dtype=np.int64),
+            "feature": np.array([-1], dtype=np.int32), "threshold": np.zeros(1),
+            "left": np.array([-1], dtype=np.int32), "right": np.array([-1], dtype=np.int32),
+            "scale": np.ones(1)}
+    classes = sorted(PLANS)
+    value = np.array([[float(c == plan_class) for c in classes]])
+    n = len(FeatureExtractor.names)
+    out = {
+        "throughput": ModelFile("gbt_regressor", {**leaf, "value": np.zeros((1, 1)),
+                                                  "init": np.array([10.0])},
+                                {**base, "kind": "gbt_regressor", "classes": "[]",
+                                 "target": "log_rows_per_s"}),
+        "plan": ModelFile("forest_classifier", {**leaf, "value": value,
+                                                "init": np.zeros(len(classes))},
+                          {**base, "kind": "forest_classifier", "classes": json.dumps(classes),
+                           "target": "best_plan_id"}),
+        "bottleneck": ModelFile("logistic", {"coef": np.zeros((2, n)),
+                                             "intercept": np.array([5.0, 0.0])},
+                                {**base, "kind": "logistic",
+                                 "classes": json.dumps(["memory", "overhead"]),
+                                 "target": "bottleneck"}),
+    }
+    for model in out.values():
+        model_files.validate(model)
+    return out
+
+
+def _measurement(workload, plan, rate, fractions=None, at="2026-11-30T22:00:00+00:00"):
+    return Measurement(HW, workload, plan, "ok", rows_per_run=1000, runs_s=[1000 / rate],
+                       median_s=1000 / rate, cv=0.01, rows_per_s=rate,
+                       brick_fractions=fractions or {"residual": 0.6, "gram": 0.2},
+                       brick_calls=10, library_version="test", measured_at=at)
+
+
+def test_validation_figures_come_from_measurements(corpus):
+    fingerprints = corpus[1]
+    rates = {  # rows/s of PLANS[0], PLANS[1] (default), PLANS[2]
+        "n4096/p8/float64/l1=0/icpt=1/host": (100.0, 200.0, 50.0),
+        "n8192/p8/float64/l1=0/icpt=1/host": (300.0, 150.0, 100.0),
+    }
+    ms = [_measurement(w, p, r) for w, rs in rates.items() for p, r in zip(PLANS, rs, strict=True)]
+    ms.append(replace(ms[0], plan_id="numpy/l1=prox_newton", status="unstable"))  # not counted
+    report = validate.evaluate(_constant_models(PLANS[2]), ms, fingerprints)
+    assert report["workloads"] == 2 and report["measurements"] == 6
+    # The ensemble ties everything and takes PLANS[0]: regrets 2 and 1.
+    ens = report["ensemble"]
+    assert ens["regret"]["geomean"] == pytest.approx(2 ** 0.5)
+    assert ens["regret"]["max"] == pytest.approx(2.0)
+    assert ens["accuracy"] == 0.5 and ens["top3_accuracy"] == 1.0
+    assert ens["vs_default"]["max"] == pytest.approx(2.0)  # 1/100 over 1/200
+    # The classifier is certain of numpy: regrets 4 and 3, always wrong, confidence 1: ECE 1.
+    cls = report["classifier"]
+    assert cls["regret"]["geomean"] == pytest.approx(12 ** 0.5)
+    assert cls["accuracy"] == 0.0 and cls["ece"] == pytest.approx(1.0)
+    # The default plan: regret 1 and 2.
+    assert report["default"]["regret"]["geomean"] == pytest.approx(2 ** 0.5)
+    # Throughput: the model says e^10 everywhere.
+    measured = np.array([r for rs in rates.values() for r in rs])
+    mape = np.mean(np.abs(np.exp(10.0) - measured) / measured)
+    assert report["throughput"]["mape"] == pytest.approx(mape)
+    # Bottleneck: every labelled run is "memory" and the model says memory.
+    assert report["bottleneck"] == {"memory": {"precision": 1.0, "recall": 1.0, "f1": 1.0,
+                                               "support": 6}}
+    assert not report["targets"]["regret_geomean"]["met"]
+    assert report["grade"] in ("C", "F")
+    assert "Grade" in validate.markdown(report)
+
+
+def test_split_holds_out_the_latest_workloads():
+    ms = [_measurement(f"n{256 * (i + 1)}/p8/float64/l1=0/icpt=1/host", PLANS[0], 10.0,
+                       at=f"2026-11-30T22:{i:02d}:00+00:00") for i in range(10)]
+    train, test = validate.split(ms)
+    assert [m.workload_id for m in test] == [ms[8].workload_id, ms[9].workload_id]
+    assert len(train) == 8
+
+
+def test_ensemble_ranks_and_suggests(trained, corpus):
+    ensemble = models.Ensemble(trained[2])
+    hardware = models.hardware_of(corpus[1])[HW]
+    from renewable_huber.tuner.plans import Plan
+    from renewable_huber.tuner.workload import Workload
+
+    w = Workload.from_id("n4096/p32/float64/l1=0/icpt=1/host")
+    plans = [Plan.from_id(p) for p in PLANS]
+    ranked = ensemble.rank(w, plans, hardware)
+    assert sorted(r.plan.id for r in ranked) == sorted(PLANS)
+    assert all(a.log_rows_per_s >= b.log_rows_per_s for a, b in itertools.pairwise(ranked))
+    assert all(r.uncertainty >= 0 for r in ranked)
+    suggested = ensemble.suggest_experiments(2, hardware, [w], plans=lambda _: plans,
+                                             measured=[(w.id, PLANS[0])])
+    assert len(suggested) == 2 and all(p != PLANS[0] for _, p, _ in suggested)
+    assert suggested[0][2] >= suggested[1][2]
+    assert set(ensemble.plan_probabilities(w, hardware)) == set(trained[2]["plan"].classes)
+
+
+def test_cli_train_and_validate_on_a_store(subset, tmp_path, capsys):
+    measurements, fingerprints = subset
+    path = tmp_path / "store.sqlite"
+    with Store(path) as store:
+        for hardware_id, fingerprint in fingerprints.items():
+            store.add_hardware(hardware_id, fingerprint)
+        for m in measurements:
+            store.record(m)
+    out = tmp_path / "models"
+    assert main(["tune", "train", "--store", str(path), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["DATA_CARD.md", "bottleneck.safetensors",
+                                                      "plan.safetensors", "throughput.safetensors"]
+    capsys.readouterr()
+    assert main(["tune", "validate", "--store", str(path), "--models", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["targets"]) == {"regret_geomean", "regret_p95", "mape", "vs_default_p95"}
+    assert report["grade"] in "ABCF"
+    assert main(["tune", "validate", "--store", str(path), "--models", str(out)]) == 0
+    assert "## Targets" in capsys.readouterr().out
+    assert main(["tune", "validate", "--store", str(tmp_path / "none.sqlite")]) == 2
+
+
+def test_the_shipped_models_load_fast_and_match_their_report():
+    import time
+
+    start = time.perf_counter()
+    ensemble = models.Ensemble.load()
+    assert time.perf_counter() - start < 0.5  # the bound is 100 ms; slack for a loaded CI
+    for name, file in models.MODEL_FILES.items():
+        path = models.default_models_dir() / file
+        assert path.stat().st_size < model_files.MAX_FILE_BYTES
+        assert ensemble.models[name].metadata["hardware_ids"] == json.dumps([HW])
+    assert "Grade" in (DATA / "VALIDATION.md").read_text()
