@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 APT_PACKAGES := cmake g++ make python3-venv libopenblas-dev liblapacke-dev \
-                libgtest-dev libgmock-dev libbenchmark-dev tmux
+                libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev tmux
 
 OUT ?= out/gpu-check
 .PHONY: demo test setup system-packages venv native native-cuda test-cpp test-python lint \
