@@ -170,7 +170,7 @@ KILLED_COLLECTION = textwrap.dedent("""
                         profile=False)
     with Store(sys.argv[1]) as store:
         c.collect(store, hw, grid, plans=lambda w, h: [Plan("numpy")], quality=quality,
-                  progress=False)
+                  progress=False, shuffle_seed=None)
 """)
 
 
@@ -194,8 +194,24 @@ def test_a_collection_killed_with_sigkill_resumes_with_whole_rows(tmp_path):
         assert all(m.status == "ok" and len(m.runs_s) == 3 for m in before)
         grid = [Workload(rows=64 + k, features=2) for k in range(len(before) + 2)]
         resumed = collecting.collect(store, HARDWARE, grid, plans=numpy_only, quality=QUICK,
-                                     progress=False)
+                                     progress=False, shuffle_seed=None)
         assert (resumed.skipped, resumed.measured) == (len(before), 2)
+
+
+def test_workloads_are_measured_in_a_seeded_shuffled_order(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(collecting, "measure",
+                        lambda w, p, h, q, b: seen.append(w.rows) or measurement(
+                            workload=w.id, plan=p.id))
+    monkeypatch.setattr(collecting, "workload_batches", lambda w, n: None)
+    grid = [Workload(rows=64 + k, features=2) for k in range(12)]
+    for seed in (0, 0, 1):
+        with Store(tmp_path / f"m{len(seen)}.sqlite") as store:
+            collecting.collect(store, HARDWARE, grid, plans=numpy_only, quality=QUICK,
+                               progress=False, shuffle_seed=seed)
+    first, again, other = seen[:12], seen[12:24], seen[24:]
+    assert sorted(first) == [w.rows for w in grid]  # every workload, once
+    assert first == again and first != other and first != sorted(first)
 
 
 def _count(path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import gc
 import math
+import random
 import statistics
 import subprocess
 import time
@@ -207,16 +208,23 @@ class CollectSummary:
 def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
             plans: Callable[[Workload, Any], list[Plan]] = plans_for,
             quality: Quality = Quality(), budget_s: float | None = None,
-            progress: bool = True) -> CollectSummary:
+            progress: bool = True, shuffle_seed: int | None = 0) -> CollectSummary:
     """Measure every (workload, plan) not yet in the store for ``hardware`` (with
     ``hardware_id`` and ``as_dict()``), stopping cleanly — between measurements — once
-    ``budget_s`` seconds have passed. A rerun resumes where the last one stopped."""
+    ``budget_s`` seconds have passed. A rerun resumes where the last one stopped.
+
+    The workloads are measured in a seeded shuffled order (``shuffle_seed``; None keeps the
+    given order) so that the time a workload was measured says nothing about its size: a
+    time-split validation then holds out a sample of the grid, not its largest batches."""
     from tqdm import tqdm
 
     start = time.perf_counter()
     store.add_hardware(hardware.hardware_id, hardware.as_dict())
     done = store.done(hardware.hardware_id)
-    tasks = [(w, p) for w in workloads for p in plans(w, hardware)]
+    order = list(workloads)
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(order)
+    tasks = [(w, p) for w in order for p in plans(w, hardware)]
     pending = [(w, p) for w, p in tasks if (w.id, p.id) not in done]
     counts = {"measured": 0, "failed": 0, "unstable": 0}
     bar = tqdm(total=len(pending), unit="plan", disable=not progress, dynamic_ncols=True)
