@@ -49,3 +49,12 @@ def require_module(module: str, distribution: str):
         if os.environ.get("RH_REQUIRE_NATIVE") == "1":
             pytest.fail(message)
         pytest.skip(message)
+
+
+def stream_updates(engine_update, batches, config):
+    """The final state and every batch's diagnostics of ``batches`` fed through an engine."""
+    state, diags = None, []
+    for X, y, w in batches:
+        state, diag = engine_update(state, X, y, w, config)
+        diags.append(diag)
+    return state, diags

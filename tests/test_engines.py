@@ -80,7 +80,9 @@ def _native_estimators():
         __import__(NATIVE_CPU[0])
     except ImportError:
         return []  # test_auto_prefers_native_cpu_when_installed reports the missing engine
-    return [RenewableHuberRegressor(backend="native_cpu")]
+    # A plan reaches the engine through the estimator's own parameters: the same checks hold.
+    return [RenewableHuberRegressor(backend="native_cpu"),
+            RenewableHuberRegressor(plan="native_cpu/t1/gram=full/chunk=64k/l1=lamm")]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -50,11 +50,6 @@ def test_each_bottleneck_rule(fractions, workload, backend, extra, expected):
     assert labels.bottleneck(fractions, workload, backend=backend, **PEAKS, **extra) == expected
 
 
-def test_every_class_is_reachable_and_named():
-    assert set(labels.BOTTLENECKS) == {"memory", "compute", "solve", "overhead", "transfer",
-                                       "launch"}
-
-
 def test_a_stored_measurement_without_a_profile_has_no_bottleneck():
     assert labels.measurement_bottleneck(BASE, **PEAKS) is None
     profiled = replace(BASE, brick_fractions={"solve": 0.5}, brick_calls=100)

@@ -9,7 +9,6 @@ import os
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
 from renewable_huber import RenewableHuberRegressor
@@ -358,18 +357,3 @@ def test_a_plan_survives_a_checkpoint(tmp_path, native, as_id):
     m.partial_fit(*batches[1])
     assert native_engine(loaded).gram == "full"
     np.testing.assert_array_equal(loaded.coef_, m.coef_)
-
-
-# ------------------------------------------------------------------------ scikit-learn
-
-
-def _plan_estimators():
-    if not native_cpu_available():
-        return []  # test_n_jobs_reaches_the_engine reports the missing engine
-    return [RenewableHuberRegressor(plan="native_cpu/t1/gram=full/chunk=64k/l1=lamm")]
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks(_plan_estimators())
-def test_sklearn_compatible_with_a_plan(estimator, check):
-    check(estimator)

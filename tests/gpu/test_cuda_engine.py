@@ -8,18 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from helpers import make_problem
+from helpers import make_problem, stream_updates
 from renewable_huber.core import Config, State, update
 from renewable_huber.errors import EngineNotAvailableError
 from renewable_huber.golden import RTOL
-
-
-def stream(engine_update, batches, config):
-    state, diags = None, []
-    for X, y, w in batches:
-        state, diag = engine_update(state, X, y, w, config)
-        diags.append(diag)
-    return state, diags
 
 
 def assert_close(a, b, rtol):
@@ -42,8 +34,8 @@ def batches_of(seed, dtype, n=400, p=5, count=3, weights=True):
 def test_differential_against_the_reference(engine, dtype, alpha):
     config = Config(alpha=alpha)
     batches = batches_of(7, dtype)
-    got, got_diag = stream(engine.update, batches, config)
-    want, want_diag = stream(update, batches, config)
+    got, got_diag = stream_updates(engine.update, batches, config)
+    want, want_diag = stream_updates(update, batches, config)
     rtol = RTOL[np.dtype(dtype).name]
     assert_close(got.coef, want.coef, rtol)
     assert_close(got.information, want.information, rtol)
@@ -62,8 +54,8 @@ def test_differential_against_native_cpu(engine):
     cpu = NativeCpuEngine(native_cpu)
     config = Config(ridge=1e-3)
     batches = batches_of(11, np.float64, n=2000, p=12)
-    got, _ = stream(engine.update, batches, config)
-    want, _ = stream(cpu.update, batches, config)
+    got, _ = stream_updates(engine.update, batches, config)
+    want, _ = stream_updates(cpu.update, batches, config)
     assert_close(got.coef, want.coef, 1e-7)
     assert_close(got.information, want.information, 1e-7)
 
@@ -104,7 +96,7 @@ def test_badly_scaled_columns_take_cholesky_and_get_the_right_coefficients(engin
         batches.append((Z * COLUMN_UNITS, y, None))
         designs.append(Z)
         responses.append(y)
-    state, diags = stream(engine.update, batches, Config(tau=1e9))  # least squares
+    state, diags = stream_updates(engine.update, batches, Config(tau=1e9))  # least squares
     unscaled = state.coef[:6] * COLUMN_UNITS
     np.testing.assert_allclose(unscaled, np.ones(6), rtol=1e-6)
     # The same fit on the unscaled columns, by QR: nothing shared with the ladder.

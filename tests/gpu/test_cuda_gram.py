@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import make_problem, require_module
+from helpers import make_problem, require_module, stream_updates
 from renewable_huber.core import Config, update
 from renewable_huber.golden import RTOL
 
@@ -39,13 +39,6 @@ def constant_column_batches(dtype, count=2, n=500, p=4):
     return batches
 
 
-def run(engine_update, batches, config):
-    state, diags = None, []
-    for X, y, w in batches:
-        state, diag = engine_update(state, X, y, w, config)
-        diags.append(diag)
-    return state, diags
-
 
 @pytest.mark.without_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -53,8 +46,8 @@ def test_cpu_engines_find_a_constant_column_beside_the_intercept_singular(dtype)
     """The premise of the CUDA test below, checked where no GPU is needed: the reference and
     native_cpu take the svd rung (rcond 0) on every batch and agree."""
     batches = constant_column_batches(dtype)
-    want, want_diags = run(update, batches, Config())
-    got, got_diags = run(native_cpu_engine().update, batches, Config())
+    want, want_diags = stream_updates(update, batches, Config())
+    got, got_diags = stream_updates(native_cpu_engine().update, batches, Config())
     assert [d.solver for d in want_diags] == [d.solver for d in got_diags] == ["svd", "svd"]
     assert all(d.rcond == 0.0 for d in got_diags)
     assert_close(got.coef, want.coef, RTOL[np.dtype(dtype).name])
@@ -63,8 +56,8 @@ def test_cpu_engines_find_a_constant_column_beside_the_intercept_singular(dtype)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_constant_column_beside_the_intercept_takes_the_cpu_rung(engine, dtype):
     batches = constant_column_batches(dtype)
-    cpu, cpu_diags = run(native_cpu_engine().update, batches, Config())
-    got, diags = run(engine.update, batches, Config())
+    cpu, cpu_diags = stream_updates(native_cpu_engine().update, batches, Config())
+    got, diags = stream_updates(engine.update, batches, Config())
     assert [d.solver for d in diags] == [d.solver for d in cpu_diags] == ["svd", "svd"]
     assert all(d.rcond == 0.0 for d in diags)
     rtol = RTOL[np.dtype(dtype).name]
