@@ -288,3 +288,19 @@ def test_a_store_opens_read_only_after_sealing_and_refuses_writes(tmp_path):
             shipped.record(measurement(plan="other"))
     with pytest.raises(StoreError, match="no such store"):
         Store(tmp_path / "absent.sqlite", read_only=True)
+
+
+def test_stats_read_a_sealed_store_without_reopening_it_for_writing(tmp_path, capsys):
+    """`rhuber tune stats` on the shipped corpus must leave it one sealed file (no WAL mode)."""
+    from renewable_huber.cli import main
+
+    path = tmp_path / "m.sqlite"
+    with Store(path) as store:
+        store.add_hardware("test-hw", {})
+        store.record(measurement())
+        store.seal()
+    before = path.read_bytes()
+    assert main(["tune", "stats", "--store", str(path)]) == 0
+    assert "1 measurements" in capsys.readouterr().out
+    assert path.read_bytes() == before
+    assert not (tmp_path / "m.sqlite-wal").exists()

@@ -1,6 +1,7 @@
 #include "rh/tuner/model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -79,37 +80,30 @@ json json_list(const std::string& text, std::string_view key) {
   return value;
 }
 
-// The largest double d such that double(float(d)) <= t, for a non-NaN t: comparing x <= d is then
-// exactly scikit-learn's float32(x) <= t (its trees cast X to float32; thresholds stay double).
-double float32_threshold(double t) {
-  constexpr double kFltMax = std::numeric_limits<float>::max();
-  if (t == std::numeric_limits<double>::infinity()) return t;
-  // f: the largest float <= t (-inf below the finite range).
-  float f;
-  if (t > kFltMax) {
-    f = std::numeric_limits<float>::max();
-  } else if (t < -kFltMax) {
-    f = -std::numeric_limits<float>::infinity();
-  } else {
-    f = static_cast<float>(t);
-    if (static_cast<double>(f) > t) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-  }
-  // m: the midpoint between f and the next float up, exact in double; ties round to even.
-  const double half_top_ulp = std::ldexp(1.0, 103);  // half the ulp of FLT_MAX
-  double m;
-  bool m_rounds_to_f;
-  if (f == std::numeric_limits<float>::max()) {
-    m = kFltMax + half_top_ulp;  // FLT_MAX is odd: the tie rounds up, to inf
-    m_rounds_to_f = false;
-  } else if (f == -std::numeric_limits<float>::infinity()) {
-    m = -kFltMax - half_top_ulp;  // -FLT_MAX is odd: the tie rounds down, to -inf
-    m_rounds_to_f = true;
-  } else {
-    const float g = std::nextafter(f, std::numeric_limits<float>::infinity());
-    m = static_cast<double>(f) + (static_cast<double>(g) - static_cast<double>(f)) / 2;
-    m_rounds_to_f = static_cast<float>(m) == f;
-  }
-  return m_rounds_to_f ? m : std::nextafter(m, -std::numeric_limits<double>::infinity());
+constexpr double kFltMax = std::numeric_limits<float>::max();
+constexpr float kFloatInf = std::numeric_limits<float>::infinity();
+
+// The largest float f <= t, for a non-NaN t: float32(x) <= t exactly when float32(x) <= f, so a
+// float threshold reproduces scikit-learn's comparison (its trees cast X to float32; thresholds
+// stay double) in half the node size.
+float float32_floor(double t) {
+  if (t == std::numeric_limits<double>::infinity()) return kFloatInf;
+  if (t > kFltMax) return std::numeric_limits<float>::max();
+  if (t < -kFltMax) return -kFloatInf;
+  float f = static_cast<float>(t);
+  if (static_cast<double>(f) > t) f = std::nextafter(f, -kFloatInf);
+  return f;
+}
+
+// NumPy's astype(float32): round to nearest, ties to even, overflow to +-inf, NaN kept. (A
+// static_cast of a double beyond the float range is undefined behaviour in C++, hence the cases.)
+float to_float32(double v) {
+  if (std::abs(v) <= kFltMax || std::isnan(v)) return static_cast<float>(v);
+  // Beyond FLT_MAX: below the midpoint to the next power of two, it rounds to FLT_MAX; from the
+  // midpoint on (FLT_MAX's last bit is odd, so the tie goes up) to inf.
+  const double midpoint = kFltMax + std::ldexp(1.0, 103);
+  const float magnitude = std::abs(v) < midpoint ? std::numeric_limits<float>::max() : kFloatInf;
+  return v < 0 ? -magnitude : magnitude;
 }
 
 std::vector<char> read_file(const std::filesystem::path& path) {
@@ -188,6 +182,10 @@ Model Model::from_file(const SafetensorsFile& file) {
 }
 
 void Model::load_trees(const SafetensorsFile& file) {
+  if (n_features() > kMaxFeatures) {
+    fail("a tree model with " + std::to_string(n_features()) + " features; this reader takes at most " +
+         std::to_string(kMaxFeatures));
+  }
   const TensorView& offsets_t = tensor(file, "tree_offsets", DType::i64, 1);
   if (offsets_t.shape[0] < 1) fail("tensor 'tree_offsets' must have n_trees + 1 >= 1 entries");
   const std::vector<std::int64_t> offsets = values_of<std::int64_t>(offsets_t);
@@ -239,6 +237,10 @@ void Model::load_trees(const SafetensorsFile& file) {
   for (std::size_t t = 0; t < n_trees; ++t) {
     const std::int64_t begin = offsets[t];
     const std::int64_t size = offsets[t + 1] - begin;
+    if (size > static_cast<std::int64_t>(kMaxTreeNodes)) {
+      fail("tree " + std::to_string(t) + " has " + std::to_string(size) +
+           " nodes; this reader takes at most " + std::to_string(kMaxTreeNodes) + " per tree");
+    }
     // Check every node; a child lies after its parent inside the tree and has one parent, so the
     // tree is a tree (no cycle, no shared subtree).
     for (std::int64_t local = 0; local < size; ++local) {
@@ -280,12 +282,11 @@ void Model::load_trees(const SafetensorsFile& file) {
       values_.insert(values_.end(), all_values.begin() + i * static_cast<std::int64_t>(n_outputs_),
                      all_values.begin() + (i + 1) * static_cast<std::int64_t>(n_outputs_));
       if (feature[i] == -1) {
-        nodes_.push_back({std::numeric_limits<double>::quiet_NaN(), 0, here});
+        nodes_.push_back({std::numeric_limits<float>::quiet_NaN(), 0, 0});
         tree_depth = std::max(tree_depth, depth[i]);
         continue;
       }
-      nodes_.push_back({float32_threshold(threshold[i]), static_cast<std::uint32_t>(feature[i]),
-                        0});
+      nodes_.push_back({float32_floor(threshold[i]), static_cast<std::uint16_t>(feature[i]), 0});
       right_of.emplace_back(here, begin + right[i]);
       stack.push_back(begin + right[i]);
       stack.push_back(begin + left[i]);  // next: it lands right after this node
@@ -293,7 +294,10 @@ void Model::load_trees(const SafetensorsFile& file) {
     tree_roots_.push_back(root);
     tree_depths_.push_back(tree_depth);
   }
-  for (const auto& [node, old_right] : right_of) nodes_[node].right = new_index[old_right];
+  // Every node of a tree lies within kMaxTreeNodes of its root (checked above), so the step fits.
+  for (const auto& [node, old_right] : right_of) {
+    nodes_[node].right_step = static_cast<std::uint16_t>(new_index[old_right] - node);
+  }
 }
 
 void Model::load_logistic(const SafetensorsFile& file) {
@@ -335,11 +339,13 @@ void Model::predict(std::span<const double> x, std::span<double> out) const {
     for (std::size_t c = 0; c < k; ++c) out[c] /= sum;
     return;
   }
+  // The comparisons are in float32, as scikit-learn's (thresholds were rounded down at load).
+  std::array<float, kMaxFeatures> xf;
+  for (std::size_t j = 0; j < x.size(); ++j) xf[j] = to_float32(x[j]);
   // Trees are walked kLanes at a time, interleaved, so that their independent chains of loads
-  // overlap; a lane whose tree is shallower sits on its leaf (leaves point to themselves).
-  constexpr std::size_t kLanes = 8;
+  // overlap; a lane whose tree is shallower sits on its leaf (a leaf's step is 0).
+  constexpr std::size_t kLanes = 16;
   const Node* nodes = nodes_.data();
-  const double* xs = x.data();
   const std::size_t n_trees = tree_roots_.size();
   // init + scale * value, added tree by tree: scikit-learn's order for the boosted trees, and the
   // NumPy evaluation's (model_files.py).
@@ -356,11 +362,12 @@ void Model::predict(std::span<const double> x, std::span<double> out) const {
     }
     for (std::uint32_t s = 0; s < steps; ++s) {
       for (std::size_t l = 0; l < kLanes; ++l) {
-        const Node& n = nodes[idx[l]];
-        // Branch-free: a mask, not a conditional the compiler might turn into a branch.
-        const bool right = !(xs[n.feature] <= n.threshold);
+        const Node n = nodes[idx[l]];
+        // Branch-free: a mask, not a conditional the compiler might turn into a branch. Left is
+        // the next node (+1), right is +right_step; a leaf (NaN threshold, step 0) stays put.
+        const bool right = !(xf[n.feature] <= n.threshold);
         const std::uint32_t go_right = 0u - static_cast<std::uint32_t>(right);
-        idx[l] = ((idx[l] + 1) & ~go_right) | (n.right & go_right);
+        idx[l] += 1u + ((std::uint32_t{n.right_step} - 1u) & go_right);
       }
     }
     for (std::size_t l = 0; l < lanes; ++l) {

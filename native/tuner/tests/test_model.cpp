@@ -173,6 +173,54 @@ TEST(TunerModel, ThresholdsCompareAsFloat32) {
   }
 }
 
+// x beyond the float range is cast as NumPy casts it (to FLT_MAX below the midpoint to the next
+// power of two, to inf from there on), never by an undefined C++ cast.
+TEST(TunerModel, FeaturesBeyondTheFloatRangeRoundAsNumPy) {
+  constexpr double kFltMax = 3.4028234663852886e38;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto model_at = [](double t) {
+    return Model::from_bytes(testing::write(
+        {i64("tree_offsets", {2}, {0, 3}), i32("feature", {3}, {0, -1, -1}),
+         f64("threshold", {3}, {t, -2, -2}), i32("left", {3}, {1, -1, -1}),
+         i32("right", {3}, {2, -1, -1}), f64("value", {3, 1}, {0, 1, 2}), f64("init", {1}, {0}),
+         f64("scale", {1}, {1})},
+        {{"kind", "gbt_regressor"}, {"format_version", "1"},
+         {"feature_names", testing::feature_names_json(1)}}));
+  };
+  const double midpoint = kFltMax + std::ldexp(1.0, 103);
+  const Model at_max = model_at(kFltMax);
+  EXPECT_EQ(predict1(at_max, {std::nextafter(kFltMax, kInf)}), 1.0);   // -> FLT_MAX <= t
+  EXPECT_EQ(predict1(at_max, {std::nextafter(midpoint, 0.0)}), 1.0);  // still FLT_MAX
+  EXPECT_EQ(predict1(at_max, {midpoint}), 2.0);                       // the tie goes to inf
+  EXPECT_EQ(predict1(at_max, {1e300}), 2.0);
+  EXPECT_EQ(predict1(at_max, {-1e300}), 1.0);                         // -inf
+  const Model at_inf = model_at(kInf);
+  EXPECT_EQ(predict1(at_inf, {1e300}), 1.0);                          // inf <= inf
+  const Model at_minus_max = model_at(-kFltMax);
+  EXPECT_EQ(predict1(at_minus_max, {-std::nextafter(midpoint, 0.0)}), 1.0);  // -FLT_MAX
+  EXPECT_EQ(predict1(at_minus_max, {-midpoint}), 1.0);                       // -inf
+  EXPECT_EQ(predict1(at_minus_max, {-1e38}), 2.0);
+}
+
+TEST(TunerModel, RefusesTreeModelsBeyondTheCompactLayout) {
+  const auto forest = [](std::size_t n_features) {
+    return testing::write(
+        {i64("tree_offsets", {2}, {0, 3}), i32("feature", {3}, {0, -1, -1}),
+         f64("threshold", {3}, {0.5, -2, -2}), i32("left", {3}, {1, -1, -1}),
+         i32("right", {3}, {2, -1, -1}), f64("value", {3, 1}, {0, 1, 2}), f64("init", {1}, {0}),
+         f64("scale", {1}, {1})},
+        {{"kind", "gbt_regressor"}, {"format_version", "1"},
+         {"feature_names", testing::feature_names_json(n_features)}});
+  };
+  EXPECT_NO_THROW(Model::from_bytes(forest(Model::kMaxFeatures)));
+  try {
+    Model::from_bytes(forest(Model::kMaxFeatures + 1));
+    FAIL() << "a tree model with too many features was accepted";
+  } catch (const ModelFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 1024"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TunerModel, LoadFromPath) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto path = dir / ("rh_tuner_model_" + std::to_string(::getpid()) + ".safetensors");

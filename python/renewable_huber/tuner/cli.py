@@ -149,7 +149,12 @@ def _run_stats(args: argparse.Namespace) -> int:
 
     if not args.store.exists():
         raise ValueError(f"{args.store}: no such store; `rhuber tune collect` makes one")
-    with _open_store(args.store) as store:
+    # Read-only: a writable open would turn a sealed store (the shipped corpus) back to WAL mode.
+    try:
+        store = Store(args.store, read_only=True)
+    except StoreError as exc:
+        raise ValueError(str(exc)) from exc
+    with store:
         measurements = list(store.measurements())
         hardware = store.hardware()
         print(summarize(measurements, hardware, best_plans(measurements)))

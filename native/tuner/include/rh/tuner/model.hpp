@@ -50,15 +50,20 @@ class Model {
     return metadata_;
   }
 
-  // One tree node as predict walks it, 16 bytes. Each tree is laid out depth first (its left
-  // child right after a node); a leaf has a NaN threshold and itself as right child, so it goes
-  // right forever, and a tree is walked a fixed number of steps (its depth) without a branch on
-  // the data.
+  // Limits of the compact node layout, checked when a tree model is loaded.
+  static constexpr std::size_t kMaxFeatures = 1024;    // x is copied to float32 on the stack
+  static constexpr std::size_t kMaxTreeNodes = 65535;  // a right step fits in 16 bits
+
+  // One tree node as predict walks it, 8 bytes (half a 16-byte node's cache footprint: the
+  // shipped forests outgrow L1 otherwise). Each tree is laid out depth first (its left child
+  // right after a node); a leaf has a NaN threshold and a right step of 0, so it stays where it
+  // is, and a tree is walked a fixed number of steps (its depth) without a branch on the data.
   struct Node {
-    double threshold;     // go to the next node when x[feature] <= threshold (see model.cpp)
-    std::uint32_t feature;  // 0 at a leaf
-    std::uint32_t right;    // absolute index of the right child; the node itself at a leaf
+    float threshold;           // go to the next node when float32(x[feature]) <= threshold
+    std::uint16_t feature;     // 0 at a leaf
+    std::uint16_t right_step;  // the right child is this node + right_step; 0 at a leaf
   };
+  static_assert(sizeof(Node) == 8);
 
  private:
   Model() = default;
