@@ -39,7 +39,6 @@ def constant_column_batches(dtype, count=2, n=500, p=4):
     return batches
 
 
-
 @pytest.mark.without_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cpu_engines_find_a_constant_column_beside_the_intercept_singular(dtype):

@@ -183,8 +183,8 @@ Model Model::from_file(const SafetensorsFile& file) {
 
 void Model::load_trees(const SafetensorsFile& file) {
   if (n_features() > kMaxFeatures) {
-    fail("a tree model with " + std::to_string(n_features()) + " features; this reader takes at most " +
-         std::to_string(kMaxFeatures));
+    fail("a tree model with " + std::to_string(n_features()) +
+         " features; this reader takes at most " + std::to_string(kMaxFeatures));
   }
   const TensorView& offsets_t = tensor(file, "tree_offsets", DType::i64, 1);
   if (offsets_t.shape[0] < 1) fail("tensor 'tree_offsets' must have n_trees + 1 >= 1 entries");

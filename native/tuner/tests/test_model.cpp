@@ -26,6 +26,17 @@ double predict1(const Model& m, std::vector<double> x) {
   return out[0];
 }
 
+// One tree, one split on feature 0 at ``threshold``: 1.0 to the left, 2.0 to the right.
+std::vector<std::byte> one_split_file(double threshold, std::size_t n_features = 1) {
+  return testing::write(
+      {i64("tree_offsets", {2}, {0, 3}), i32("feature", {3}, {0, -1, -1}),
+       f64("threshold", {3}, {threshold, -2, -2}), i32("left", {3}, {1, -1, -1}),
+       i32("right", {3}, {2, -1, -1}), f64("value", {3, 1}, {0, 1, 2}), f64("init", {1}, {0}),
+       f64("scale", {1}, {1})},
+      {{"kind", "gbt_regressor"}, {"format_version", "1"},
+       {"feature_names", testing::feature_names_json(n_features)}});
+}
+
 TEST(TunerModel, TwoTreeRegressorHandComputed) {
   const Model m = Model::from_bytes(testing::regressor_file());
   EXPECT_EQ(m.kind(), ModelKind::gbt_regressor);
@@ -138,13 +149,7 @@ TEST(TunerModel, ThresholdsCompareAsFloat32) {
   for (int i = 0; i < 200; ++i) thresholds.push_back(wide(rng));
   for (int i = 0; i < 100; ++i) thresholds.push_back(static_cast<float>(wide(rng)));  // on floats
   for (const double t : thresholds) {
-    const Model m = Model::from_bytes(testing::write(
-        {i64("tree_offsets", {2}, {0, 3}), i32("feature", {3}, {0, -1, -1}),
-         f64("threshold", {3}, {t, -2, -2}), i32("left", {3}, {1, -1, -1}),
-         i32("right", {3}, {2, -1, -1}), f64("value", {3, 1}, {0, 1, 2}), f64("init", {1}, {0}),
-         f64("scale", {1}, {1})},
-        {{"kind", "gbt_regressor"}, {"format_version", "1"},
-         {"feature_names", testing::feature_names_json(1)}}));
+    const Model m = Model::from_bytes(one_split_file(t));
     std::vector<double> probes;
     for (double centre :
          {t, static_cast<double>(static_cast<float>(std::clamp(t, -3.4e38, 3.4e38)))}) {
@@ -178,43 +183,25 @@ TEST(TunerModel, ThresholdsCompareAsFloat32) {
 TEST(TunerModel, FeaturesBeyondTheFloatRangeRoundAsNumPy) {
   constexpr double kFltMax = 3.4028234663852886e38;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const auto model_at = [](double t) {
-    return Model::from_bytes(testing::write(
-        {i64("tree_offsets", {2}, {0, 3}), i32("feature", {3}, {0, -1, -1}),
-         f64("threshold", {3}, {t, -2, -2}), i32("left", {3}, {1, -1, -1}),
-         i32("right", {3}, {2, -1, -1}), f64("value", {3, 1}, {0, 1, 2}), f64("init", {1}, {0}),
-         f64("scale", {1}, {1})},
-        {{"kind", "gbt_regressor"}, {"format_version", "1"},
-         {"feature_names", testing::feature_names_json(1)}}));
-  };
   const double midpoint = kFltMax + std::ldexp(1.0, 103);
-  const Model at_max = model_at(kFltMax);
+  const Model at_max = Model::from_bytes(one_split_file(kFltMax));
   EXPECT_EQ(predict1(at_max, {std::nextafter(kFltMax, kInf)}), 1.0);   // -> FLT_MAX <= t
   EXPECT_EQ(predict1(at_max, {std::nextafter(midpoint, 0.0)}), 1.0);  // still FLT_MAX
   EXPECT_EQ(predict1(at_max, {midpoint}), 2.0);                       // the tie goes to inf
   EXPECT_EQ(predict1(at_max, {1e300}), 2.0);
   EXPECT_EQ(predict1(at_max, {-1e300}), 1.0);                         // -inf
-  const Model at_inf = model_at(kInf);
+  const Model at_inf = Model::from_bytes(one_split_file(kInf));
   EXPECT_EQ(predict1(at_inf, {1e300}), 1.0);                          // inf <= inf
-  const Model at_minus_max = model_at(-kFltMax);
+  const Model at_minus_max = Model::from_bytes(one_split_file(-kFltMax));
   EXPECT_EQ(predict1(at_minus_max, {-std::nextafter(midpoint, 0.0)}), 1.0);  // -FLT_MAX
   EXPECT_EQ(predict1(at_minus_max, {-midpoint}), 1.0);                       // -inf
   EXPECT_EQ(predict1(at_minus_max, {-1e38}), 2.0);
 }
 
 TEST(TunerModel, RefusesTreeModelsBeyondTheCompactLayout) {
-  const auto forest = [](std::size_t n_features) {
-    return testing::write(
-        {i64("tree_offsets", {2}, {0, 3}), i32("feature", {3}, {0, -1, -1}),
-         f64("threshold", {3}, {0.5, -2, -2}), i32("left", {3}, {1, -1, -1}),
-         i32("right", {3}, {2, -1, -1}), f64("value", {3, 1}, {0, 1, 2}), f64("init", {1}, {0}),
-         f64("scale", {1}, {1})},
-        {{"kind", "gbt_regressor"}, {"format_version", "1"},
-         {"feature_names", testing::feature_names_json(n_features)}});
-  };
-  EXPECT_NO_THROW(Model::from_bytes(forest(Model::kMaxFeatures)));
+  EXPECT_NO_THROW(Model::from_bytes(one_split_file(0.5, Model::kMaxFeatures)));
   try {
-    Model::from_bytes(forest(Model::kMaxFeatures + 1));
+    Model::from_bytes(one_split_file(0.5, Model::kMaxFeatures + 1));
     FAIL() << "a tree model with too many features was accepted";
   } catch (const ModelFormatError& e) {
     EXPECT_NE(std::string(e.what()).find("at most 1024"), std::string::npos) << e.what();

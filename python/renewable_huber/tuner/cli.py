@@ -110,9 +110,13 @@ def _add_store(parser: argparse.ArgumentParser) -> None:
                         help=f"the SQLite store (default {default_store_path()})")
 
 
-def _open_store(path: Path) -> Store:
+def _open_store(path: Path, *, read_only: bool = False) -> Store:
+    """The store at ``path``; read-only for the commands that only read, since a writable open
+    would turn a sealed store (the shipped corpus) back to WAL mode."""
+    if read_only and not path.exists():
+        raise ValueError(f"{path}: no such store; `rhuber tune collect` makes one")
     try:
-        return Store(path)
+        return Store(path, read_only=read_only)
     except StoreError as exc:
         raise ValueError(str(exc)) from exc
 
@@ -147,14 +151,7 @@ def _run_collect(args: argparse.Namespace) -> int:
 def _run_stats(args: argparse.Namespace) -> int:
     from .labels import best_plans
 
-    if not args.store.exists():
-        raise ValueError(f"{args.store}: no such store; `rhuber tune collect` makes one")
-    # Read-only: a writable open would turn a sealed store (the shipped corpus) back to WAL mode.
-    try:
-        store = Store(args.store, read_only=True)
-    except StoreError as exc:
-        raise ValueError(str(exc)) from exc
-    with store:
+    with _open_store(args.store, read_only=True) as store:
         measurements = list(store.measurements())
         hardware = store.hardware()
         print(summarize(measurements, hardware, best_plans(measurements)))
@@ -165,13 +162,7 @@ def _run_stats(args: argparse.Namespace) -> int:
 
 
 def _read_store(path: Path) -> tuple[list[Any], dict[str, Any]]:
-    if not path.exists():
-        raise ValueError(f"{path}: no such store; `rhuber tune collect` makes one")
-    try:
-        store = Store(path, read_only=True)
-    except StoreError as exc:
-        raise ValueError(str(exc)) from exc
-    with store:
+    with _open_store(path, read_only=True) as store:
         return list(store.measurements()), store.hardware()
 
 
