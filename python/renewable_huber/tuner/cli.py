@@ -88,6 +88,13 @@ def add_tune(commands: Any) -> None:
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(run=_run_validate)
 
+    from .calibrate_cli import add_calibrate
+    from .falsify_cli import add_falsify
+    from .recommend_cli import add_recommend
+
+    for add in (add_recommend, add_calibrate, add_falsify):
+        add(sub)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()

@@ -132,14 +132,43 @@ def train(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str,
             "trained_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "library_version": _library_version(), "seed": str(seed)}
     gbt, forest, logistic = fit(data, seed=seed).values()
+    throughput_file = from_sklearn(gbt, {**base, "classes": "[]", "target": TARGET,
+                                         "samples": str(len(data.log_rate))})
+    throughput_file.metadata.update(training_distribution(data, throughput_file, fingerprints))
     return {
-        "throughput": from_sklearn(gbt, {**base, "classes": "[]", "target": TARGET,
-                                         "samples": str(len(data.log_rate))}),
+        "throughput": throughput_file,
         "plan": from_sklearn(forest, {**base, "classes": json.dumps(list(forest.classes_)),
                                       "target": "best_plan_id", "samples": str(len(data.best))}),
         "bottleneck": from_sklearn(logistic, {
             **base, "classes": json.dumps(list(logistic.classes_)), "target": "bottleneck",
             "samples": str(len(data.bottleneck))}),
+    }
+
+
+def training_distribution(data: TrainingSet, throughput_model: ModelFile,
+                          fingerprints: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """What the advisor needs to tell an in-distribution workload (tuner/advisor.py), as the
+    throughput file's extra metadata (JSON strings):
+
+    - ``feature_min`` / ``feature_max``: each feature's range over the training rows;
+    - ``rows_range`` / ``features_range``: the workloads' raw sizes (the log features clip);
+    - ``uncertainty_bound``: the 99th percentile of the ensemble's tree disagreement
+      (:meth:`Ensemble.throughput`) over the training rows;
+    - ``fingerprints``: the measured hardware fingerprints, by hardware id.
+    """
+    workloads = [Workload.from_id(w) for _, w, _ in data.keys]
+    values = throughput_model.tree_values(data.X)[:, :, 0] * float(
+        throughput_model.tensors["scale"][0])
+    spread = values.std(axis=1) * math.sqrt(values.shape[1])
+    used = {h for h, _, _ in data.keys}
+    return {
+        "feature_min": json.dumps(data.X.min(axis=0).tolist()),
+        "feature_max": json.dumps(data.X.max(axis=0).tolist()),
+        "rows_range": json.dumps([min(w.rows for w in workloads), max(w.rows for w in workloads)]),
+        "features_range": json.dumps([min(w.features for w in workloads),
+                                      max(w.features for w in workloads)]),
+        "uncertainty_bound": repr(float(np.quantile(spread, 0.99))),
+        "fingerprints": json.dumps({h: fingerprints[h] for h in sorted(used)}, sort_keys=True),
     }
 
 
