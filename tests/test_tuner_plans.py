@@ -194,10 +194,14 @@ def test_device_workloads_run_on_cuda_only():
 
 def test_n_jobs_reaches_the_engine(native):
     X, y, _ = make_problem(np.random.default_rng(0), 300, 4)
-    assert native_engine(RenewableHuberRegressor(n_jobs=1).fit(X, y)).threads == 1
-    assert native_engine(RenewableHuberRegressor().fit(X, y)).threads == CORES
-    assert native_engine(RenewableHuberRegressor(n_jobs=-1).fit(X, y)).threads == CORES
-    assert native_engine(RenewableHuberRegressor(n_jobs=-2).fit(X, y)).threads == max(1, CORES - 1)
+
+    def pinned(**params):  # backend="auto" may run another plan (the advisor's)
+        return RenewableHuberRegressor(backend="native_cpu", **params)
+
+    assert native_engine(pinned(n_jobs=1).fit(X, y)).threads == 1
+    assert native_engine(pinned().fit(X, y)).threads == CORES
+    assert native_engine(pinned(n_jobs=-1).fit(X, y)).threads == CORES
+    assert native_engine(pinned(n_jobs=-2).fit(X, y)).threads == max(1, CORES - 1)
     assert RenewableHuberRegressor(backend="numpy", n_jobs=3).fit(X, y).backend_ == "numpy"
 
 

@@ -182,6 +182,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     estimator.save_checkpoint(args.output)
 
     print(f"backend: {estimator.backend_}")
+    print(f"plan: {estimator.plan_}")
     _print_throughput(stats, excluded="data generation excluded")
     print()
     _print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype)
@@ -305,6 +306,7 @@ def _run_fit(args: argparse.Namespace) -> int:
         f"{len(reader.feature_columns)} features"
     )
     print(f"backend: {estimator.backend_}")
+    print(f"plan: {estimator.plan_}")
     _print_throughput(stats, excluded="reading and checking excluded")
     print()
     _print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype)
@@ -579,13 +581,15 @@ def _write_text(path: Path, text: str) -> None:
 def _add_top(commands: Any) -> None:
     parser = commands.add_parser(
         "top",
-        help="a live view of a profiled stream: rows/s, bricks, convergence, bottleneck",
+        help="a live view of a profiled stream: rows/s, bricks, convergence, bottleneck, "
+        "recommendations",
         description=(
             "Stream FILE (or the demo, repeated with fresh seeds) through partial_fit with the "
             "brick profiler on, refreshing a terminal view: rows, batches, rows/s, per-brick "
-            "time and share, convergence, and a bottleneck hint from the roofline of this "
-            "machine's measured peaks. Stops at --duration, --batches, the end of FILE, q or "
-            "Ctrl-C."
+            "time and share, convergence, a bottleneck hint from the roofline of this "
+            "machine's measured peaks, and the tuner's recommendations for the workload (the "
+            "plan running against the plan the advisor picks, and the top suggestion). Stops "
+            "at --duration, --batches, the end of FILE, q or Ctrl-C."
         ),
     )
     _add_stream_source(parser)
@@ -620,12 +624,28 @@ def _run_top(args: argparse.Namespace) -> int:
     deadline = None if args.duration is None else time.perf_counter() + args.duration
     last_frame = 0.0
     keys = _Keys() if live and sys.stdin.isatty() else None
+    tuner: dict[str, Any] = {"workload": None, "running": None, "panel": None}
+
+    def recommend(X: Any) -> None:
+        """The tuner's panel: computed at the first batch, again when the plan running
+        changes (auto's advisor reverting to the default)."""
+        if tuner["workload"] is None:
+            tuner["workload"] = _top.workload_of(X, alpha=args.alpha,
+                                                 fit_intercept=estimator.fit_intercept)
+        running = _top.running_plan(estimator, args.l1_solver)
+        if tuner["panel"] is None or running != tuner["running"]:
+            tuner["running"] = running
+            tuner["panel"] = _top.recommendations(tuner["workload"], running)
 
     def frame(final: bool = False) -> str:
         report = prof.report()
+        breakdown = prof.breakdown()
         hint = _top.bottleneck_hint(report, peaks, prof.roofline(peaks.gb_per_s,
                                                                  peaks.gflop_per_s))
-        return _top.render(state, report, prof.breakdown(), hint, width=width, final=final)
+        panel = _top.recommendation_lines(tuner["panel"], state.measured_rows_per_s(),
+                                          width - 2)
+        return _top.render(state, report, breakdown, hint, width=width, final=final,
+                           recommendations=panel)
 
     if live:
         out.write(_top.ALT_SCREEN_ON + _top.CURSOR_OFF)
@@ -641,6 +661,7 @@ def _run_top(args: argparse.Namespace) -> int:
                     estimator.partial_fit(X, y)
                     state.backend = estimator.backend_
                     state.add(len(y), time.perf_counter() - tick, estimator.diagnostics_[-1])
+                    recommend(X)
                     now = time.perf_counter()
                     done = (args.batches is not None and state.batches >= args.batches) or (
                         deadline is not None and now >= deadline

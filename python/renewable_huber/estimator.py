@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -26,12 +27,18 @@ from .core.xp import to_host
 from .cuda.dlpack import is_device_tensor
 from .errors import IllConditionedWarning
 from .profiling import _hooks as _prof
+from .tuner import advisor as _advisor
+from .tuner import online as _online
 from .tuner.plans import Plan, parse_plan
+from .tuner.workload import Workload
+
+#: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
+PLAN_VARIABLE = "RH_PLAN"
 
 _FITTED_ATTRIBUTES = (
     "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
     "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
-    "diagnostics_", "backend_",
+    "diagnostics_", "backend_", "plan_",
 )
 
 
@@ -65,7 +72,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     batch_size : int or None, default=None
         Rows per batch in :meth:`fit`; None streams all of X as one batch.
     backend : {"auto", "numpy", "native_cpu", "cuda"}, default="auto"
-        The engine. "auto" uses native_cpu when installed, else the NumPy reference.
+        The engine. "auto" runs native_cpu with its defaults when installed (else the NumPy
+        reference), unless the tuner's advisor predicts another plan at least 10 % faster for
+        the stream's first batch, inside its training distribution; it reverts to the default
+        if that plan's first batches measure slower than promised (``plan_``; docs/tuner.md,
+        "The advisor"). The environment variable ``RH_PLAN=<plan id>`` pins a plan instead.
     device : int or None, default=None
         CUDA device ordinal for ``backend="cuda"``.
     n_jobs : int or None, default=None
@@ -110,6 +121,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         One dict per batch since the last reset.
     backend_ : str
         The engine that ran.
+    plan_ : renewable_huber.tuner.advisor.PlanReport
+        The plan that ran and why: ``plan``, ``reason`` (chosen by the model, a default's
+        reason, reverted, pinned), ``detail``, ``predicted_rows_per_s``,
+        ``measured_rows_per_s`` (median of the stream's first timed batches) and ``model_id``.
     profile_ : renewable_huber.profiling.Profile
         With ``profile=True``: the profile of every update since the last :meth:`fit` and of
         every prediction (``profile_.report()``, ``profile_.to_chrome_trace(path)``, ...).
@@ -177,15 +192,17 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         with self._transaction(), self._profiling(restart=True):
             self._reset()
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
-            engine = self._engine()
-            config = self._config()
             step = X.shape[0] if self.batch_size is None else int(self.batch_size)
+            self._start_session(X[:step])
             state, diagnostics = None, []
             for start in range(0, X.shape[0], step):
                 rows = slice(start, start + step)
+                engine, config = self._engine(), self._config()
+                began = time.perf_counter()
                 state, diag = engine.update(
                     state, X[rows], y[rows], None if w is None else w[rows], config
                 )
+                self._observe(X[rows], time.perf_counter() - began, engine.name)
                 diagnostics.append(diag.as_dict())
             self._commit(state, diagnostics, engine.name)
         self._warn_about(diagnostics)
@@ -202,9 +219,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 f"fit_intercept={self._fitted_intercept}; call fit to start a new stream"
             )
         with self._transaction(), self._profiling(restart=False):
+            began = time.perf_counter()
             X, y, w = self._validate_batch(X, y, sample_weight, reset=first)
+            if first or getattr(self, "_session", None) is None:
+                self._start_session(X)
             engine = self._engine()
             state, diag = engine.update(None if first else self._state, X, y, w, self._config())
+            self._observe(X, time.perf_counter() - began, engine.name)
             history = [] if first else self.diagnostics_
             self._commit(state, [*history, diag.as_dict()], engine.name)
         self._warn_about([diag.as_dict()], first_batch=self.n_batches_)
@@ -317,11 +338,34 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
         return int(self.n_jobs)
 
+    def _pinned_plan(self) -> tuple[Plan | None, str]:
+        """The plan the user pinned and how: ``plan=``, else ``RH_PLAN`` where the advisor
+        would run (backend="auto"), else (None, "")."""
+        if self.plan is not None:
+            return parse_plan(self.plan), _advisor.PINNED
+        pinned = os.environ.get(PLAN_VARIABLE, "").strip()
+        if pinned and self.backend == "auto":
+            try:
+                return Plan.from_id(pinned), _advisor.PINNED_ENV
+            except ValueError as exc:
+                raise ValueError(f"{PLAN_VARIABLE}={pinned!r}: {exc}") from None
+        return None, ""
+
     def _plan(self) -> Plan | None:
-        """``plan`` as a Plan, checked against the settings it overrides."""
-        if self.plan is None:
+        """The plan that runs — ``plan=``, else (backend="auto") this stream's: pinned by
+        ``RH_PLAN`` or the advisor's choice — checked against the settings it overrides; None:
+        ``backend`` and ``n_jobs`` decide."""
+        if self.plan is not None:
+            return self._checked(parse_plan(self.plan), "plan=")
+        if self.backend != "auto":
             return None
-        plan = parse_plan(self.plan)
+        session = self.__dict__.get("_session")
+        if session is not None:
+            return session.plan
+        plan, _ = self._pinned_plan()  # before the stream's first batch
+        return None if plan is None else self._checked(plan, f"{PLAN_VARIABLE}=")
+
+    def _checked(self, plan: Plan, source: str) -> Plan:
         disagree = []
         if self.backend not in ("auto", plan.backend):
             disagree.append(f"backend={self.backend!r}")
@@ -333,10 +377,70 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             disagree.append(f"n_jobs={self.n_jobs!r}")
         if disagree:
             raise ValueError(
-                f"plan={plan.id!r} decides the backend, threads and L1 solver, and conflicts "
+                f"{source}{plan.id!r} decides the backend, threads and L1 solver, and conflicts "
                 f"with {', '.join(disagree)}; leave those at their defaults (backend='auto', "
                 "n_jobs=None, l1_solver='lamm') or make them agree with the plan")
         return plan
+
+    def _start_session(self, X: Any) -> None:
+        """Decide this stream's plan from its first batch ``X`` (``plan_``)."""
+        plan, how = self._pinned_plan()
+        if plan is not None:
+            source = "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}="
+            self._checked(plan, source)
+            # plan= is read from the parameter on every batch; RH_PLAN once, here.
+            self._session = _advisor.Session(plan.id, how,
+                                             plan=None if how == _advisor.PINNED else plan)
+            return
+        if self.backend != "auto":
+            self._session = _advisor.Session(self.backend, _advisor.USER_BACKEND,
+                                             f"backend={self.backend!r}")
+            return
+        workload = self._workload(X)
+        candidates, default = self._auto_candidates(workload)
+        advisor = _advisor.shared() if candidates else None
+        if advisor is None:
+            self._session = _advisor.Session(
+                default.id, _advisor.NO_MODEL,
+                "only the NumPy reference is installed" if not candidates else
+                "the tuner's models could not be loaded")
+            return
+        self._session = _advisor.Session.from_advice(
+            advisor.advise(workload, candidates=candidates, default=default))
+
+    def _workload(self, X: Any) -> Workload:
+        return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
+                        dtype=np.dtype(X.dtype).name, penalized=float(self.alpha) > 0,
+                        intercept=bool(self.fit_intercept))
+
+    def _auto_candidates(self, workload: Workload) -> tuple[list[Plan], Plan]:
+        """The plans auto may choose from — those agreeing with ``n_jobs`` and a non-default
+        ``l1_solver`` — and the default plan; no candidates without native_cpu."""
+        from .backends import native_cpu_available
+        from .tuner.plans import plans_for
+
+        if not native_cpu_available():
+            return [], Plan("numpy")
+        solver = self.l1_solver if workload.penalized else "lamm"
+        default = Plan("native_cpu", threads=self._threads(), l1_solver=solver).resolved()
+        plans = [p for p in plans_for(workload)
+                 if (self.n_jobs is None or p.backend != "native_cpu"
+                     or p.threads == default.threads)
+                 and (solver == "lamm" or p.l1_solver == solver)]
+        return plans, default
+
+    def _observe(self, X: Any, seconds: float, backend: str) -> None:
+        """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
+        plan of the next batch), and online learning's data."""
+        if self.profile and _online.enabled():
+            plan = self._plan() or Plan(backend, **({"threads": self._threads(),
+                                                     "l1_solver": self._config().l1_solver}
+                                                    if backend == "native_cpu" else {}))
+            _online.record_batch(self._workload(X), plan.resolved(), seconds, self.profile_)
+        session = self._session.observe(int(X.shape[0]), seconds)
+        if session is not self._session or not hasattr(self, "plan_"):
+            self._session = session
+            self.plan_ = session.report()
 
     def _engine_settings(self) -> tuple[str, int | None, int | None, str | None, int | None]:
         """What the engine is built from: backend, device, threads, gram, chunk_kib."""
@@ -401,7 +505,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             raise
 
     def _reset(self) -> None:
-        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept"):
+        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session"):
             self.__dict__.pop(name, None)
 
     def _commit(self, state: State, diagnostics: list[dict], backend: str) -> None:

@@ -227,6 +227,7 @@ class FeatureExtractor:
         groups = {"backend": (plan.backend, BACKENDS), "gram": (plan.gram, GRAM_STRATEGIES),
                   "l1": (plan.l1_solver, L1_SOLVERS)}
         for group, (value, choices) in groups.items():
-            if sum(x for k, x in v.items() if k.startswith(f"{group}_")) != 1.0:
+            total = sum(v[f"{group}_{c}"] for c in choices)
+            if total + (v["gram_default"] if group == "gram" else 0.0) != 1.0:
                 raise ValueError(f"plan {group} {value!r} is not one of {choices}"
                                  + (" or None" if group == "gram" else ""))

@@ -466,6 +466,13 @@ def fingerprint(measure: bool = True, *, sizes: ProbeSizes = ProbeSizes(),
     return dataclasses.replace(hw, **values)
 
 
+def cached_limits(hardware_id: str, sizes: ProbeSizes = ProbeSizes()) -> dict[str, float] | None:
+    """The measured fields of machine ``hardware_id`` from this process's or the disk cache,
+    never by probing (None when neither has them): for callers that must not spend seconds."""
+    return _PROCESS_CACHE.get((hardware_id, sizes)) or _read_cache(cache_path(hardware_id),
+                                                                   hardware_id, sizes)
+
+
 # --- text -------------------------------------------------------------------------------------
 
 def _bytes(n: float | None) -> str:

@@ -233,7 +233,8 @@ def plans_for(workload: Workload, hardware: Any = None) -> list[Plan]:
 
 
 def default_plan(workload: Workload) -> Plan:
-    """What ``backend="auto"`` runs today: native_cpu with the engine's defaults when it is
+    """The safe default plan ``backend="auto"`` runs unless the advisor (advisor.py) picks another:
+    native_cpu with the engine's defaults when it is
     installed, else the NumPy reference; a device-resident workload runs on cuda."""
     from ..backends import native_cpu_available
 

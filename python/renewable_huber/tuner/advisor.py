@@ -1,0 +1,321 @@
+"""The advisor behind ``backend="auto"`` (docs/tuner.md, "The advisor").
+
+For the first batch of a stream, the throughput model ranks the plans valid here; auto leaves the
+safe default plan only when
+
+1. the workload is inside the training distribution: this machine's bandwidth and peak are known
+   (from the model's own fingerprint of this hardware id, or the fingerprint cache — never probed
+   here), the batch's rows and features lie within the training workloads' sizes, every feature of
+   the default plan lies within the training rows' range (± :data:`FEATURE_TOLERANCE`), and the
+   trees' disagreement on the best plan is at most the model's ``uncertainty_bound`` (the 99th
+   percentile over its training rows);
+2. the best plan's predicted gain over the default is at least :data:`GAIN_MARGIN`;
+3. the plan classifier agrees: it gives the best plan at least the probability it gives the
+   default.
+
+Then :class:`Session` keeps process-local evidence: the chosen plan's first batches are timed
+(after :data:`WARMUP_BATCHES`, the median of :data:`EVIDENCE_BATCHES`), and if the measured rows/s
+fall short of the promised rows/s by more than :data:`REVERT_MARGIN` — below
+promised / (1 + margin), which is never below the default's own prediction — the rest of the
+stream runs the default. Nothing is written anywhere; the choice is a pure function of the model,
+the workload and those measurements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+import threading
+import warnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .hardware import Hardware, cached_limits, identify
+from .models import MODEL_FILES, Ensemble, Ranked, default_models_dir, load
+from .plans import Plan, default_plan, plans_for
+from .workload import Workload
+
+#: The predicted gain over the default plan needed to leave it (10 %).
+GAIN_MARGIN = 0.10
+#: How far the measured rows/s may fall short of the promise before auto reverts.
+REVERT_MARGIN = 0.10
+#: Batches on the chosen plan not timed as evidence (engine start, first touch of memory).
+WARMUP_BATCHES = 1
+#: Batches whose median rows/s is compared with the promise.
+EVIDENCE_BATCHES = 3
+#: How far (in the [0, 1] feature scale) a feature may lie outside its training range.
+FEATURE_TOLERANCE = 0.02
+#: Answers an advisor remembers before it starts afresh.
+_MAX_ANSWERS = 4096
+
+CHOSEN = "chosen by the model"
+OUT_OF_DISTRIBUTION = "default: out of distribution"
+GAIN_BELOW_MARGIN = "default: gain below margin"
+CLASSIFIER_DISAGREES = "default: plan classifier disagrees"
+NO_MODEL = "default: no model"
+REVERTED = "reverted: measured slower"
+PINNED = "pinned by plan="
+PINNED_ENV = "pinned by RH_PLAN"
+USER_BACKEND = "set by backend="
+
+#: Feature-name prefixes of the plan part of a feature vector (the rest is workload + hardware).
+_PLAN_FEATURES = ("backend_", "gram_", "l1_", "threads_", "chunk", "profile_", "brick_")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The advisor's answer for one workload."""
+
+    workload: Workload
+    plan: Plan  # what auto runs
+    default: Plan  # the safe default plan, resolved
+    reason: str
+    detail: str
+    predicted_rows_per_s: float | None  # of ``plan``
+    default_rows_per_s: float | None  # predicted, of ``default``
+    ranked: tuple[Ranked, ...] = ()  # in-distribution candidates, best first
+    model_id: str | None = None
+
+    @property
+    def chosen(self) -> bool:
+        return self.reason == CHOSEN
+
+
+def _model_id(source: str, directory: Path) -> str:
+    digest = hashlib.sha256((directory / MODEL_FILES["throughput"]).read_bytes()).hexdigest()
+    return f"{source}:{digest[:12]}"
+
+
+class Advisor:
+    """A loaded model set and this machine's fingerprint; :meth:`advise` is deterministic."""
+
+    def __init__(self, ensemble: Ensemble, hardware: Hardware, *, source: str = "shipped",
+                 model_id: str = "unknown") -> None:
+        self.ensemble = ensemble
+        self.source = source
+        self.model_id = model_id
+        meta = ensemble.models["throughput"].metadata
+        if "feature_min" not in meta:
+            raise ValueError("the throughput model has no training distribution (trained by an "
+                             "older version); retrain it with `rhuber tune train`")
+        self.feature_min = np.asarray(json.loads(meta["feature_min"]), dtype=np.float64)
+        self.feature_max = np.asarray(json.loads(meta["feature_max"]), dtype=np.float64)
+        self.rows_range = tuple(json.loads(meta["rows_range"]))
+        self.features_range = tuple(json.loads(meta["features_range"]))
+        self.uncertainty_bound = float(meta["uncertainty_bound"])
+        fingerprints = json.loads(meta.get("fingerprints", "{}"))
+        if not hardware.measured and hardware.hardware_id in fingerprints:
+            hardware = Hardware.from_dict(fingerprints[hardware.hardware_id])
+        self.hardware = hardware
+        names = ensemble.extractor.names
+        self._workload_features = np.asarray([not n.startswith(_PLAN_FEATURES) for n in names])
+        self._answers: dict[tuple[Any, ...], Advice] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, hardware: Hardware | None = None,
+             models_dir: str | Path | None = None) -> Advisor:
+        """The models of ``models_dir``; by default this machine's local models
+        (``rhuber tune calibrate``) when they exist, else the shipped ones."""
+        from .local import models_dir as local_models_dir
+
+        hw = hardware if hardware is not None else identify()
+        if not hw.measured:
+            limits = cached_limits(hw.hardware_id)
+            if limits is not None:
+                hw = replace(hw, **limits)
+        if models_dir is not None:
+            directory, source = Path(models_dir), "custom"
+        else:
+            directory, source = local_models_dir(hw.hardware_id), "local"
+            if not all((directory / f).exists() for f in MODEL_FILES.values()):
+                directory, source = default_models_dir(), "shipped"
+        return cls(Ensemble(load(directory)), hw, source=source,
+                   model_id=_model_id(source, directory))
+
+    # ------------------------------------------------------------------ decisions
+
+    def outside(self, workload: Workload, default: Plan) -> str | None:
+        """Why ``workload`` is outside the training distribution, or None when inside."""
+        hw = self.hardware
+        if not hw.measured:
+            return (f"this machine ({hw.hardware_id}) has no measured bandwidth and peak; run "
+                    "`rhuber tune hardware` or `rhuber tune calibrate`")
+        for name, value, (low, high) in (("rows", workload.rows, self.rows_range),
+                                         ("features", workload.features, self.features_range)):
+            if not low <= value <= high:
+                return f"{name} {value} outside the training workloads' [{low}, {high}]"
+        x = self.ensemble.extractor.extract(workload, default, hw)
+        bad = self._workload_features & ((x < self.feature_min - FEATURE_TOLERANCE)
+                                         | (x > self.feature_max + FEATURE_TOLERANCE))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            return (f"feature {self.ensemble.extractor.names[i]} = {x[i]:.3g} outside the "
+                    f"training range [{self.feature_min[i]:.3g}, {self.feature_max[i]:.3g}]")
+        return None
+
+    def advise(self, workload: Workload, *, candidates: list[Plan] | None = None,
+               default: Plan | None = None) -> Advice:
+        """Which plan auto runs for ``workload``, and why.
+
+        ``candidates`` (default :func:`plans_for` here) and ``default`` (default
+        :func:`default_plan`, resolved) let the estimator respect settings the user fixed.
+        Answers are remembered per question (a few milliseconds each the first time).
+        """
+        default = (default or default_plan(workload)).resolved(self.hardware.cores)
+        if candidates is None:
+            candidates = plans_for(workload, self.hardware)
+        key = (workload, tuple(candidates), default)
+        with self._lock:
+            if key not in self._answers:
+                if len(self._answers) >= _MAX_ANSWERS:
+                    self._answers.clear()
+                self._answers[key] = self._advise(workload, list(candidates), default)
+            return self._answers[key]
+
+    def _advise(self, workload: Workload, candidates: list[Plan], default: Plan) -> Advice:
+
+        def answer(reason: str, detail: str, plan: Plan = default,
+                   ranked: tuple[Ranked, ...] = (), predicted: float | None = None,
+                   default_rate: float | None = None) -> Advice:
+            return Advice(workload, plan, default, reason, detail, predicted, default_rate,
+                          ranked, self.model_id)
+
+        why = self.outside(workload, default)
+        if why is not None:
+            return answer(OUT_OF_DISTRIBUTION, why)
+        plans = [default, *(p for p in candidates if p != default)]
+        X = np.stack([self.ensemble.extractor.extract(workload, p, self.hardware)
+                      for p in plans])
+        low, high = self.feature_min - FEATURE_TOLERANCE, self.feature_max + FEATURE_TOLERANCE
+        inside = ((low <= X) & (high >= X)).all(axis=1)
+        inside[0] = True  # the default is inside: outside() checked its workload part
+        log_rate, spread = self.ensemble.throughput(X[inside])
+        usable = [p for p, ok in zip(plans, inside, strict=True) if ok]
+        order = np.argsort(-log_rate, kind="stable")
+        ranked = tuple(Ranked(usable[i], float(log_rate[i]), float(spread[i])) for i in order)
+        best, base = ranked[0], next(r for r in ranked if r.plan == default)
+        rates = {"ranked": ranked, "default_rate": math.exp(base.log_rows_per_s)}
+        if best.uncertainty > self.uncertainty_bound:
+            return answer(OUT_OF_DISTRIBUTION, f"the model is unsure of {best.plan.id} "
+                          f"(tree spread {best.uncertainty:.3f} > bound "
+                          f"{self.uncertainty_bound:.3f})",
+                          predicted=rates["default_rate"], **rates)
+        gain = math.exp(best.log_rows_per_s - base.log_rows_per_s) - 1.0
+        if best.plan == default or gain < GAIN_MARGIN:
+            detail = ("the default is predicted fastest" if best.plan == default else
+                      f"{best.plan.id} predicted {gain:+.1%}, below {GAIN_MARGIN:.0%}")
+            return answer(GAIN_BELOW_MARGIN, detail, predicted=rates["default_rate"], **rates)
+        votes = self.ensemble.plan_probabilities(workload, self.hardware)
+        if votes.get(best.plan.id, 0.0) < votes.get(default.id, 0.0):
+            return answer(CLASSIFIER_DISAGREES,
+                          f"{best.plan.id} predicted {gain:+.1%}, but the plan classifier gives "
+                          f"it {votes.get(best.plan.id, 0.0):.2f} against the default's "
+                          f"{votes.get(default.id, 0.0):.2f}",
+                          predicted=rates["default_rate"], **rates)
+        return answer(CHOSEN, f"{gain:+.1%} predicted over {default.id}", plan=best.plan,
+                      predicted=math.exp(best.log_rows_per_s), **rates)
+
+
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared() -> Advisor | None:
+    """This process's advisor for this machine (loaded once); None when no model loads (the
+    reason is warned once)."""
+    with _SHARED_LOCK:
+        if "advisor" not in _SHARED:
+            try:
+                _SHARED["advisor"] = Advisor.load()
+            except Exception as exc:  # any unreadable model: auto runs the default
+                warnings.warn(f"backend='auto' runs the default plan: the tuner's models could "
+                              f"not be loaded ({exc})", RuntimeWarning, stacklevel=2)
+                _SHARED["advisor"] = None
+        return _SHARED["advisor"]
+
+
+def reset_shared() -> None:
+    """Forget the process's advisor (after calibration wrote new local models)."""
+    with _SHARED_LOCK:
+        _SHARED.clear()
+
+
+# ----------------------------------------------------------------------- the stream's evidence
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """``est.plan_``: the plan that ran and why."""
+
+    plan: str
+    reason: str
+    detail: str = ""
+    predicted_rows_per_s: float | None = None
+    measured_rows_per_s: float | None = None
+    model_id: str | None = None
+
+    def __str__(self) -> str:
+        def rate(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:,.0f} rows/s"
+
+        text = f"{self.plan} ({self.reason}"
+        text += f": {self.detail})" if self.detail else ")"
+        text += (f"; predicted {rate(self.predicted_rows_per_s)}, measured "
+                 f"{rate(self.measured_rows_per_s)}")
+        return text + (f"; model {self.model_id}" if self.model_id else "")
+
+
+@dataclass(frozen=True)
+class Session:
+    """One stream's plan: what runs (``plan``; None means the estimator's own settings, i.e.
+    the default), why, and the timings of its first batches. Immutable: :meth:`observe` returns
+    the next session, so an update that fails leaves the old one in place."""
+
+    display: str  # the plan id shown in plan_
+    reason: str
+    detail: str = ""
+    plan: Plan | None = None
+    promised: float | None = None  # predicted rows/s of what runs
+    model_id: str | None = None
+    advice: Advice | None = None
+    timings: tuple[float, ...] = field(default=())  # rows/s of the first batches on ``plan``
+
+    @classmethod
+    def from_advice(cls, advice: Advice) -> Session:
+        return cls(advice.plan.id, advice.reason, advice.detail,
+                   advice.plan if advice.chosen else None, advice.predicted_rows_per_s,
+                   advice.model_id, advice)
+
+    def measured(self) -> float | None:
+        """Median rows/s of the timed batches after the warm-up (the warm-up batch alone when
+        there is nothing else yet)."""
+        evidence = self.timings[WARMUP_BATCHES:] or self.timings
+        return statistics.median(evidence) if evidence else None
+
+    def observe(self, rows: int, seconds: float) -> Session:
+        """The session after a batch of ``rows`` took ``seconds``; reverts a chosen plan whose
+        evidence is complete and falls short of the promise by more than the margin."""
+        if len(self.timings) >= WARMUP_BATCHES + EVIDENCE_BATCHES or not seconds > 0:
+            return self
+        nxt = replace(self, timings=(*self.timings, rows / seconds))
+        if self.reason != CHOSEN or len(nxt.timings) < WARMUP_BATCHES + EVIDENCE_BATCHES:
+            return nxt
+        measured = nxt.measured()
+        assert measured is not None and self.promised is not None and self.advice is not None
+        if measured >= self.promised / (1.0 + REVERT_MARGIN):
+            return nxt
+        default = self.advice.default
+        return Session(default.id, REVERTED,
+                       f"{self.display} measured {measured:,.0f} rows/s, promised "
+                       f"{self.promised:,.0f}", None, self.advice.default_rows_per_s,
+                       self.model_id, self.advice)
+
+    def report(self) -> PlanReport:
+        return PlanReport(self.display, self.reason, self.detail, self.promised,
+                          self.measured(), self.model_id)

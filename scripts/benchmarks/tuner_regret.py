@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""How good is backend="auto"? Its stream time against every plan's, side by side in one run,
+on workloads that are not in the tuner's corpus (off its grid of rows and features).
+
+For each workload, every contestant — each plan valid here pinned with ``plan=``, and the
+estimator with ``backend="auto"`` — streams the same batches through the public ``partial_fit``
+(a fresh estimator per stream, as users run it); the contestants take turns in a seeded shuffled
+order, repetition after repetition, so load on a shared machine falls on all alike, and each
+contestant's figure is its median stream time. Then, per workload:
+
+- regret  = auto's time / the best plan's time        (target: geomean <= 1.03)
+- vs default = auto's time / the default plan's time  (target: <= 1.02 at p99)
+- speed-up = the default plan's time / auto's time    (reported: geomean, max)
+
+The advisor's first answer for a workload is given before the timed runs and its cost reported
+apart (it is paid once per workload and process; later streams reuse the answer).
+
+    .venv/bin/python scripts/benchmarks/tuner_regret.py --out docs/perf/tuner_regret.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+from typing import Any
+
+from renewable_huber import RenewableHuberRegressor
+from renewable_huber.tuner import advisor as adv
+from renewable_huber.tuner.collect import PENALTY_ALPHA, workload_batches
+from renewable_huber.tuner.plans import Plan, plans_for
+from renewable_huber.tuner.workload import Workload
+
+#: Off the corpus grid (rows 256·4^k, features 2·4^k): between its points, both dtypes, some
+#: penalized, a few beyond its sizes (auto must then keep the default).
+ROWS = (512, 2048, 3000, 8192, 20000)
+FEATURES = (4, 16, 48, 100)
+EXTRA = (Workload(2048, 16, "float64", penalized=True),
+         Workload(8192, 4, "float32", penalized=True),
+         Workload(600, 24, "float32", penalized=True), Workload(150_000, 16),
+         Workload(4096, 300))
+
+
+def workloads(limit_bytes: int) -> list[Workload]:
+    grid = [Workload(n, p, dtype) for n in ROWS for p in FEATURES
+            for dtype in ("float64", "float32") if n * p * (8 if dtype == "float64" else 4)
+            <= limit_bytes]
+    return grid + [w for w in EXTRA if w.rows * w.features * w.itemsize <= 4 * limit_bytes]
+
+
+def _stream_seconds(workload: Workload, plan: Plan | None, batches: list[Any]) -> float:
+    model = RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
+                                    alpha=PENALTY_ALPHA if workload.penalized else 0.0)
+    start = time.perf_counter()
+    for X, y in batches:
+        model.partial_fit(X, y)
+    seconds = time.perf_counter() - start
+    if plan is None:
+        _stream_seconds.last_auto = model.plan_  # type: ignore[attr-defined]
+    return seconds
+
+
+def measure(workload: Workload, batches: int, repetitions: int, seed: int) -> dict[str, Any]:
+    data = workload_batches(workload, batches, seed=seed)
+    plans = plans_for(workload)
+    default = Plan("native_cpu").resolved()
+    contestants: list[Plan | None] = [None, *plans]
+    start = time.perf_counter()
+    shared = adv.shared()
+    advice = shared.advise(workload) if shared is not None else None
+    decision_ms = (time.perf_counter() - start) * 1e3
+    times: dict[str, list[float]] = {("auto" if c is None else c.id): [] for c in contestants}
+    order = random.Random(seed)
+    for c in contestants:  # warm-up: engines, caches, the advisor's answer
+        _stream_seconds(workload, c, data[:2])
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repetitions):
+            round_ = list(contestants)
+            order.shuffle(round_)
+            for c in round_:
+                times["auto" if c is None else c.id].append(_stream_seconds(workload, c, data))
+    finally:
+        if enabled:
+            gc.enable()
+    median = {k: statistics.median(v) for k, v in times.items()}
+    plan_times = {k: v for k, v in median.items() if k != "auto"}
+    best = min(plan_times, key=plan_times.__getitem__)
+    report = _stream_seconds.last_auto  # type: ignore[attr-defined]
+    return {
+        "workload": workload.id, "batches": batches, "repetitions": repetitions,
+        "auto_plan": report.plan, "auto_reason": report.reason,
+        "advice_plan": None if advice is None else advice.plan.id,
+        "decision_ms": decision_ms, "best_plan": best, "default_plan": default.id,
+        "seconds": median,
+        "regret": median["auto"] / plan_times[best],
+        "vs_default": median["auto"] / plan_times[default.id],
+        "default_regret": plan_times[default.id] / plan_times[best],
+    }
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    regret = [r["regret"] for r in rows]
+    versus = [r["vs_default"] for r in rows]
+    speedup = [1.0 / v for v in versus]
+    chosen = [r for r in rows if r["auto_reason"] == adv.CHOSEN]
+    return {
+        "workloads": len(rows),
+        "auto_regret_geomean": _geomean(regret), "auto_regret_p95": _quantile(regret, 0.95),
+        "auto_vs_default_p99": _quantile(versus, 0.99), "auto_vs_default_max": max(versus),
+        "speedup_geomean": _geomean(speedup), "speedup_max": max(speedup),
+        "default_regret_geomean": _geomean([r["default_regret"] for r in rows]),
+        "moved_off_default": len(chosen),
+        "reverted": sum(r["auto_reason"] == adv.REVERTED for r in rows),
+        "speedup_geomean_where_moved": _geomean([1 / r["vs_default"] for r in chosen])
+        if chosen else None,
+        "decision_ms_median": statistics.median(r["decision_ms"] for r in rows),
+        "targets": {"regret_geomean_le_1.03": _geomean(regret) <= 1.03,
+                    "vs_default_p99_le_1.02": _quantile(versus, 0.99) <= 1.02},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batches", type=int, default=12, help="batches per stream")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--max-batch-mb", type=float, default=8.0,
+                        help="skip grid workloads with a larger X batch")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N workloads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    args = parser.parse_args(argv)
+
+    chosen = workloads(int(args.max_batch_mb * 2**20))[:args.limit]
+    rows = []
+    began = time.perf_counter()
+    for k, workload in enumerate(chosen, start=1):
+        row = measure(workload, args.batches, args.repetitions, args.seed)
+        rows.append(row)
+        print(f"[{k}/{len(chosen)} {time.perf_counter() - began:5.0f}s] {workload.id:38s} "
+              f"auto {row['auto_plan']:48s} regret {row['regret']:.3f} vs default "
+              f"{row['vs_default']:.3f} ({row['auto_reason']})", file=sys.stderr, flush=True)
+    summary = summarize(rows)
+    print(json.dumps(summary, indent=2))
+    if args.out:
+        with open(args.out, "w") as out:
+            json.dump({"summary": summary, "workloads": rows, "argv": sys.argv[1:],
+                       "cpu_count": os.cpu_count()}, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

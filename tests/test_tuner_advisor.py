@@ -1,0 +1,276 @@
+"""The advisor behind backend="auto": its rules, its evidence, and the estimator's plan_."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from helpers import NATIVE_CPU, make_problem, require_module
+from renewable_huber import RenewableHuberRegressor
+from renewable_huber.tuner import advisor as adv
+from renewable_huber.tuner.hardware import Hardware
+from renewable_huber.tuner.models import Ensemble
+from renewable_huber.tuner.plans import Plan, plans_for
+from renewable_huber.tuner.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def models():
+    require_module(*NATIVE_CPU)
+    ensemble = Ensemble.load()
+    fingerprints = json.loads(ensemble.models["throughput"].metadata["fingerprints"])
+    return ensemble, Hardware.from_dict(next(iter(fingerprints.values())))
+
+
+@pytest.fixture
+def shipped(models):
+    """A fresh advisor (it remembers answers) on the shipped models, with the fingerprint of
+    the machine they were trained on: the decisions below do not depend on the machine
+    running the tests."""
+    ensemble, hardware = models
+    return adv.Advisor(ensemble, hardware, model_id="test")
+
+
+def advise(advisor, workload):
+    return advisor.advise(workload, candidates=plans_for(workload, advisor.hardware))
+
+
+# A workload the shipped model moves off the default for, and one it keeps the default for.
+CHOSEN_WORKLOAD = Workload(1024, 8, "float32")
+NEAR_DEFAULT_WORKLOAD = Workload(4096, 16)
+
+
+def test_a_workload_with_a_predicted_gain_gets_the_faster_plan(shipped):
+    advice = advise(shipped, CHOSEN_WORKLOAD)
+    assert advice.reason == adv.CHOSEN, advice.detail
+    assert advice.plan != advice.default
+    assert advice.predicted_rows_per_s >= (1 + adv.GAIN_MARGIN) * advice.default_rows_per_s
+    assert advice.ranked[0].plan == advice.plan
+    assert advice.model_id == "test"
+
+
+def test_advice_is_deterministic(shipped):
+    assert advise(shipped, CHOSEN_WORKLOAD) == advise(shipped, CHOSEN_WORKLOAD)
+
+
+def test_a_small_predicted_gain_keeps_the_default(shipped):
+    advice = advise(shipped, NEAR_DEFAULT_WORKLOAD)
+    assert advice.reason == adv.GAIN_BELOW_MARGIN
+    assert advice.plan == advice.default == Plan("native_cpu").resolved(shipped.hardware.cores)
+
+
+def test_the_margin_decides(shipped, monkeypatch):
+    monkeypatch.setattr(adv, "GAIN_MARGIN", 10.0)
+    assert advise(shipped, CHOSEN_WORKLOAD).reason == adv.GAIN_BELOW_MARGIN
+    monkeypatch.setattr(adv, "GAIN_MARGIN", 0.0)
+    advice = advise(shipped, NEAR_DEFAULT_WORKLOAD)
+    assert advice.reason == adv.CHOSEN, advice.detail
+
+
+@pytest.mark.parametrize("workload, why", [
+    (Workload(10**7, 8), "rows 10000000 outside"),
+    (Workload(1024, 1000), "features 1000 outside"),
+    (Workload(4096, 16, intercept=False), "feature intercept"),
+    (Workload(65536, 256), "feature batch_bytes_log"),
+])
+def test_workloads_outside_the_training_distribution_run_the_default(shipped, workload, why):
+    advice = advise(shipped, workload)
+    assert advice.reason == adv.OUT_OF_DISTRIBUTION
+    assert why in advice.detail
+    assert advice.plan == advice.default and advice.predicted_rows_per_s is None
+
+
+def test_unmeasured_or_other_hardware_is_out_of_distribution(shipped):
+    other = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
+                                memory_bandwidth_bytes_per_s=None, peak_flops_float64=None,
+                                peak_flops_float32=None)
+    advisor = adv.Advisor(shipped.ensemble, other)
+    advice = advise(advisor, CHOSEN_WORKLOAD)
+    assert advice.reason == adv.OUT_OF_DISTRIBUTION and "no measured bandwidth" in advice.detail
+    faster = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
+                                 memory_bandwidth_bytes_per_s=1e12)
+    advice = advise(adv.Advisor(shipped.ensemble, faster), CHOSEN_WORKLOAD)
+    assert advice.reason == adv.OUT_OF_DISTRIBUTION and "bandwidth_log" in advice.detail
+
+
+def test_the_machine_the_model_knows_is_recognized_by_its_id(shipped):
+    unmeasured = dataclasses.replace(shipped.hardware, memory_bandwidth_bytes_per_s=None,
+                                     peak_flops_float64=None, peak_flops_float32=None)
+    advisor = adv.Advisor(shipped.ensemble, unmeasured)
+    assert advisor.hardware == shipped.hardware
+    assert advise(advisor, CHOSEN_WORKLOAD).reason == adv.CHOSEN
+
+
+def test_an_unsure_model_keeps_the_default(shipped, monkeypatch):
+    monkeypatch.setattr(shipped, "uncertainty_bound", 1e-6)
+    advice = advise(shipped, CHOSEN_WORKLOAD)
+    assert advice.reason == adv.OUT_OF_DISTRIBUTION and "unsure" in advice.detail
+
+
+def test_the_plan_classifier_must_agree(shipped, monkeypatch):
+    default = Plan("native_cpu").resolved(shipped.hardware.cores)
+    monkeypatch.setattr(shipped.ensemble, "plan_probabilities",
+                        lambda workload, hardware: {default.id: 1.0})
+    advice = advise(shipped, CHOSEN_WORKLOAD)
+    assert advice.reason == adv.CLASSIFIER_DISAGREES and advice.plan == default
+
+
+def test_models_without_a_training_distribution_are_refused(shipped):
+    models = dict(shipped.ensemble.models)
+    stripped = dataclasses.replace(models["throughput"], metadata={
+        k: v for k, v in models["throughput"].metadata.items() if k != "feature_min"})
+    with pytest.raises(ValueError, match="no training distribution"):
+        adv.Advisor(Ensemble({**models, "throughput": stripped}), shipped.hardware)
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+def _chosen_session(promised=1000.0):
+    default = Plan("native_cpu").resolved(2)
+    plan = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=64)
+    advice = adv.Advice(Workload(1024, 8), plan, default, adv.CHOSEN, "+20 %", promised,
+                        promised / 1.2, model_id="m")
+    return adv.Session.from_advice(advice)
+
+
+def test_a_chosen_plan_that_keeps_its_promise_stays():
+    session = _chosen_session()
+    for seconds in (10.0, 1.0, 1.02, 0.99):  # rows/s: 100 (warm-up), 1000, 980, 1010
+        session = session.observe(1000, seconds)
+    assert session.reason == adv.CHOSEN and session.plan is not None
+    assert session.measured() == pytest.approx(1000.0)
+    assert session.observe(1000, 100.0) == session  # evidence is complete: nothing changes
+
+
+def test_a_chosen_plan_measured_slower_than_promised_reverts_to_the_default():
+    session = _chosen_session()
+    for seconds in (1.0, 1.0, 1.2):  # warm-up, then 1000 and 833 rows/s: not yet complete
+        session = session.observe(1000, seconds)
+    assert session.reason == adv.CHOSEN
+    session = session.observe(1000, 1.2)  # median 833 < 1000 / 1.1
+    assert session.reason == adv.REVERTED and session.plan is None
+    assert session.display == session.advice.default.id
+    assert "measured 833 rows/s, promised 1,000" in session.detail
+    assert session.report().predicted_rows_per_s == pytest.approx(1000 / 1.2)
+
+
+def test_the_default_is_never_reverted():
+    default = Plan("native_cpu").resolved(2)
+    advice = adv.Advice(Workload(1024, 8), default, default, adv.GAIN_BELOW_MARGIN, "", 1e9,
+                        1e9)
+    session = adv.Session.from_advice(advice)
+    for _ in range(6):
+        session = session.observe(10, 1.0)
+    assert session.reason == adv.GAIN_BELOW_MARGIN and session.plan is None
+
+
+def test_plan_report_reads_as_one_line():
+    report = adv.PlanReport("numpy/l1=lamm", adv.CHOSEN, "+12 %", 1e6, 9e5, "shipped:abc")
+    assert str(report) == ("numpy/l1=lamm (chosen by the model: +12 %); predicted 1,000,000 "
+                           "rows/s, measured 900,000 rows/s; model shipped:abc")
+    assert "\n" not in str(adv.PlanReport("numpy/l1=lamm", adv.NO_MODEL))
+
+
+# -------------------------------------------------------------------- the estimator
+
+
+class _FixedAdvisor:
+    """Chooses ``plan`` for every workload, promising ``promised`` rows/s."""
+
+    def __init__(self, plan, promised):
+        self.plan, self.promised = plan, promised
+
+    def advise(self, workload, *, candidates, default):
+        assert self.plan in candidates
+        return adv.Advice(workload, self.plan, default, adv.CHOSEN, "test", self.promised,
+                          self.promised / 2, model_id="fixed")
+
+
+@pytest.fixture
+def native():
+    return require_module(*NATIVE_CPU)
+
+
+def _stream(estimator, X, y, batch):
+    for start in range(0, len(y), batch):
+        estimator.partial_fit(X[start:start + batch], y[start:start + batch])
+    return estimator
+
+
+def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
+    chosen = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
+    monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))
+    X, y, _ = make_problem(np.random.default_rng(3), 6 * 300, 5)
+    auto = _stream(RenewableHuberRegressor(), X, y, 300)
+    assert auto.plan_.reason == adv.REVERTED
+    assert auto.plan_.plan == Plan("native_cpu").resolved().id
+    assert auto.plan_.model_id == "fixed" and auto.plan_.measured_rows_per_s > 0
+    assert auto._plan() is None  # the rest of the stream ran the estimator's default
+    reference = _stream(RenewableHuberRegressor(backend="native_cpu"), X, y, 300)
+    np.testing.assert_allclose(auto.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_auto_keeps_a_chosen_plan_that_delivers(native, monkeypatch):
+    chosen = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=64)
+    monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1.0))
+    X, y, _ = make_problem(np.random.default_rng(4), 2000, 4)
+    est = RenewableHuberRegressor(batch_size=250).fit(X, y)
+    assert est.plan_.reason == adv.CHOSEN and est.plan_.plan == chosen.id
+    assert est._plan() == chosen and est.backend_ == "native_cpu"
+
+
+def test_pins_bypass_the_advisor(native, monkeypatch):
+    def refuse():
+        raise AssertionError("the advisor was asked")
+
+    monkeypatch.setattr(adv, "shared", refuse)
+    X, y, _ = make_problem(np.random.default_rng(5), 400, 3)
+    monkeypatch.setenv("RH_PLAN", "numpy/l1=lamm")
+    est = RenewableHuberRegressor().fit(X, y)
+    assert (est.plan_.reason, est.plan_.plan, est.backend_) == (adv.PINNED_ENV, "numpy/l1=lamm",
+                                                               "numpy")
+    pinned = "native_cpu/t1/gram=full/chunk=64k/l1=lamm"
+    est = RenewableHuberRegressor(plan=pinned).fit(X, y)  # plan= wins over RH_PLAN
+    assert (est.plan_.reason, est.plan_.plan, est.backend_) == (adv.PINNED, pinned, "native_cpu")
+    est = RenewableHuberRegressor(backend="native_cpu").fit(X, y)  # RH_PLAN is auto's only
+    assert (est.plan_.reason, est.backend_) == (adv.USER_BACKEND, "native_cpu")
+
+
+def test_a_bad_rh_plan_is_a_clear_error(native, monkeypatch):
+    X, y, _ = make_problem(np.random.default_rng(6), 400, 3)
+    monkeypatch.setenv("RH_PLAN", "native_cpu/t0")
+    with pytest.raises(ValueError, match="RH_PLAN='native_cpu/t0': not a plan id"):
+        RenewableHuberRegressor().fit(X, y)
+    monkeypatch.setenv("RH_PLAN", "native_cpu/t1")
+    with pytest.raises(ValueError, match=r"RH_PLAN='native_cpu/t1/.*' decides .* n_jobs=2"):
+        RenewableHuberRegressor(n_jobs=2).fit(X, y)
+
+
+def test_auto_respects_the_threads_the_user_fixed(native, monkeypatch):
+    seen = {}
+
+    class Spy:
+        def advise(self, workload, *, candidates, default):
+            seen.update(candidates=candidates, default=default)
+            return adv.Advice(workload, default, default, adv.GAIN_BELOW_MARGIN, "", None, None)
+
+    monkeypatch.setattr(adv, "shared", Spy)
+    X, y, _ = make_problem(np.random.default_rng(7), 400, 3)
+    RenewableHuberRegressor(n_jobs=1).fit(X, y)
+    assert seen["default"].threads == 1
+    assert {p.threads for p in seen["candidates"] if p.backend == "native_cpu"} == {1}
+
+
+def test_a_failed_update_leaves_plan_and_session_untouched(native, monkeypatch):
+    chosen = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
+    monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))
+    X, y, _ = make_problem(np.random.default_rng(8), 900, 3)
+    est = _stream(RenewableHuberRegressor(), X[:600], y[:600], 300)
+    before = (est.plan_, est._session)
+    bad = X[600:].copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        est.partial_fit(bad, y[600:])
+    assert (est.plan_, est._session) == before
