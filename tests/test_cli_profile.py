@@ -69,18 +69,25 @@ def test_top_in_a_real_terminal(tmp_path):
     try:
         live = ""
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "bottleneck:" not in live:
+        while time.monotonic() < deadline and "suggest" not in live:
             time.sleep(0.3)
             live = _capture(session)
         assert "rhuber top" in live and "rows/s" in live and "bottleneck:" in live, live
         assert "gram" in live and "share" in live and "convergence:" in live, live
         assert "q or Ctrl-C to stop" in live
+        # the tuner's panel: the workload streamed, the plan running against the advisor's
+        assert "recommendations" in live, live
+        assert "workload n2000/p10/float64/l1=0/icpt=1/host" in live, live
+        assert "running  native_cpu/" in live and "measured " in live, live
+        assert "advisor  " in live and "predicted " in live and "suggest  " in live, live
+        assert all(len(line) <= 120 for line in live.splitlines())
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not status_file.exists():
             time.sleep(0.3)
         assert status_file.read_text().strip() == "0"
         final = _capture(session)  # back on the normal screen: the last frame stays
         assert "rhuber top (finished)" in final and "batches" in final, final
+        assert "recommendations" in final and "suggest  " in final, final
         assert "\x1b" not in final
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
@@ -98,4 +105,6 @@ def test_top_without_a_terminal_prints_the_final_frame(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "rhuber top (finished)" in done.stdout and "bottleneck:" in done.stdout
+    assert "workload n2000/p8/float64/l1=0/icpt=1/host" in done.stdout
+    assert "running  " in done.stdout and "advisor  " in done.stdout
     assert "batches      4" in done.stdout

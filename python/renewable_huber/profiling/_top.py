@@ -3,12 +3,15 @@
 One frame shows the stream's progress (rows, batches, rows/s), per-brick time and share with a
 bar, convergence of the recent batches, and a bottleneck hint: the busiest brick placed on the
 roofline of this machine's measured peaks (memory bandwidth from a large copy, flop rate from a
-matrix product, both measured once at start).
+matrix product, both measured once at start), and the tuner's recommendations for the workload
+being streamed (:func:`recommendations`, once the first batch has shown its shape).
 """
 
 from __future__ import annotations
 
 import time
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,12 +59,25 @@ class TopState:
     update_seconds: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     recent: list[dict[str, Any]] = field(default_factory=list)  # the last diagnostics
+    first_rate: float | None = None  # rows/s of the stream's first partial_fit (cold)
+    rates: list[float] = field(default_factory=list)  # rows/s of the last 20 after it
 
     def add(self, rows: int, seconds: float, diagnostics: dict[str, Any]) -> None:
         self.rows += rows
         self.batches += 1
         self.update_seconds += seconds
         self.recent = [*self.recent[-19:], diagnostics]
+        rate = rows / seconds if seconds > 0 else None
+        if self.batches == 1:
+            self.first_rate = rate
+        elif rate is not None:
+            self.rates = [*self.rates[-19:], rate]
+
+    def measured_rows_per_s(self) -> float | None:
+        """Median rows/s of the last 20 partial_fit calls after the stream's first (engine
+        start, cold memory), the first alone until there are others: the quantity the tuner's
+        throughput model predicts (collected the same way, partial_fit timed)."""
+        return float(np.median(self.rates)) if self.rates else self.first_rate
 
 
 def _si(value: float, unit: str) -> str:
@@ -97,8 +113,71 @@ def bottleneck_hint(report: Any, peaks: Peaks, roofline: list[dict[str, Any]]) -
     return f"{top.brick} holds {top.share:.0%} of brick time; {where}, {distance:.0%}; {advice}"
 
 
+def running_plan(estimator: Any, l1_solver: str = "lamm") -> Any:
+    """The plan an estimator ran its last batch with: its ``plan_`` report when it has one
+    (``backend="auto"`` through the advisor), else its ``plan``, else its backend with the
+    engine's defaults. None before the first batch."""
+    from ..tuner.plans import Plan, parse_plan
+
+    for given in (getattr(getattr(estimator, "plan_", None), "plan", None),
+                  getattr(estimator, "plan_", None), getattr(estimator, "plan", None)):
+        if isinstance(given, (Plan, str)):
+            try:
+                return parse_plan(given)
+            except ValueError:  # not a plan id: fall back to the backend
+                break
+    backend = getattr(estimator, "backend_", None)
+    if backend is None:
+        return None
+    if backend == "native_cpu":
+        return Plan("native_cpu", threads=estimator._threads(), l1_solver=l1_solver)
+    return Plan(backend)
+
+
+def workload_of(X: Any, *, alpha: float, fit_intercept: bool) -> Any:
+    """The tuner's Workload of a batch ``X`` (rows per batch, features, dtype, penalty,
+    intercept)."""
+    from ..tuner.workload import Workload
+
+    dtype = getattr(X, "dtype", None)
+    name = np.dtype(dtype).name if dtype is not None else "float64"
+    return Workload(rows=int(X.shape[0]), features=int(X.shape[1]),
+                    dtype=name if name in ("float32", "float64") else "float64",
+                    penalized=alpha > 0, intercept=bool(fit_intercept))
+
+
+def recommendations(workload: Any, running: Any) -> Any:
+    """The tuner's panel for ``workload`` with ``running`` (a :class:`tuner.recommend.TopPanel`),
+    or a one-line reason when no model loads or it fails."""
+    from ..tuner import advisor as advising
+    from ..tuner.recommend import top_panel
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        advisor = advising.shared()
+    if advisor is None:
+        return ("unavailable: " + str(caught[0].message)) if caught else "unavailable: no model"
+    try:
+        return top_panel(advisor, workload, running)
+    except (ValueError, ArithmeticError) as exc:  # e.g. a machine the features cannot describe
+        return f"unavailable: {exc}"
+
+
+def recommendation_lines(panel: Any, measured_rows_per_s: float | None, width: int
+                         ) -> list[str]:
+    """The panel's lines (:func:`tuner.recommend.panel_lines`), or its one-line reason."""
+    from ..tuner.recommend import panel_lines
+
+    if panel is None:
+        return ["waiting for the first batch"]
+    if isinstance(panel, str):
+        return [panel]
+    return panel_lines(panel, measured_rows_per_s, width=width)
+
+
 def render(state: TopState, report: Any, breakdown: dict[str, Any], hint: str,
-           *, width: int = 100, final: bool = False) -> str:
+           *, width: int = 100, final: bool = False,
+           recommendations: Sequence[str] = ()) -> str:
     elapsed = time.perf_counter() - state.started
     rate = state.rows / state.update_seconds if state.update_seconds > 0 else 0.0
     steady = breakdown.get("steady_rows_per_s") or 0.0
@@ -137,6 +216,10 @@ def render(state: TopState, report: Any, breakdown: dict[str, Any], hint: str,
             f"{last['objective']:.6g}; {converged}/{len(state.recent)} recent batches converged"
         )
     lines.append(f"bottleneck: {hint}")
+    if recommendations:
+        lines.append("")
+        lines.append(f"{BOLD}recommendations{RESET} (rhuber tune recommend)")
+        lines += [f"  {line}" for line in recommendations]
     if not final:
         lines.append(f"{DIM}q or Ctrl-C to stop{RESET}")
     return "\n".join(line[: width + 16] for line in lines)
