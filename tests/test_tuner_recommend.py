@@ -106,8 +106,8 @@ def test_every_valid_plan_best_first_with_default_and_auto_marked(recs, advisor,
 
 def test_a_chosen_plan_shows_its_gain_over_the_default(recs):
     rec = recs[PENALIZED]
-    if rec.auto_plan == rec.default_plan:
-        pytest.skip("the shipped model keeps the default here")
+    # The shipped model moves off the default here (a retrained one may not: pick another).
+    assert rec.auto_plan != rec.default_plan, rec.reason
     gain = (rec.predicted_rows_per_s / rec.default_rows_per_s - 1) * 100
     assert gain >= 10  # the advisor's margin
     assert f"default {rate(rec.default_rows_per_s)} rows/s ({gain:+.0f} %)" in render_box(rec)
