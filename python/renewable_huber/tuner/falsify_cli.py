@@ -4,7 +4,6 @@ scorecard (docs/tuner.md, "Falsification scorecard"; the checks live in :mod:`.f
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import time
 from pathlib import Path
@@ -57,7 +56,7 @@ def _run(args: argparse.Namespace) -> int:
     results = falsify.run(falsify.Context(args.store, args.models), args.only)
     seconds = time.perf_counter() - start
     if args.json:
-        print(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+        print(falsify.to_json(results))
     else:
         print(falsify.scorecard(results, seconds), end="")
     return 0 if all(r.status != falsify.FAIL for r in results) else 1
