@@ -104,22 +104,38 @@ def plan_features(workload: Workload, hardware: Hardware) -> np.ndarray:
     return FeatureExtractor().extract(workload, REFERENCE_PLAN, hardware)
 
 
-def fit(data: TrainingSet, *, seed: int = SEED) -> dict[str, Any]:
-    """The three fitted scikit-learn estimators (throughput, plan, bottleneck)."""
+def fit(data: TrainingSet, *, seed: int = SEED,
+        params: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The three fitted scikit-learn estimators (throughput, plan, bottleneck).
+
+    ``params`` overrides keyword arguments of the estimators, per model name, over their
+    defaults (:data:`GBT_PARAMS`, :data:`FOREST_PARAMS`, ``max_iter=5000``): e.g.
+    ``{"throughput": {"n_estimators": 300}}`` (a local model trained within calibrate's budget).
+    """
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
     from sklearn.linear_model import LogisticRegression
 
-    return {"throughput": GradientBoostingRegressor(random_state=seed, **GBT_PARAMS).fit(
+    over = params or {}
+    unknown = set(over) - set(MODEL_FILES)
+    if unknown:
+        raise ValueError(f"params for unknown models {sorted(unknown)}; the models are "
+                         f"{sorted(MODEL_FILES)}")
+    return {"throughput": GradientBoostingRegressor(
+                random_state=seed, **{**GBT_PARAMS, **over.get("throughput", {})}).fit(
                 data.X, data.log_rate),
-            "plan": RandomForestClassifier(random_state=seed, **FOREST_PARAMS).fit(
+            "plan": RandomForestClassifier(
+                random_state=seed, **{**FOREST_PARAMS, **over.get("plan", {})}).fit(
                 data.X_plan, data.best),
-            "bottleneck": LogisticRegression(max_iter=5000).fit(data.X_bottleneck,
-                                                                data.bottleneck)}
+            "bottleneck": LogisticRegression(
+                **{"max_iter": 5000, **over.get("bottleneck", {})}).fit(data.X_bottleneck,
+                                                                        data.bottleneck)}
 
 
 def train(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str, Any]],
-          *, seed: int = SEED) -> dict[str, ModelFile]:
-    """The three models as model files, trained on ``measurements``."""
+          *, seed: int = SEED, params: dict[str, dict[str, Any]] | None = None
+          ) -> dict[str, ModelFile]:
+    """The three models as model files, trained on ``measurements`` (``params``: as
+    :func:`fit`)."""
     hardware = hardware_of(fingerprints)
     data = training_set(measurements, hardware)
     if len(data.log_rate) < 2 or len(set(data.best)) < 2 or len(set(data.bottleneck)) < 2:
@@ -131,7 +147,7 @@ def train(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str,
             "hardware_ids": json.dumps(sorted({k[0] for k in data.keys})),
             "trained_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "library_version": _library_version(), "seed": str(seed)}
-    gbt, forest, logistic = fit(data, seed=seed).values()
+    gbt, forest, logistic = fit(data, seed=seed, params=params).values()
     throughput_file = from_sklearn(gbt, {**base, "classes": "[]", "target": TARGET,
                                          "samples": str(len(data.log_rate))})
     throughput_file.metadata.update(training_distribution(data, throughput_file, fingerprints))
