@@ -144,16 +144,40 @@ def test_a_chosen_plan_that_keeps_its_promise_stays():
     assert session.observe(1000, 100.0) == session  # evidence is complete: nothing changes
 
 
-def test_a_chosen_plan_measured_slower_than_promised_reverts_to_the_default():
+def _broken_promise():
+    """A chosen plan that measured 833 rows/s against a promise of 1,000: the default's trial
+    runs next."""
     session = _chosen_session()
     for seconds in (1.0, 1.0, 1.2):  # warm-up, then 1000 and 833 rows/s: not yet complete
         session = session.observe(1000, seconds)
-    assert session.reason == adv.CHOSEN
+    assert session.reason == adv.CHOSEN and session.plan is not None
     session = session.observe(1000, 1.2)  # median 833 < 1000 / 1.1
-    assert session.reason == adv.REVERTED and session.plan is None
+    assert session.plan is None and session.trial == () and not session.settled
+    return session
+
+
+def test_a_broken_promise_reverts_when_the_default_measures_faster():
+    session = _broken_promise()
+    for seconds in (5.0, 1.0):  # the default's warm-up, then 1000 rows/s: not yet complete
+        session = session.observe(1000, seconds)
+        assert session.plan is None and session.reason == adv.CHOSEN
+    session = session.observe(1000, 1.0)
+    assert session.reason == adv.REVERTED and session.plan is None and session.settled
     assert session.display == session.advice.default.id
-    assert "measured 833 rows/s, promised 1,000" in session.detail
+    assert "measured 833 rows/s (promised 1,000), the default 1,000" in session.detail
+    assert session.measured() == pytest.approx(1000.0)
     assert session.report().predicted_rows_per_s == pytest.approx(1000 / 1.2)
+    assert session.observe(1000, 0.001) == session  # settled: nothing changes any more
+
+
+def test_a_broken_promise_keeps_the_plan_when_the_default_is_slower_still():
+    session = _broken_promise()
+    for seconds in (5.0, 2.0, 2.0):  # the default: 500 rows/s
+        session = session.observe(1000, seconds)
+    assert session.reason == adv.CHOSEN and session.settled
+    assert session.plan == session.advice.plan
+    assert "kept: " in session.detail and "the default 500" in session.detail
+    assert session.measured() == pytest.approx(833.33, rel=1e-3)
 
 
 def test_the_default_is_never_reverted():
@@ -199,15 +223,37 @@ def _stream(estimator, X, y, batch):
     return estimator
 
 
+class _Clock:
+    """time.perf_counter for the estimator: each batch (two readings) lasts the next of
+    ``durations``, then a second."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.reads = list(durations), 0.0, 0
+
+    def perf_counter(self):
+        self.reads += 1
+        if self.reads % 2 == 0:
+            self.now += self.durations.pop(0) if self.durations else 1.0
+        return self.now
+
+
 def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
+    from renewable_huber import estimator
+
     chosen = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
     monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))
-    X, y, _ = make_problem(np.random.default_rng(3), 6 * 300, 5)
-    auto = _stream(RenewableHuberRegressor(), X, y, 300)
-    assert auto.plan_.reason == adv.REVERTED
-    assert auto.plan_.plan == Plan("native_cpu").resolved().id
-    assert auto.plan_.model_id == "fixed" and auto.plan_.measured_rows_per_s > 0
-    assert auto._plan() is None  # the rest of the stream ran the estimator's default
+    # Four batches on the chosen plan at 300 rows/s (far below its promise), then the default's
+    # trial at 600 rows/s: the default wins.
+    monkeypatch.setattr(estimator, "time", _Clock([1.0] * 4 + [0.5] * 4))
+    X, y, _ = make_problem(np.random.default_rng(3), 8 * 300, 5)
+    auto = RenewableHuberRegressor()
+    engines = []
+    for start in range(0, len(y), 300):
+        auto.partial_fit(X[start:start + 300], y[start:start + 300])
+        engines.append(auto._plan())
+    assert engines == [chosen] * 3 + [None] * 5  # the trial started after the 4th batch
+    assert auto.plan_.reason == adv.REVERTED and auto.plan_.plan == Plan("native_cpu").resolved().id
+    assert auto.plan_.model_id == "fixed" and auto.plan_.measured_rows_per_s == pytest.approx(600)
     reference = _stream(RenewableHuberRegressor(backend="native_cpu"), X, y, 300)
     np.testing.assert_allclose(auto.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -40,6 +41,25 @@ _FITTED_ATTRIBUTES = (
     "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
     "diagnostics_", "backend_", "plan_",
 )
+
+
+@functools.lru_cache(maxsize=1024)
+def _auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
+                solver: str) -> tuple[tuple[Plan, ...], Plan]:
+    """RenewableHuberRegressor._auto_candidates, remembered: enumerating and validating the
+    plans costs ~0.1 ms, paid by every stream otherwise (the installed engines do not change
+    within a process)."""
+    from .backends import native_cpu_available
+    from .tuner.plans import plans_for
+
+    if not native_cpu_available():
+        return (), Plan("numpy")
+    default = Plan("native_cpu", threads=threads, l1_solver=solver).resolved()
+    plans = tuple(p for p in plans_for(workload)
+                  if (not threads_fixed or p.backend != "native_cpu"
+                      or p.threads == default.threads)
+                  and (solver == "lamm" or p.l1_solver == solver))
+    return plans, default
 
 
 class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
@@ -366,6 +386,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return None if plan is None else self._checked(plan, f"{PLAN_VARIABLE}=")
 
     def _checked(self, plan: Plan, source: str) -> Plan:
+        if self.backend == "auto" and self.l1_solver == "lamm" and self.n_jobs is None:
+            return plan  # all deferring to the plan (every batch reads it: keep this cheap)
         disagree = []
         if self.backend not in ("auto", plan.backend):
             disagree.append(f"backend={self.backend!r}")
@@ -413,21 +435,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                         dtype=np.dtype(X.dtype).name, penalized=float(self.alpha) > 0,
                         intercept=bool(self.fit_intercept))
 
-    def _auto_candidates(self, workload: Workload) -> tuple[list[Plan], Plan]:
+    def _auto_candidates(self, workload: Workload) -> tuple[tuple[Plan, ...], Plan]:
         """The plans auto may choose from — those agreeing with ``n_jobs`` and a non-default
         ``l1_solver`` — and the default plan; no candidates without native_cpu."""
-        from .backends import native_cpu_available
-        from .tuner.plans import plans_for
-
-        if not native_cpu_available():
-            return [], Plan("numpy")
         solver = self.l1_solver if workload.penalized else "lamm"
-        default = Plan("native_cpu", threads=self._threads(), l1_solver=solver).resolved()
-        plans = [p for p in plans_for(workload)
-                 if (self.n_jobs is None or p.backend != "native_cpu"
-                     or p.threads == default.threads)
-                 and (solver == "lamm" or p.l1_solver == solver)]
-        return plans, default
+        return _auto_plans(workload, self._threads(), self.n_jobs is not None, solver)
 
     def _observe(self, X: Any, seconds: float, backend: str) -> None:
         """Time one batch that ran on ``backend``: the advisor's evidence (which may change the

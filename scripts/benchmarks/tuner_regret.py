@@ -12,6 +12,8 @@ as the median over rounds of the ratio within a round (load drifting between rou
 - regret  = auto's time / the best plan's time        (target: geomean <= 1.03)
 - vs default = auto's time / the default plan's time  (target: <= 1.02 at p99)
 - speed-up = the default plan's time / auto's time    (reported: geomean, max)
+- control  = the default plan's time, measured twice as two contestants (an A/A pair): the
+             noise floor of the ratios above on this machine at this moment
 
 The advisor's first answer for a workload is given before the timed runs and its cost reported
 apart (it is paid once per workload and process; later streams reuse the answer).
@@ -57,31 +59,43 @@ def workloads(limit_bytes: int) -> list[Workload]:
     return grid + [w for w in EXTRA if w.rows * w.features * w.itemsize <= 4 * limit_bytes]
 
 
-def _stream_seconds(workload: Workload, plan: Plan | None, batches: list[Any]) -> float:
+def _stream_seconds(workload: Workload, plan: Plan | None, batches: list[Any]
+                    ) -> tuple[float, Any]:
+    """The stream's time through a fresh estimator, and its ``plan_``."""
     model = RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
                                     alpha=PENALTY_ALPHA if workload.penalized else 0.0)
     start = time.perf_counter()
     for X, y in batches:
         model.partial_fit(X, y)
-    seconds = time.perf_counter() - start
-    if plan is None:
-        _stream_seconds.last_auto = model.plan_  # type: ignore[attr-defined]
-    return seconds
+    return time.perf_counter() - start, model.plan_
 
 
 def measure(workload: Workload, batches: int, repetitions: int, seed: int) -> dict[str, Any]:
     data = workload_batches(workload, batches, seed=seed)
     plans = plans_for(workload)
     default = Plan("native_cpu").resolved()
-    contestants: list[Plan | None] = [None, *plans]
+    # None is auto; "control" the default plan a second time: an A/A pair whose ratio is the
+    # noise floor of every ratio below.
+    contestants: list[Plan | str | None] = [None, *plans, "control"]
     start = time.perf_counter()
     shared = adv.shared()
     advice = shared.advise(workload) if shared is not None else None
     decision_ms = (time.perf_counter() - start) * 1e3
-    times: dict[str, list[float]] = {("auto" if c is None else c.id): [] for c in contestants}
+    def key(c: Plan | str | None) -> str:
+        return "auto" if c is None else c if isinstance(c, str) else c.id
+
+    last_auto: list[Any] = []
+
+    def run(c: Plan | str | None, batches: list[Any]) -> float:
+        seconds, report = _stream_seconds(workload, default if c == "control" else c, batches)
+        if c is None:
+            last_auto[:] = [report]
+        return seconds
+
+    times: dict[str, list[float]] = {key(c): [] for c in contestants}
     order = random.Random(seed)
     for c in contestants:  # warm-up: engines, caches, the advisor's answer
-        _stream_seconds(workload, c, data[:2])
+        run(c, data[:2])
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -89,14 +103,14 @@ def measure(workload: Workload, batches: int, repetitions: int, seed: int) -> di
             round_ = list(contestants)
             order.shuffle(round_)
             for c in round_:
-                times["auto" if c is None else c.id].append(_stream_seconds(workload, c, data))
+                times[key(c)].append(run(c, data))
     finally:
         if enabled:
             gc.enable()
     median = {k: statistics.median(v) for k, v in times.items()}
-    plan_times = {k: v for k, v in median.items() if k != "auto"}
+    plan_times = {k: v for k, v in median.items() if k not in ("auto", "control")}
     best = min(plan_times, key=plan_times.__getitem__)
-    report = _stream_seconds.last_auto  # type: ignore[attr-defined]
+    report = last_auto[0]
 
     def paired(a: str, b: str) -> float:
         """The median over rounds of a's time / b's time in the same round: load that drifts
@@ -112,6 +126,7 @@ def measure(workload: Workload, batches: int, repetitions: int, seed: int) -> di
         "regret": paired("auto", best),
         "vs_default": paired("auto", default.id),
         "default_regret": paired(default.id, best),
+        "control_vs_default": paired("control", default.id),
     }
 
 
@@ -138,6 +153,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "auto_vs_default_p99": _quantile(versus, 0.99), "auto_vs_default_max": max(versus),
         "speedup_geomean": _geomean(speedup), "speedup_max": max(speedup),
         "default_regret_geomean": _geomean([r["default_regret"] for r in rows]),
+        "noise_floor_control_vs_default_p99": _quantile([r["control_vs_default"] for r in rows],
+                                                        0.99),
+        "noise_floor_control_vs_default_geomean": _geomean([r["control_vs_default"]
+                                                            for r in rows]),
         "moved_off_default": len(chosen),
         "reverted": sum(r["auto_reason"] == adv.REVERTED for r in rows),
         "speedup_geomean_where_moved": _geomean([1 / r["vs_default"] for r in chosen])
@@ -146,6 +165,51 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "targets": {"regret_geomean_le_1.03": _geomean(regret) <= 1.03,
                     "vs_default_p99_le_1.02": _quantile(versus, 0.99) <= 1.02},
     }
+
+
+def offline(margins: list[float]) -> list[dict[str, Any]]:
+    """The advisor's rules replayed on the corpus's held-out workloads (the latest 20 % by
+    time, which the shipped model never saw), from their stored measurements — no timing, so no
+    noise: per gain margin, auto's regret and its time over the default plan's."""
+    from renewable_huber.tuner import validate
+    from renewable_huber.tuner.hardware import Hardware
+    from renewable_huber.tuner.labels import throughput
+    from renewable_huber.tuner.models import Ensemble, default_models_dir
+    from renewable_huber.tuner.store import Store
+
+    with Store(default_models_dir().parent / "corpus.sqlite", read_only=True) as store:
+        measurements, fingerprints = list(store.measurements()), store.hardware()
+    _, held = validate.split(measurements)
+    rates: dict[str, dict[str, float]] = {}
+    for m in held:
+        rate = throughput(m)
+        if rate:
+            rates.setdefault(m.workload_id, {})[m.plan_id] = rate
+    ensemble = Ensemble.load()
+    results = []
+    for margin in margins:
+        adv.GAIN_MARGIN, saved = margin, adv.GAIN_MARGIN
+        try:
+            regret, versus = [], []
+            for workload_id, measured in rates.items():
+                hardware = Hardware.from_dict(fingerprints[held[0].hardware_id])
+                default = Plan("native_cpu").resolved(hardware.cores)
+                if default.id not in measured:
+                    continue
+                advice = adv.Advisor(ensemble, hardware).advise(
+                    Workload.from_id(workload_id),
+                    candidates=[Plan.from_id(p) for p in measured], default=default)
+                chosen = measured[advice.plan.id]
+                regret.append(max(measured.values()) / chosen)
+                versus.append(measured[default.id] / chosen)
+        finally:
+            adv.GAIN_MARGIN = saved
+        results.append({"gain_margin": margin, "workloads": len(regret),
+                        "auto_regret_geomean": _geomean(regret),
+                        "auto_regret_p95": _quantile(regret, 0.95),
+                        "auto_vs_default_p99": _quantile(versus, 0.99),
+                        "speedup_geomean": _geomean([1 / v for v in versus])})
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N workloads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--offline", action="store_true",
+                        help="only replay the advisor on the corpus's held-out measurements, "
+                             "for gain margins 0, 5 and 10 %%")
     args = parser.parse_args(argv)
+    if args.offline:
+        print(json.dumps(offline([0.0, 0.05, adv.GAIN_MARGIN]), indent=2))
+        return 0
 
     chosen = workloads(int(args.max_batch_mb * 2**20))[:args.limit]
     rows = []
@@ -170,11 +240,12 @@ def main(argv: list[str] | None = None) -> int:
               f"auto {row['auto_plan']:48s} regret {row['regret']:.3f} vs default "
               f"{row['vs_default']:.3f} ({row['auto_reason']})", file=sys.stderr, flush=True)
     summary = summarize(rows)
-    print(json.dumps(summary, indent=2))
+    replayed = offline([0.0, 0.05, adv.GAIN_MARGIN])
+    print(json.dumps({"summary": summary, "offline": replayed}, indent=2))
     if args.out:
         with open(args.out, "w") as out:
-            json.dump({"summary": summary, "workloads": rows, "argv": sys.argv[1:],
-                       "cpu_count": os.cpu_count()}, out, indent=1)
+            json.dump({"summary": summary, "offline": replayed, "workloads": rows,
+                       "argv": sys.argv[1:], "cpu_count": os.cpu_count()}, out, indent=1)
     return 0
 
 

@@ -14,11 +14,13 @@ safe default plan only when
    default.
 
 Then :class:`Session` keeps process-local evidence: the chosen plan's first batches are timed
-(after :data:`WARMUP_BATCHES`, the median of :data:`EVIDENCE_BATCHES`), and if the measured rows/s
-fall short of the promised rows/s by more than :data:`REVERT_MARGIN` — below
-promised / (1 + margin), which is never below the default's own prediction — the rest of the
-stream runs the default. Nothing is written anywhere; the choice is a pure function of the model,
-the workload and those measurements.
+(after :data:`WARMUP_BATCHES`, the median of :data:`EVIDENCE_BATCHES`). If the measured rows/s
+fall short of the promised rows/s by more than :data:`REVERT_MARGIN` (below
+promised / (1 + margin)), the promise is broken, and the default plan runs the next batches as a
+trial (a warm-up and :data:`TRIAL_BATCHES` timed): if it measures faster than the chosen plan
+did, the rest of the stream runs the default; otherwise the chosen plan resumes. Nothing is
+written anywhere; the choice is a pure function of the model, the workload and those
+measurements.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import math
 import statistics
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,8 @@ REVERT_MARGIN = 0.10
 WARMUP_BATCHES = 1
 #: Batches whose median rows/s is compared with the promise.
 EVIDENCE_BATCHES = 3
+#: Batches of the default timed (after a warm-up) when a chosen plan broke its promise.
+TRIAL_BATCHES = 2
 #: How far (in the [0, 1] feature scale) a feature may lie outside its training range.
 FEATURE_TOLERANCE = 0.02
 #: Answers an advisor remembers before it starts afresh.
@@ -84,6 +89,11 @@ class Advice:
     @property
     def chosen(self) -> bool:
         return self.reason == CHOSEN
+
+
+def _median_after_warmup(rates: tuple[float, ...]) -> float | None:
+    evidence = rates[WARMUP_BATCHES:] or rates
+    return statistics.median(evidence) if evidence else None
 
 
 def _model_id(source: str, directory: Path) -> str:
@@ -159,7 +169,7 @@ class Advisor:
                     f"training range [{self.feature_min[i]:.3g}, {self.feature_max[i]:.3g}]")
         return None
 
-    def advise(self, workload: Workload, *, candidates: list[Plan] | None = None,
+    def advise(self, workload: Workload, *, candidates: Sequence[Plan] | None = None,
                default: Plan | None = None) -> Advice:
         """Which plan auto runs for ``workload``, and why.
 
@@ -273,9 +283,16 @@ class PlanReport:
 
 @dataclass(frozen=True)
 class Session:
-    """One stream's plan: what runs (``plan``; None means the estimator's own settings, i.e.
-    the default), why, and the timings of its first batches. Immutable: :meth:`observe` returns
-    the next session, so an update that fails leaves the old one in place."""
+    """One stream's plan: what runs next (``plan``; None means the estimator's own settings,
+    i.e. the default), why, and the evidence of its first batches. Immutable: :meth:`observe`
+    returns the next session, so an update that fails leaves the old one in place.
+
+    A chosen plan runs :data:`WARMUP_BATCHES` + :data:`EVIDENCE_BATCHES` batches; if their
+    median rows/s reaches promised / (1 + :data:`REVERT_MARGIN`) it stays. Otherwise the promise
+    is broken and the default gets a trial of :data:`WARMUP_BATCHES` + :data:`TRIAL_BATCHES`
+    batches (batches the default would have run anyway): the faster of the two, as measured,
+    runs the rest of the stream.
+    """
 
     display: str  # the plan id shown in plan_
     reason: str
@@ -284,7 +301,9 @@ class Session:
     promised: float | None = None  # predicted rows/s of what runs
     model_id: str | None = None
     advice: Advice | None = None
-    timings: tuple[float, ...] = field(default=())  # rows/s of the first batches on ``plan``
+    timings: tuple[float, ...] = field(default=())  # rows/s of the first batches on ``display``
+    trial: tuple[float, ...] | None = None  # rows/s of the default's trial, while it runs
+    settled: bool = False
 
     @classmethod
     def from_advice(cls, advice: Advice) -> Session:
@@ -295,26 +314,37 @@ class Session:
     def measured(self) -> float | None:
         """Median rows/s of the timed batches after the warm-up (the warm-up batch alone when
         there is nothing else yet)."""
-        evidence = self.timings[WARMUP_BATCHES:] or self.timings
-        return statistics.median(evidence) if evidence else None
+        return _median_after_warmup(self.timings)
 
     def observe(self, rows: int, seconds: float) -> Session:
-        """The session after a batch of ``rows`` took ``seconds``; reverts a chosen plan whose
-        evidence is complete and falls short of the promise by more than the margin."""
-        if len(self.timings) >= WARMUP_BATCHES + EVIDENCE_BATCHES or not seconds > 0:
+        """The session after a batch of ``rows`` took ``seconds`` on the plan that ran."""
+        if self.settled or not seconds > 0:
             return self
-        nxt = replace(self, timings=(*self.timings, rows / seconds))
-        if self.reason != CHOSEN or len(nxt.timings) < WARMUP_BATCHES + EVIDENCE_BATCHES:
+        rate = rows / seconds
+        if self.trial is not None:
+            return self._judge_trial((*self.trial, rate))
+        nxt = replace(self, timings=(*self.timings, rate))
+        if len(nxt.timings) < WARMUP_BATCHES + EVIDENCE_BATCHES:
             return nxt
         measured = nxt.measured()
-        assert measured is not None and self.promised is not None and self.advice is not None
-        if measured >= self.promised / (1.0 + REVERT_MARGIN):
-            return nxt
-        default = self.advice.default
-        return Session(default.id, REVERTED,
-                       f"{self.display} measured {measured:,.0f} rows/s, promised "
-                       f"{self.promised:,.0f}", None, self.advice.default_rows_per_s,
-                       self.model_id, self.advice)
+        assert measured is not None
+        if self.reason != CHOSEN or measured >= (self.promised or 0.0) / (1.0 + REVERT_MARGIN):
+            return replace(nxt, settled=True)
+        return replace(nxt, plan=None, trial=())  # the promise is broken: time the default
+
+    def _judge_trial(self, trial: tuple[float, ...]) -> Session:
+        if len(trial) < WARMUP_BATCHES + TRIAL_BATCHES:
+            return replace(self, trial=trial)
+        chosen, default = self.measured(), _median_after_warmup(trial)
+        assert chosen is not None and default is not None and self.advice is not None
+        versus = (f"{self.display} measured {chosen:,.0f} rows/s (promised "
+                  f"{self.promised:,.0f}), the default {default:,.0f}")
+        if chosen >= default:
+            return replace(self, detail=f"{self.detail}; kept: {versus}", plan=self.advice.plan,
+                           trial=None, settled=True)
+        return Session(self.advice.default.id, REVERTED, versus, None,
+                       self.advice.default_rows_per_s, self.model_id, self.advice, trial,
+                       settled=True)
 
     def report(self) -> PlanReport:
         return PlanReport(self.display, self.reason, self.detail, self.promised,
