@@ -1,0 +1,89 @@
+"""partial_fit's fast path for plain later batches: it must be invisible — the same results, the
+same errors, and parameters still validated when they change."""
+
+import numpy as np
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.validation import validate_data
+
+from helpers import make_problem, state_dicts_equal
+from renewable_huber import RenewableHuberRegressor
+
+
+@pytest.fixture(params=["numpy", "auto"])
+def stream(request):
+    X, y, _ = make_problem(np.random.default_rng(0), 600, 4)
+    est = RenewableHuberRegressor(backend=request.param).partial_fit(X[:300], y[:300])
+    return est, X[300:], y[300:]
+
+
+def test_plain_and_general_batches_give_identical_states(stream):
+    est, X, y = stream
+    general = RenewableHuberRegressor(backend=est.backend)
+    general.load_state_dict(est.state_dict())
+    plain = RenewableHuberRegressor(backend=est.backend)
+    plain.load_state_dict(est.state_dict())
+    assert plain._plain_batch(X, y, None)
+    assert not general._plain_batch(X, list(y), None)
+    plain.partial_fit(X, y)
+    general.partial_fit(X, list(y))  # validate_data's path
+    assert state_dicts_equal(plain.state_dict(), general.state_dict())
+
+
+def _bad_batches(X, y):
+    nan, inf = X.copy(), y.copy()
+    nan[3, 1] = np.nan
+    inf[7] = np.inf
+    return {
+        "NaN in X": (nan, y),
+        "inf in y": (X, inf),
+        "wrong width": (X[:, :3].copy(), y),
+        "no rows": (X[:0].copy(), y[:0].copy()),
+        "y rows differ": (X, y[:-1].copy()),
+        "2-D y": (X, np.stack([y, y], axis=1)),
+    }
+
+
+@pytest.mark.parametrize("case", ["NaN in X", "inf in y", "wrong width", "no rows",
+                                  "y rows differ", "2-D y"])
+def test_bad_batches_keep_validate_data_s_error_and_the_state(stream, case):
+    est, X, y = stream
+    bad_X, bad_y = _bad_batches(X, y)[case]
+    with pytest.raises(ValueError) as expected:
+        validate_data(est, bad_X, bad_y, reset=False, dtype=est._state.dtype, y_numeric=True)
+    before = est.state_dict()
+    with pytest.raises(ValueError) as raised:
+        est.partial_fit(bad_X, bad_y)
+    assert str(raised.value) == str(expected.value)
+    assert state_dicts_equal(est.state_dict(), before)
+
+
+def test_sums_that_overflow_are_decided_by_validate_data(stream):
+    est, X, y = stream
+    huge = np.full_like(X, 1e308)  # finite, but its sum is not
+    assert not est._plain_batch(huge, y, None)
+    checked, _, _ = est._validate_batch(huge, y, None, reset=False)  # accepted: all finite
+    assert checked is huge
+
+
+def test_a_batch_of_another_dtype_or_with_names_takes_the_general_path(stream):
+    est, X, y = stream
+    assert not est._plain_batch(X.astype(np.float32), y, None)
+    assert not est._plain_batch(X, y.astype(np.float32), None)
+    assert not est._plain_batch(X.tolist(), y, None)
+    est.partial_fit(X.astype(np.float32), y)  # converted to the stream's float64, as before
+    assert est.coef_.dtype == np.float64
+
+
+def test_changed_parameters_are_validated_before_the_batch(stream):
+    est, X, y = stream
+    before = est.state_dict()
+    est.set_params(alpha=-1.0)
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        est.partial_fit(X, y)
+    assert state_dicts_equal(est.state_dict(), before)
+    est.set_params(alpha=0.0)
+    est.partial_fit(X, y)
+    est.epsilon = "1.5"  # set directly, not through set_params: still caught
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        est.partial_fit(X, y)
