@@ -1,7 +1,9 @@
 """The shape-sweep benchmark (RFC 0001, "Benchmark protocol"): records, contracts, gate, compare.
 
 A tiny profile runs in-process; every record it emits must follow scripts/benchmarks/
-schema_v2.json. --compare and --gate are checked on documents built from it.
+schema_v2.json. --compare and --gate are checked on documents built from it. Each engine has
+engine-path records (engine.update) and estimator-path records
+(RenewableHuberRegressor(backend=...).partial_fit, what users run) side by side.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "scripts" / "benchmarks"
 sys.path.insert(0, str(BENCH_DIR))
 
 import benchmark_shape_sweep  # noqa: E402
-from rhbench import contracts, sweep  # noqa: E402
+from rhbench import SCHEMA_MINOR, contracts, sweep  # noqa: E402
 from rhbench.limits import measure_machine_limits, roofline_bound  # noqa: E402
-from rhbench.report import compare, gate  # noqa: E402
+from rhbench.report import compare, gate, markdown_tables, record_path  # noqa: E402
 from rhbench.schema import validate_document, validation_errors  # noqa: E402
 
 TINY = sweep.Profile(
@@ -126,9 +128,9 @@ def test_engines_match_the_reference_on_the_same_data(document):
     """The reference and native records describe the same computation (same iterations)."""
     require_module(*NATIVE_CPU)
     natives = _ok(document, engine="native_cpu", contract="cold")
-    assert natives
+    assert {r["path"] for r in natives} == {"engine", "estimator"}
     for nat in natives:
-        ref = next(r for r in _ok(document, engine="numpy", contract="cold")
+        ref = next(r for r in _ok(document, engine="numpy", contract="cold", path=nat["path"])
                    if r["shape_class"] == nat["shape_class"] and r["dtype"] == nat["dtype"]
                    and r["penalty"] == nat["penalty"])
         assert nat["coef_error"]["rel_l2"] == pytest.approx(ref["coef_error"]["rel_l2"],
@@ -192,7 +194,8 @@ class _CountingSubject(contracts.Subject):
 
 def test_steady_state_starts_from_the_primed_state(monkeypatch, limits):
     subject = _CountingSubject()
-    monkeypatch.setattr(sweep, "_subjects", lambda profile, alpha: [("numpy", "host", subject, "")])
+    monkeypatch.setattr(sweep, "_subjects",
+                        lambda profile, alpha: [("numpy", "engine", "host", subject, "")])
     profile = replace(TINY, shapes=(TINY.shapes[1],), dtypes=("float64",), alphas=(0.0,),
                       cold_repeats=2, steady_repeats=3)
     doc = sweep.Sweep(profile, progress=False, limits=limits).run(command=["pytest"])
@@ -311,6 +314,171 @@ def test_command_line_writes_json_and_plots(monkeypatch, tmp_path, capsys):
     assert doc["profile"]["name"] == "tiny"
     assert (tmp_path / "r-throughput.png").stat().st_size > 0
     assert (tmp_path / "r-roofline.png").stat().st_size > 0
+    assert (tmp_path / "r-estimator.png").stat().st_size > 0
     assert "wrote" in out
     assert benchmark_shape_sweep.main(["--tables", str(tmp_path / "r.json")]) == 0
-    assert "Machine limits" in capsys.readouterr().out
+    tables = capsys.readouterr().out
+    assert "Machine limits" in tables and "estimator path" in tables
+
+
+# --------------------------------------------------------------------- estimator path
+
+
+def test_estimator_rows_sit_beside_the_engine_rows(document):
+    """Every engine workload has an estimator-path twin: the public partial_fit on the same
+    input, doing the same solver work (same iterations, same coefficients)."""
+    assert document["schema_minor"] == SCHEMA_MINOR >= 1
+    engines = ("numpy", "native_cpu")
+    for engine_row in _ok(document, path="engine"):
+        if engine_row["engine"] not in engines or engine_row["contract"] not in ("cold",):
+            continue
+        twin = [r for r in _ok(document, path="estimator", engine=engine_row["engine"],
+                               contract=engine_row["contract"],
+                               shape_class=engine_row["shape_class"],
+                               dtype=engine_row["dtype"], penalty=engine_row["penalty"])]
+        assert len(twin) == 1, engine_row["id"]
+        est = twin[0]
+        assert est["id"] != engine_row["id"] and "/estimator/" in est["id"]
+        assert est["operation"] == "partial_fit" and engine_row["operation"] == "update"
+        backend = engine_row["engine"]
+        assert est["timed_call"].startswith(f"RenewableHuberRegressor(backend={backend!r}")
+        assert est["parameters"]["backend"] == backend
+        assert est["input_sha256"] == engine_row["input_sha256"]
+        assert "estimator construction" in est["excluded_from_timing"]
+        assert "engine construction" not in est["excluded_from_timing"]
+        assert (est["solver_iterations"]["per_batch"]
+                == engine_row["solver_iterations"]["per_batch"])
+        assert est["coef_error"]["rel_l2"] == pytest.approx(engine_row["coef_error"]["rel_l2"],
+                                                            rel=1e-9, abs=1e-12)
+
+
+def test_peers_are_timed_through_their_public_estimators(document):
+    for r in document["records"]:
+        assert r["path"] == record_path(r)
+        if r["engine_kind"] == "peer":
+            assert r["path"] == "estimator"
+    sgd = _ok(document, engine="sgd_huber")
+    assert sgd and all(r["operation"] == "partial_fit" and "SGDRegressor" in r["timed_call"]
+                       for r in sgd)
+    # The rows that decide "faster than SGD" are timed alike: the public partial_fit, the same
+    # batches, the estimator built outside the clock.
+    ours = _ok(document, engine="numpy", path="estimator")
+    assert {r["excluded_from_timing"] == sgd[0]["excluded_from_timing"]
+            for r in ours if r["contract"] == sgd[0]["contract"]} == {True}
+
+
+def test_estimator_subject_times_partial_fit_on_the_users_arrays(monkeypatch):
+    """Cold: a fresh estimator per pass; steady: the primed state adopted outside the clock;
+    each batch goes to partial_fit as is (the same C-contiguous ndarray, no copy)."""
+    from renewable_huber import RenewableHuberRegressor
+    from renewable_huber.core import Config
+
+    rng = np.random.default_rng(0)
+    batches = [(np.ascontiguousarray(rng.normal(size=(50, 3))), rng.normal(size=50))
+               for _ in range(3)]
+    subject = contracts.EstimatorSubject("numpy", Config(epsilon=1.345, alpha=0.0, max_iter=50))
+    seen = []
+    original = RenewableHuberRegressor.partial_fit
+
+    def spy(self, X, y, sample_weight=None):
+        seen.append((X, y))
+        return original(self, X, y, sample_weight)
+
+    monkeypatch.setattr(RenewableHuberRegressor, "partial_fit", spy)
+    obj = subject.make()
+    assert isinstance(obj, RenewableHuberRegressor) and obj.backend == "numpy"
+    assert not hasattr(obj, "coef_")  # built unfitted, outside the clock
+    cold = subject.run(obj, subject.start(obj), batches)
+    assert all(a is X and b is y for (a, b), (X, y) in zip(seen, batches, strict=True))
+    assert cold.seconds > 0 and len(cold.iterations) == 3
+    primed = cold.state
+    assert int(primed["batch_count"]) == 3 and int(primed["n_samples_seen"]) == 150
+    steady = subject.run(obj, subject.restore(primed), batches)
+    # The steady pass continued the primed stream; the primed snapshot itself is untouched.
+    assert int(steady.state["batch_count"]) == 6 and int(steady.state["n_samples_seen"]) == 300
+    assert int(primed["batch_count"]) == 3
+    again = subject.run(obj, subject.restore(primed), batches)
+    np.testing.assert_allclose(again.state["coef"], steady.state["coef"])
+    slopes, intercept = subject.coefficients(steady.state)
+    assert slopes.shape == (3,) and np.isfinite(intercept)
+
+
+def test_paths_choose_what_is_timed_for_the_engines():
+    engine_only = replace(TINY, engines=("numpy",), paths=("engine",))
+    planned = sweep._subjects(engine_only, 0.0)
+    assert [(e, path) for e, path, *_ in planned] == [
+        ("numpy", "engine"), ("sgd_huber", "estimator"), ("huber_regressor", "estimator")]
+    both = sweep._subjects(replace(TINY, engines=("numpy",), peers=()), 0.0)
+    assert [type(s).__name__ for *_, s, _ in both] == ["EngineSubject", "EstimatorSubject"]
+    with pytest.raises(ValueError, match="path"):
+        sweep._subjects(replace(TINY, paths=("wrapper",)), 0.0)
+
+
+def _revision_0(document):
+    """The document as schema v2 revision 0 wrote it: no path, no timed_call, engine rows
+    only for our engines."""
+    old = copy.deepcopy(document)
+    del old["schema_minor"]
+    old["records"] = [r for r in old["records"] if r["engine_kind"] == "peer"
+                      or r["path"] == "engine"]
+    for r in old["records"]:
+        del r["path"], r["timed_call"]
+        if r["solver_iterations"]:
+            del r["solver_iterations"]["rcond_per_batch"]
+    return old
+
+
+def test_schema_revision_1_is_a_compatible_extension(document):
+    old = _revision_0(document)
+    assert validation_errors(old) == []  # revision-0 documents still validate
+    missing = copy.deepcopy(document)
+    del missing["records"][0]["path"]
+    assert any("path" in e for e in validation_errors(missing))
+    wrong = copy.deepcopy(document)
+    row = next(r for r in wrong["records"] if r["path"] == "engine")
+    row["operation"] = "partial_fit"
+    assert validation_errors(wrong)
+    # A revision-0 run compares with a revision-1 run: engine rows pair with engine rows.
+    pairs, warnings = compare(old, document)
+    assert pairs and all(p.key[2] == "engine" or p.key[1] in ("sgd_huber", "huber_regressor")
+                         for p in pairs)
+    assert all(p.ratio == pytest.approx(1.0) for p in pairs)
+    assert any("only in the new" in w for w in warnings)
+    # The gate and the tables read both revisions.
+    assert gate(old)[0] and "estimator path" not in markdown_tables(old)
+
+
+def test_gate_and_tables_pair_estimator_rows_with_estimator_rows(document):
+    pairs, _ = gate(_gate_document(document, 0.5))
+    assert {p.path for p in pairs} == {"engine", "estimator"}
+    tables = markdown_tables(document)
+    assert "Steady state, estimator path" in tables and "native / SGD" in tables
+    assert "native estimator / engine" in tables
+
+
+def test_a_profile_may_limit_the_references_estimator_rows(limits):
+    """The smoke profile runs the NumPy reference through the estimator on the latency shape
+    only; elsewhere the row is recorded as skipped with the reason."""
+    assert sweep.PROFILES["smoke"].reference_estimator_shapes == ("latency",)
+    assert sweep.PROFILES["standard"].reference_estimator_shapes is None
+    profile = replace(TINY, dtypes=("float64",), alphas=(0.0,), engines=("numpy",), peers=(),
+                      paths=("estimator",), reference_estimator_shapes=("latency",))
+    doc = sweep.Sweep(profile, progress=False, limits=limits).run(command=["pytest"])
+    validate_document(doc)
+    status = {(r["shape_class"], r["contract"]): r for r in doc["records"]}
+    assert {k for k, r in status.items() if r["status"] == "ok"} == {("latency", "cold"),
+                                                                     ("latency", "steady")}
+    skipped = status[("custom", "cold")]
+    assert skipped["status"] == "skipped" and "reference_estimator_shapes" in skipped["reason"]
+    assert skipped["path"] == "estimator"
+
+
+def test_the_saved_baseline_still_validates_and_gates():
+    baseline = BENCH_DIR.parents[1] / "docs" / "perf" / "results" / "standard-2026-11-29.json"
+    if not baseline.exists():
+        pytest.skip("the 2026-11-29 baseline is not in this checkout")
+    doc = json.loads(baseline.read_text())
+    assert "schema_minor" not in doc and validation_errors(doc) == []
+    pairs, verdicts = gate(doc)
+    assert pairs and {p.path for p in pairs} == {"engine"} and verdicts
+    assert "estimator path" not in markdown_tables(doc)

@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """Shape sweep of the renewable Huber engines and their peers (RFC 0001, "Benchmark protocol").
 
+Each engine is timed twice, as separate records: on the engine path (``engine.update`` on the
+batches) and on the estimator path (``RenewableHuberRegressor(backend=<engine>).partial_fit``,
+what users run); the scikit-learn peers through their public ``partial_fit`` / ``fit``.
 Run a profile and write the schema v2 JSON and PNG plots::
 
     .venv/bin/python scripts/benchmarks/benchmark_shape_sweep.py --profile smoke \\
@@ -34,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rhbench.report import compare, format_comparison, format_gate, gate, markdown_tables, plot
 from rhbench.schema import validate_document
-from rhbench.sweep import ENGINES, PEERS, PROFILES, Sweep
+from rhbench.sweep import ENGINES, PATHS, PEERS, PROFILES, Sweep
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="engines to run (default: all; absent ones are recorded skipped)")
     parser.add_argument("--peers", nargs="*", choices=PEERS,
                         help="scikit-learn peers to run (default: all; none with no value)")
+    parser.add_argument("--paths", nargs="+", choices=PATHS,
+                        help="what to time for each engine: engine (engine.update) and/or "
+                             "estimator (RenewableHuberRegressor(backend=...).partial_fit); "
+                             "default: both. Peers always run through their estimators")
     parser.add_argument("--dtypes", nargs="+", choices=("float64", "float32"))
     parser.add_argument("--shapes", nargs="+",
                         help="shape classes to run (default: the profile's four)")
@@ -108,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             changes["engines"] = tuple(args.engines)
         if args.peers is not None:
             changes["peers"] = tuple(args.peers)
+        if args.paths:
+            changes["paths"] = tuple(args.paths)
         if args.threads:
             changes["threads"] = args.threads
         if args.dtypes:

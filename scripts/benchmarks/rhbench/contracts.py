@@ -13,6 +13,14 @@ Full fit
     One ``fit`` on all the data at once (scikit-learn's HuberRegressor), a fresh estimator per
     repetition; the concatenation of the batches happens before the clock starts.
 
+Each contract is timed on one of two paths. The *engine* path times ``engine.update`` on the
+batches (:class:`EngineSubject`); the *estimator* path times a public estimator called as users
+call it, on the same C-contiguous ndarrays: ``RenewableHuberRegressor(backend=...)
+.partial_fit`` (:class:`EstimatorSubject`), ``SGDRegressor.partial_fit``
+(:class:`SGDHuberSubject`), ``HuberRegressor.fit`` (:class:`HuberRegressorSubject`). Estimators
+are built outside the clock; what their calls do inside it (input validation, dtype
+conversion, publishing fitted attributes) is timed.
+
 The garbage collector is disabled during every timed interval (NumPy arrays are freed by
 reference counting; the sweep runs a full collection before each subject and workload).
 """
@@ -77,6 +85,9 @@ class Subject:
         "sgd_huber", "huber_regressor").
     kind : {"reference", "native", "peer"}
         Its role in the comparison.
+    path : {"engine", "estimator"}
+        What the clock covers: the engine's ``update`` on the batches, or a public estimator
+        (ours or a peer) called as users call it.
     operation : str
         The call that is timed ("update", "partial_fit", "fit").
     residency : {"host", "host_fed", "device_resident"}
@@ -87,6 +98,7 @@ class Subject:
 
     name: str = ""
     kind: str = "peer"
+    path: str = "estimator"
     operation: str = ""
     residency: str = "host"
     contracts: tuple[str, ...] = ("cold", "steady")
@@ -135,6 +147,7 @@ class Subject:
 class EngineSubject(Subject):
     """A renewable Huber engine from :func:`renewable_huber.backends.make_engine`."""
 
+    path = "engine"
     operation = "update"
 
     def __init__(self, name: str, config: Any, residency: str = "host",
@@ -152,13 +165,7 @@ class EngineSubject(Subject):
                 "l1_solver": c.l1_solver}
 
     def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
-        if self.residency != "device_resident":
-            return batches
-        import cupy  # type: ignore[import-not-found]
-
-        out = [(cupy.asarray(X), cupy.asarray(y)) for X, y in batches]
-        cupy.cuda.Device().synchronize()
-        return out
+        return _place(batches, self.residency)
 
     def make(self) -> Any:
         import importlib
@@ -202,6 +209,95 @@ class EngineSubject(Subject):
     def coefficients(self, state: Any) -> tuple[NDArray[np.float64], float]:
         coef = np.asarray(_to_host(state.coef), dtype=np.float64)
         return coef[:-1], float(coef[-1])
+
+
+class EstimatorSubject(Subject):
+    """The public ``RenewableHuberRegressor(backend=<engine>)`` fed batch by batch with
+    ``partial_fit``: what users run, validation, bookkeeping and all.
+
+    It times the same calls a user's loop makes, on the same C-contiguous ndarrays as the
+    engine rows (CuPy arrays for the device-resident CUDA path, which the estimator accepts as
+    they are): input validation, the engine's ``update``, publishing ``coef_``,
+    ``information_`` and the other fitted attributes, the per-batch diagnostics and warnings,
+    and the stream's plan bookkeeping. The backend is fixed, so the tuner's advisor is not
+    consulted.
+
+    Cold: a fresh estimator per repetition, built outside the clock; its first ``partial_fit``
+    starts the stream (and builds its engine) inside the clock, as a user's does. Steady: the
+    estimator of the last cold pass, its state replaced outside the clock by the primed one
+    through the public ``load_state_dict`` (it keeps its engine); the clock covers the batches.
+    """
+
+    operation = "partial_fit"
+
+    def __init__(self, name: str, config: Any, residency: str = "host",
+                 threads: int | None = None):
+        self.name = name
+        self.kind = "reference" if name == "numpy" else "native"
+        self.residency = residency
+        self.config = config
+        self.threads = threads
+
+    @property
+    def backend(self) -> str:
+        """The estimator's ``backend``: the engine, without the solver variant's suffix."""
+        return "native_cpu" if self.name.startswith("native_cpu") else self.name
+
+    def parameters(self) -> dict[str, Any]:
+        c = self.config
+        return {"estimator": "RenewableHuberRegressor", "backend": self.backend,
+                "epsilon": c.epsilon, "alpha": c.alpha, "fit_intercept": c.fit_intercept,
+                "max_iter": c.max_iter, "tol": c.tol, "l1_solver": c.l1_solver,
+                "n_jobs": self.threads if self.backend == "native_cpu" else None}
+
+    def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
+        return _place(batches, self.residency)
+
+    def make(self) -> Any:
+        from renewable_huber import RenewableHuberRegressor
+
+        p = self.parameters()
+        return RenewableHuberRegressor(
+            backend=p["backend"], epsilon=p["epsilon"], alpha=p["alpha"],
+            fit_intercept=p["fit_intercept"], max_iter=p["max_iter"], tol=p["tol"],
+            l1_solver=p["l1_solver"], n_jobs=p["n_jobs"])
+
+    def restore(self, primed: Any) -> Any:
+        return copy.deepcopy(primed)  # a state_dict: plain arrays
+
+    def run(self, obj: Any, state: Any, batches: Sequence[Batch]) -> PassResult:
+        if state is not None:  # steady: the primed state, adopted outside the clock
+            obj.load_state_dict(state)
+        sync = _device_sync() if self.name == "cuda" else None
+        first = len(getattr(obj, "diagnostics_", ()))  # this pass's batches come after
+
+        def loop() -> Any:
+            # Warnings are ignored rather than printed (the engine rows print none); the
+            # estimator still raises and filters them inside the clock.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for X, y in batches:
+                    obj.partial_fit(X, y)
+            if sync is not None:
+                sync()
+            return obj
+
+        seconds, fitted = timed(loop)
+        diags = fitted.diagnostics_[first:]
+        # The state after the pass, as plain arrays: restore() copies it, coefficients() reads it.
+        return PassResult(
+            seconds=seconds,
+            state=fitted.state_dict(),
+            iterations=[int(d["n_iter"]) for d in diags],
+            solvers=[str(d["solver"]) for d in diags],
+            converged=[bool(d["converged"]) for d in diags],
+            rconds=[d["rcond"] for d in diags],
+        )
+
+    def coefficients(self, state: Any) -> tuple[NDArray[np.float64], float]:
+        coef = np.asarray(state["coef"], dtype=np.float64)
+        p = int(state["n_features_in"])
+        return coef[:p], float(coef[p]) if bool(state["fit_intercept"]) else 0.0
 
 
 class SGDHuberSubject(Subject):
@@ -301,6 +397,18 @@ class HuberRegressorSubject(Subject):
 
     def coefficients(self, state: Any) -> tuple[NDArray[np.float64], float]:
         return np.asarray(state.coef_, dtype=np.float64), float(state.intercept_)
+
+
+def _place(batches: Sequence[Batch], residency: str) -> Sequence[Batch]:
+    """The batches as the subject takes them: the host arrays, or CuPy copies placed on the
+    device (and synchronized) for the device-resident path."""
+    if residency != "device_resident":
+        return batches
+    import cupy  # type: ignore[import-not-found]
+
+    out = [(cupy.asarray(X), cupy.asarray(y)) for X, y in batches]
+    cupy.cuda.Device().synchronize()
+    return out
 
 
 def _to_host(a: Any) -> Any:

@@ -24,6 +24,19 @@ ENGINE_LABEL = {
     "huber_regressor": "HuberRegressor (all data)",
 }
 SHAPE_ORDER = ("latency", "reference", "wide", "streaming", "custom")
+#: The project's engines: timed on the engine path and, since schema v2 revision 1, also
+#: through RenewableHuberRegressor on the estimator path. Peers have the estimator path only.
+OUR_ENGINES = ("numpy", "native_cpu", "native_cpu_prox_newton", "cuda")
+
+
+def record_path(record: dict[str, Any]) -> str:
+    """The record's path; a revision-0 document has none: its engines timed ``update`` (the
+    engine path) and its peers their public ``partial_fit`` or ``fit`` (the estimator path)."""
+    return record.get("path") or ("engine" if record["engine"] in OUR_ENGINES else "estimator")
+
+
+def _default_path(engine: str) -> str:
+    return "engine" if engine in OUR_ENGINES else "estimator"
 
 
 def _penalty(record: dict[str, Any]) -> str:
@@ -32,10 +45,10 @@ def _penalty(record: dict[str, Any]) -> str:
 
 
 def record_key(record: dict[str, Any]) -> tuple:
-    """What makes two records comparable: subject, contract, workload and input."""
-    return (record["contract"], record["engine"], record["residency"], record["shape_class"],
-            record["n_samples"], record["n_features"], record["batch_size"],
-            record["penalty"]["alpha"], record["dtype"])
+    """What makes two records comparable: subject, path, contract, workload and input."""
+    return (record["contract"], record["engine"], record_path(record), record["residency"],
+            record["shape_class"], record["n_samples"], record["n_features"],
+            record["batch_size"], record["penalty"]["alpha"], record["dtype"])
 
 
 def _ok(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,15 +109,15 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Comparison],
 def format_comparison(pairs: list[Comparison], warnings: list[str], threshold: float) -> str:
     """A plain-text table of the ratios; regressions are flagged with ``REGRESSION``."""
     lines = [f"warning: {w}" for w in warnings]
-    lines.append(f"{'contract':8} {'engine':16} {'shape':10} {'penalty':10} {'dtype':8} "
-                 f"{'old s':>10} {'new s':>10} {'new/old':>8}")
+    lines.append(f"{'contract':8} {'engine':22} {'path':9} {'shape':10} {'penalty':10} "
+                 f"{'dtype':8} {'old s':>10} {'new s':>10} {'new/old':>8}")
     for c in sorted(pairs, key=lambda c: tuple(map(str, c.key))):
-        contract, engine, _res, shape, _n, _p, _b, alpha, dtype = c.key
+        contract, engine, path, _res, shape, _n, _p, _b, alpha, dtype = c.key
         flag = "  REGRESSION" if c.is_regression(threshold) else ""
         if not c.same_input:
             flag += "  (different input)"
         penalty = f"l1={alpha:g}" if alpha else "none"
-        lines.append(f"{contract:8} {engine:16} {shape:10} {penalty:10} {dtype:8} "
+        lines.append(f"{contract:8} {engine:22} {path:9} {shape:10} {penalty:10} {dtype:8} "
                      f"{c.old_s:10.4g} {c.new_s:10.4g} {c.ratio:8.3f}{flag}")
     n_reg = sum(c.is_regression(threshold) for c in pairs)
     lines.append(f"{len(pairs)} compared, {n_reg} regression(s) over {threshold:.0%}")
@@ -113,7 +126,7 @@ def format_comparison(pairs: list[Comparison], warnings: list[str], threshold: f
 
 @dataclass(frozen=True)
 class GatePair:
-    """A native record and its paired reference under the identical contract."""
+    """A native record and its paired reference under the identical contract and path."""
 
     shape: str
     contract: str
@@ -123,6 +136,7 @@ class GatePair:
     residency: str
     native_s: float
     reference_s: float
+    path: str = "engine"
 
     @property
     def speedup(self) -> float:
@@ -141,10 +155,12 @@ class GatePair:
 def gate(document: dict[str, Any]) -> tuple[list[GatePair], dict[tuple[str, str], dict]]:
     """Apply RFC 0001's promotion rule to every native engine and shape.
 
-    A native record is paired with the reference record of the same contract, shape, sizes,
-    penalty, dtype and input fingerprint (the CUDA engine with a reference of the same
-    residency). A native engine is promoted for a shape only if it is at least as fast as its
-    reference in every pair of that shape; the advisor asks for a 10 % margin in every pair.
+    A native record is paired with the reference record of the same contract, path, shape,
+    sizes, penalty, dtype and input fingerprint (the CUDA engine with a reference of the same
+    residency): engine rows with engine rows, estimator rows (RenewableHuberRegressor with
+    ``backend="native_cpu"`` against ``backend="numpy"``) with estimator rows. A native engine
+    is promoted for a shape only if it is at least as fast as its reference in every pair of
+    that shape, on both paths; the advisor asks for a 10 % margin in every pair.
 
     Returns
     -------
@@ -153,8 +169,9 @@ def gate(document: dict[str, Any]) -> tuple[list[GatePair], dict[tuple[str, str]
     """
     ok = _ok(document["records"])
     references = {
-        (r["contract"], r["residency"], r["shape_class"], r["n_samples"], r["n_features"],
-         r["batch_size"], r["penalty"]["alpha"], r["dtype"], r["input_sha256"]): r
+        (r["contract"], record_path(r), r["residency"], r["shape_class"], r["n_samples"],
+         r["n_features"], r["batch_size"], r["penalty"]["alpha"], r["dtype"],
+         r["input_sha256"]): r
         for r in ok if r["engine_kind"] == "reference"
     }
     pairs = []
@@ -162,13 +179,14 @@ def gate(document: dict[str, Any]) -> tuple[list[GatePair], dict[tuple[str, str]
         if r["engine_kind"] != "native":
             continue
         residency = "host" if r["engine"].startswith("native_cpu") else r["residency"]
-        ref = references.get((r["contract"], residency, r["shape_class"], r["n_samples"],
-                              r["n_features"], r["batch_size"], r["penalty"]["alpha"],
-                              r["dtype"], r["input_sha256"]))
+        ref = references.get((r["contract"], record_path(r), residency, r["shape_class"],
+                              r["n_samples"], r["n_features"], r["batch_size"],
+                              r["penalty"]["alpha"], r["dtype"], r["input_sha256"]))
         if ref is None:
             continue
         pairs.append(GatePair(r["shape_class"], r["contract"], _penalty(r), r["dtype"],
-                              r["engine"], r["residency"], r["median_s"], ref["median_s"]))
+                              r["engine"], r["residency"], r["median_s"], ref["median_s"],
+                              record_path(r)))
     verdicts: dict[tuple[str, str], dict] = {}
     grouped: dict[tuple[str, str], list[GatePair]] = defaultdict(list)
     for p in pairs:
@@ -185,13 +203,13 @@ def gate(document: dict[str, Any]) -> tuple[list[GatePair], dict[tuple[str, str]
 
 def format_gate(pairs: list[GatePair], verdicts: dict[tuple[str, str], dict]) -> str:
     """A plain-text report of every pair and the verdict per (engine, shape)."""
-    lines = [f"{'engine':11} {'shape':10} {'contract':8} {'penalty':10} {'dtype':8} "
-             f"{'ref s':>10} {'native s':>10} {'speedup':>8}  gate  advisor(10%)"]
+    lines = [f"{'engine':22} {'path':9} {'shape':10} {'contract':8} {'penalty':10} "
+             f"{'dtype':8} {'ref s':>10} {'native s':>10} {'speedup':>8}  gate  advisor(10%)"]
     for p in sorted(pairs, key=lambda p: (p.engine, SHAPE_ORDER.index(p.shape)
-                                          if p.shape in SHAPE_ORDER else 99, p.contract,
-                                          p.penalty, p.dtype)):
-        lines.append(f"{p.engine:11} {p.shape:10} {p.contract:8} {p.penalty:10} {p.dtype:8} "
-                     f"{p.reference_s:10.4g} {p.native_s:10.4g} {p.speedup:8.2f}  "
+                                          if p.shape in SHAPE_ORDER else 99, p.path,
+                                          p.contract, p.penalty, p.dtype)):
+        lines.append(f"{p.engine:22} {p.path:9} {p.shape:10} {p.contract:8} {p.penalty:10} "
+                     f"{p.dtype:8} {p.reference_s:10.4g} {p.native_s:10.4g} {p.speedup:8.2f}  "
                      f"{'pass' if p.passes_gate else 'FAIL':4}  "
                      f"{'pass' if p.passes_advisor else 'FAIL'}")
     lines.append("")
@@ -219,8 +237,23 @@ def _fmt(x: float | None, spec: str = ".3g") -> str:
 
 
 def _index(document: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
-    return {(r["contract"], r["engine"], r["residency"], r["shape_class"],
+    return {(r["contract"], r["engine"], record_path(r), r["residency"], r["shape_class"],
              r["penalty"]["alpha"], r["dtype"]): r for r in document["records"]}
+
+
+def _get(index: dict, contract: str, engine: str, shape: str, alpha: float, dtype: str,
+         path: str | None = None, residency: str = "host") -> dict[str, Any] | None:
+    """The record of a subject and workload; ``path`` defaults to the engine path for our
+    engines and the estimator path for peers."""
+    return index.get((contract, engine, path or _default_path(engine), residency, shape, alpha,
+                      dtype))
+
+
+def _ratio(numerator: dict[str, Any] | None, denominator: dict[str, Any] | None) -> str:
+    """Median of ``numerator`` over median of ``denominator``, as "1.5×" (— unless both ok)."""
+    if not (numerator and denominator and numerator["status"] == denominator["status"] == "ok"):
+        return "—"
+    return f"{numerator['median_s'] / denominator['median_s']:.3g}×"
 
 
 def _workloads(document: dict[str, Any]) -> list[tuple[dict[str, Any], float, str]]:
@@ -231,13 +264,53 @@ def _workloads(document: dict[str, Any]) -> list[tuple[dict[str, Any], float, st
 
 
 def _cell(index: dict, contract: str, engine: str, shape: str, alpha: float, dtype: str,
-          residency: str = "host") -> str:
-    r = index.get((contract, engine, residency, shape, alpha, dtype))
+          path: str | None = None) -> str:
+    r = _get(index, contract, engine, shape, alpha, dtype, path)
     if r is None:
         return "—"
     if r["status"] != "ok":
         return "skipped" if r["status"] == "skipped" else "failed"
     return f"{_fmt_s(r['median_s'])} (min {_fmt_s(r['min_s'])})"
+
+
+def _estimator_tables(document: dict[str, Any], idx: dict) -> list[str]:
+    """The estimator path: what users run, ours and SGDRegressor's partial_fit side by side."""
+    if not any(record_path(r) == "estimator" and r["engine"] in OUR_ENGINES
+               for r in document["records"]):
+        return []
+    ours = ["numpy", "native_cpu", "native_cpu_prox_newton"]
+    out: list[str] = []
+    for contract, title in (("steady", "Steady state"), ("cold", "Cold")):
+        out += [f"### {title}, estimator path: median time of one pass of `partial_fit` "
+                "(min in brackets)", "",
+                "`RenewableHuberRegressor(backend=...).partial_fit(X, y)` and "
+                "`SGDRegressor(loss=\"huber\").partial_fit(X, y)` per batch, on the same "
+                "C-contiguous ndarrays. native / reference: the NumPy backend's time over "
+                "native_cpu's; native / SGD: SGDRegressor's time over native_cpu's (above 1: "
+                "native faster); estimator / engine: native_cpu's estimator time over its "
+                "engine time (the estimator's overhead).", "",
+                "| shape | rows × features / batch | penalty | dtype | "
+                + " | ".join(f"{ENGINE_LABEL[e]}, estimator" for e in ours)
+                + f" | {ENGINE_LABEL['sgd_huber']} | native / reference | native / SGD"
+                " | prox_newton / SGD | native estimator / engine |",
+                "|" + "---|" * (len(ours) + 9)]
+        for shape, alpha, dtype in _workloads(document):
+            name = shape["name"]
+            cells = [_cell(idx, contract, e, name, alpha, dtype, "estimator") for e in ours]
+            ref = _get(idx, contract, "numpy", name, alpha, dtype, "estimator")
+            nat = _get(idx, contract, "native_cpu", name, alpha, dtype, "estimator")
+            variant = _get(idx, contract, "native_cpu_prox_newton", name, alpha, dtype,
+                           "estimator")
+            sgd = _get(idx, contract, "sgd_huber", name, alpha, dtype)
+            engine = _get(idx, contract, "native_cpu", name, alpha, dtype, "engine")
+            out.append(f"| {name} | {shape['n_samples']:,} × {shape['n_features']} / "
+                       f"{shape['batch_size']:,} | {_penalty({'penalty': {'alpha': alpha}})} | "
+                       f"{dtype} | " + " | ".join(cells) + " | "
+                       + _cell(idx, contract, "sgd_huber", name, alpha, dtype)
+                       + f" | {_ratio(ref, nat)} | {_ratio(sgd, nat)} | {_ratio(sgd, variant)}"
+                       f" | {_ratio(nat, engine)} |")
+        out.append("")
+    return out
 
 
 def markdown_tables(document: dict[str, Any]) -> str:
@@ -259,7 +332,10 @@ def markdown_tables(document: dict[str, Any]) -> str:
 
     streamed = ["numpy", "native_cpu", "native_cpu_prox_newton", "sgd_huber"]
     for contract, title in (("steady", "Steady state"), ("cold", "Cold")):
-        out += [f"### {title}: median time of one pass over the stream (min in brackets)", "",
+        out += [f"### {title}, engine path: median time of one pass over the stream "
+                "(min in brackets)", "",
+                "Our engines: `engine.update` on the batches; the peers through their public "
+                "estimators.", "",
                 "| shape | rows × features / batch | penalty | dtype | "
                 + " | ".join(ENGINE_LABEL[e] for e in streamed)
                 + " | HuberRegressor (all data) | native / reference speedup"
@@ -268,20 +344,16 @@ def markdown_tables(document: dict[str, Any]) -> str:
         for shape, alpha, dtype in _workloads(document):
             name = shape["name"]
             cells = [_cell(idx, contract, e, name, alpha, dtype) for e in streamed]
-            ref = idx.get((contract, "numpy", "host", name, alpha, dtype))
-            nat = idx.get((contract, "native_cpu", "host", name, alpha, dtype))
-            variant = idx.get((contract, "native_cpu_prox_newton", "host", name, alpha, dtype))
-            speed = variant_speed = "—"
-            if ref and nat and ref["status"] == nat["status"] == "ok":
-                speed = f"{ref['median_s'] / nat['median_s']:.1f}×"
-            if ref and variant and ref["status"] == variant["status"] == "ok":
-                variant_speed = f"{ref['median_s'] / variant['median_s']:.1f}×"
+            ref = _get(idx, contract, "numpy", name, alpha, dtype)
+            nat = _get(idx, contract, "native_cpu", name, alpha, dtype)
+            variant = _get(idx, contract, "native_cpu_prox_newton", name, alpha, dtype)
             out.append(f"| {name} | {shape['n_samples']:,} × {shape['n_features']} / "
                        f"{shape['batch_size']:,} | {_penalty({'penalty': {'alpha': alpha}})} | "
                        f"{dtype} | " + " | ".join(cells) + " | "
                        + _cell(idx, "full_fit", "huber_regressor", name, alpha, dtype)
-                       + f" | {speed} | {variant_speed} |")
+                       + f" | {_ratio(ref, nat)} | {_ratio(ref, variant)} |")
         out.append("")
+    out += _estimator_tables(document, idx)
 
     out += ["### Throughput and coefficient error", "",
             "Steady-state rows/s; relative L2 error of the slopes against the generating "
@@ -294,13 +366,13 @@ def markdown_tables(document: dict[str, Any]) -> str:
         name = shape["name"]
         cells = []
         for e in streamed:
-            s = idx.get(("steady", e, "host", name, alpha, dtype))
-            c = idx.get(("cold", e, "host", name, alpha, dtype))
+            s = _get(idx, "steady", e, name, alpha, dtype)
+            c = _get(idx, "cold", e, name, alpha, dtype)
             cells.append(_fmt(s["throughput_rows_per_s"] if s and s["status"] == "ok" else None,
                               ".3g"))
             cells.append(_fmt(c["coef_error"]["rel_l2"] if c and c["status"] == "ok" else None,
                               ".2e"))
-        h = idx.get(("full_fit", "huber_regressor", "host", name, alpha, dtype))
+        h = _get(idx, "full_fit", "huber_regressor", name, alpha, dtype)
         cells.append(_fmt(h["coef_error"]["rel_l2"] if h and h["status"] == "ok" else None,
                           ".2e"))
         out.append(f"| {name} | {_penalty({'penalty': {'alpha': alpha}})} | {dtype} | "
@@ -317,15 +389,15 @@ def markdown_tables(document: dict[str, Any]) -> str:
             "|" + "---|" * (8 + len(streamed))]
     for shape, alpha, dtype in _workloads(document):
         name = shape["name"]
-        any_ok = next((idx[k] for k in idx if k[3] == name and k[4] == alpha
-                       and k[5] == dtype and idx[k]["status"] == "ok"
+        any_ok = next((idx[k] for k in idx if k[4] == name and k[5] == alpha
+                       and k[6] == dtype and idx[k]["status"] == "ok"
                        and idx[k]["roofline"].get("gram_in_bound", True)), None)
         if any_ok is None:
             continue
         roof = any_ok["roofline"]
         cells = []
         for e in streamed:
-            r = idx.get(("steady", e, "host", name, alpha, dtype))
+            r = _get(idx, "steady", e, name, alpha, dtype)
             cells.append(_fmt(r["roofline"]["achieved_fraction"] * 100, ".3g") + " %"
                          if r and r["status"] == "ok" else "—")
         out.append(f"| {name} | {_penalty({'penalty': {'alpha': alpha}})} | {dtype} | "
@@ -336,10 +408,11 @@ def markdown_tables(document: dict[str, Any]) -> str:
     out.append("")
 
     skipped = [r for r in document["records"] if r["status"] != "ok"]
-    reasons = sorted({(r["engine"], r["residency"], r["reason"]) for r in skipped})
+    reasons = sorted({(r["engine"], record_path(r), r["residency"], r["reason"])
+                      for r in skipped})
     if reasons:
         out += ["### Skipped or failed", ""]
-        out += [f"- {e} ({res}): {why}" for e, res, why in reasons]
+        out += [f"- {e} ({path}, {res}): {why}" for e, path, res, why in reasons]
         out.append("")
     return "\n".join(out)
 
@@ -348,7 +421,8 @@ def markdown_tables(document: dict[str, Any]) -> str:
 
 
 def plot(document: dict[str, Any], stem: Path) -> list[Path]:
-    """Write ``<stem>-throughput.png`` and ``<stem>-roofline.png``; return their paths."""
+    """Write ``<stem>-throughput.png``, ``<stem>-roofline.png`` and, when the run has estimator
+    rows of our engines, ``<stem>-estimator.png``; return their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -357,20 +431,29 @@ def plot(document: dict[str, Any], stem: Path) -> list[Path]:
     ok = [r for r in _ok(document["records"]) if r["contract"] in ("steady", "full_fit")]
     shapes = [s["name"] for s in document["profile"]["shapes"]]
     panels = [(a, d) for a in document["profile"]["alphas"] for d in document["profile"]["dtypes"]]
-    engines = [e for e in ENGINE_ORDER if any(r["engine"] == e for r in ok)]
+    # One bar per (engine, path): our engines' estimator bars hatched, next to their engine bars.
+    series = [(e, path) for e in ENGINE_ORDER for path in ("engine", "estimator")
+              if any(r["engine"] == e and record_path(r) == path for r in ok)]
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    color = {e: palette[i % len(palette)] for i, e in enumerate(ENGINE_ORDER)}
     ncols = min(2, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 4 * nrows), squeeze=False)
-    width = 0.8 / max(1, len(engines))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7 * ncols, 4.3 * nrows), squeeze=False)
+    width = 0.8 / max(1, len(series))
     for ax, (alpha, dtype) in zip(axes.flat, panels, strict=False):
-        for j, engine in enumerate(engines):
+        for j, (engine, path) in enumerate(series):
             values = []
             for shape in shapes:
-                r = next((r for r in ok if r["engine"] == engine and r["shape_class"] == shape
+                r = next((r for r in ok if r["engine"] == engine and record_path(r) == path
+                          and r["shape_class"] == shape and r["residency"] != "device_resident"
                           and r["penalty"]["alpha"] == alpha and r["dtype"] == dtype), None)
                 values.append(r["throughput_rows_per_s"] if r else 0.0)
-            xs = [i + (j - (len(engines) - 1) / 2) * width for i in range(len(shapes))]
-            ax.bar(xs, values, width, label=ENGINE_LABEL[engine])
+            xs = [i + (j - (len(series) - 1) / 2) * width for i in range(len(shapes))]
+            ours_estimator = engine in OUR_ENGINES and path == "estimator"
+            label = ENGINE_LABEL[engine] + (" · estimator" if ours_estimator else "")
+            ax.bar(xs, values, width, label=label, color=color[engine],
+                   hatch="//" if ours_estimator else None,
+                   edgecolor="white" if ours_estimator else None)
         ax.set_yscale("log")
         ax.set_xticks(range(len(shapes)), shapes)
         ax.set_ylabel("rows / s (steady state; HuberRegressor: full fit)")
@@ -378,20 +461,40 @@ def plot(document: dict[str, Any], stem: Path) -> list[Path]:
         ax.grid(axis="y", which="both", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"Throughput per engine and shape — profile {document['profile']['name']}, "
+    _legend(axes)
+    fig.suptitle(f"Throughput per engine and shape (hatched: through RenewableHuberRegressor."
+                 f"partial_fit) — profile {document['profile']['name']}, "
                  f"{document['hardware']}", fontsize=9)
     fig.tight_layout()
     throughput = stem.with_name(stem.name + "-throughput.png")
     fig.savefig(throughput, dpi=120)
     plt.close(fig)
+    written = [throughput, _plot_roofline(document, stem, ok, shapes)]
+    estimator = _plot_estimator_ratios(document, stem, shapes, panels)
+    return written + ([estimator] if estimator else [])
+
+
+def _legend(axes: Any) -> None:
+    """One legend, on the first panel, with every series of every panel (a panel may lack
+    some: prox_newton has no rows without a penalty)."""
+    handles: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    axes.flat[0].legend(list(handles.values()), list(handles), fontsize=7)
+
+
+def _plot_roofline(document: dict[str, Any], stem: Path, ok: list[dict[str, Any]],
+                   shapes: list[str]) -> Path:
+    import matplotlib.pyplot as plt
 
     lim = document["machine_limits"]
     bw = lim["memory_bandwidth_bytes_per_s"]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     # Only engines that form the Gram matrix belong on a Gram-flops roofline.
+    # The estimator path does the same Gram work as its engine, plus overhead: engine path only.
     points = [r for r in ok if r["contract"] == "steady" and r["roofline"]
-              and r["roofline"].get("gram_in_bound", True)]
+              and r["roofline"].get("gram_in_bound", True) and record_path(r) == "engine"]
     intensities = [r["roofline"]["arithmetic_intensity"] for r in points] or [1.0]
     lo, hi = min(intensities) / 4, max(intensities) * 8
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
@@ -423,4 +526,64 @@ def plot(document: dict[str, Any], stem: Path) -> list[Path]:
     roofline = stem.with_name(stem.name + "-roofline.png")
     fig.savefig(roofline, dpi=120)
     plt.close(fig)
-    return [throughput, roofline]
+    return roofline
+
+
+#: The ratios of the estimator chart: (label, numerator, denominator), each a (engine, path);
+#: a ratio above 1 means the denominator (native_cpu) is faster.
+ESTIMATOR_RATIOS = (
+    ("reference / native, engine path", ("numpy", "engine"), ("native_cpu", "engine")),
+    ("reference / native, estimator path", ("numpy", "estimator"),
+     ("native_cpu", "estimator")),
+    ("SGDRegressor / native, estimator path", ("sgd_huber", "estimator"),
+     ("native_cpu", "estimator")),
+    ("SGDRegressor / native prox_newton, estimator path", ("sgd_huber", "estimator"),
+     ("native_cpu_prox_newton", "estimator")),
+)
+
+
+def _plot_estimator_ratios(document: dict[str, Any], stem: Path, shapes: list[str],
+                           panels: list[tuple[float, str]]) -> Path | None:
+    """Steady-state time ratios per shape: reference over native on both paths, and SGD over
+    native through the estimators (above 1: native faster)."""
+    import matplotlib.pyplot as plt
+
+    steady = {(r["engine"], record_path(r), r["shape_class"], r["penalty"]["alpha"],
+               r["dtype"]): r["median_s"]
+              for r in _ok(document["records"])
+              if r["contract"] == "steady" and r["residency"] == "host"}
+    if not any(k[0] in OUR_ENGINES and k[1] == "estimator" for k in steady):
+        return None
+    ncols = min(2, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7 * ncols, 4 * nrows), squeeze=False)
+    width = 0.8 / len(ESTIMATOR_RATIOS)
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (alpha, dtype) in zip(axes.flat, panels, strict=False):
+        for j, (label, num, den) in enumerate(ESTIMATOR_RATIOS):
+            values = []
+            for shape in shapes:
+                a = steady.get((*num, shape, alpha, dtype))
+                b = steady.get((*den, shape, alpha, dtype))
+                values.append(a / b if a and b else math.nan)
+            if all(math.isnan(v) for v in values):
+                continue
+            xs = [i + (j - (len(ESTIMATOR_RATIOS) - 1) / 2) * width for i in range(len(shapes))]
+            ax.bar(xs, values, width, label=label, color=palette[j % len(palette)])
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(shapes)), shapes)
+        ax.set_ylabel("time ratio, steady state (above 1: native faster)")
+        ax.set_title(f"penalty {'L1 α=' + format(alpha, 'g') if alpha else 'none'}, {dtype}")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    _legend(axes)
+    fig.suptitle(f"native_cpu against the reference and SGDRegressor, engine and estimator "
+                 f"paths — profile {document['profile']['name']}, {document['hardware']}",
+                 fontsize=9)
+    fig.tight_layout()
+    path = stem.with_name(stem.name + "-estimator.png")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from . import SCHEMA_NAME, SCHEMA_VERSION
+from . import SCHEMA_MINOR, SCHEMA_NAME, SCHEMA_VERSION
 from .contracts import (
     Batch,
     EngineSubject,
+    EstimatorSubject,
     HuberRegressorSubject,
     PassResult,
     SGDHuberSubject,
@@ -34,25 +35,45 @@ from .limits import measure_machine_limits, roofline_bound
 #: native_cpu_prox_newton: native_cpu with the opt-in proximal Newton L1 solver (L1 rows only).
 ENGINES = ("numpy", "native_cpu", "native_cpu_prox_newton", "cuda")
 PEERS = ("sgd_huber", "huber_regressor")
-#: What each contract leaves outside the timed interval.
+#: What the clock covers: "engine" (engine.update on the batches) or "estimator" (a public
+#: estimator's partial_fit or fit, called as users call it). Peers have the estimator path only.
+PATHS = ("engine", "estimator")
+#: What each (contract, path) leaves outside the timed interval.
 EXCLUDED = {
-    "cold": ["data generation", "dtype conversion", "engine construction",
-             "CUDA context creation", "warm-up"],
-    "steady": ["data generation", "dtype conversion", "engine construction",
-               "CUDA context creation", "warm-up", "one-time prime (first full pass)",
-               "primed-state restore"],
-    "full_fit": ["data generation", "dtype conversion", "concatenation of the batches",
-                 "estimator construction", "warm-up"],
+    ("cold", "engine"): ["data generation", "dtype conversion", "engine construction",
+                         "CUDA context creation", "warm-up"],
+    ("steady", "engine"): ["data generation", "dtype conversion", "engine construction",
+                           "CUDA context creation", "warm-up",
+                           "one-time prime (first full pass)", "primed-state restore"],
+    ("cold", "estimator"): ["data generation", "dtype conversion", "estimator construction",
+                            "CUDA context creation", "warm-up"],
+    ("steady", "estimator"): ["data generation", "dtype conversion", "estimator construction",
+                              "CUDA context creation", "warm-up",
+                              "one-time prime (first full pass)", "primed-state restore"],
+    ("full_fit", "estimator"): ["data generation", "dtype conversion",
+                                "concatenation of the batches", "estimator construction",
+                                "warm-up"],
 }
 LIFECYCLE = {
-    "cold": "fresh engine object, empty state, one full pass",
-    "steady": "engine object that did the prime; state primed by one full pass; one full pass",
-    "full_fit": "fresh estimator, one fit on all rows",
+    ("cold", "engine"): "fresh engine object, empty state, one full pass",
+    ("steady", "engine"): "engine object that did the prime; state primed by one full pass; "
+                          "one full pass",
+    ("cold", "estimator"): "fresh estimator, unfitted, one partial_fit per batch (the first "
+                           "starts the stream and builds the engine, inside the clock)",
+    ("steady", "estimator"): "estimator fitted on one full pass (primed), one partial_fit per "
+                             "batch",
+    ("full_fit", "estimator"): "fresh estimator, one fit on all rows",
 }
 RESET_POLICY = {
-    "cold": "new engine object per repetition, built outside the timed interval",
-    "steady": "primed state copied back before each repetition, outside the timed interval",
-    "full_fit": "new estimator per repetition, built outside the timed interval",
+    ("cold", "engine"): "new engine object per repetition, built outside the timed interval",
+    ("steady", "engine"): "primed state copied back before each repetition, outside the timed "
+                          "interval",
+    ("cold", "estimator"): "new estimator per repetition, built outside the timed interval",
+    ("steady", "estimator"): "primed state restored before each repetition, outside the timed "
+                             "interval: RenewableHuberRegressor.load_state_dict(primed) on the "
+                             "estimator of the last cold pass; peers: a deepcopy of the "
+                             "primed estimator",
+    ("full_fit", "estimator"): "new estimator per repetition, built outside the timed interval",
 }
 
 
@@ -101,6 +122,14 @@ class Profile:
         Penalties: 0.0 (none) and an L1 strength.
     engines, peers : tuple of str
         Subjects to time; absent engines are recorded as skipped with the reason.
+    paths : tuple of str
+        For each engine, what is timed: "engine" (``engine.update``) and/or "estimator"
+        (``RenewableHuberRegressor(backend=<engine>).partial_fit``). Peers are always timed
+        through their public estimator.
+    reference_estimator_shapes : tuple of str, optional
+        Shape classes on which the NumPy reference also runs through the estimator; None: all.
+        Its estimator rows cost as much as its engine rows, the bulk of a sweep; elsewhere they
+        are recorded as skipped with the reason.
     cold_repeats, steady_repeats : int
         Repetitions of each contract.
     min_repeats : int
@@ -129,6 +158,8 @@ class Profile:
     alphas: tuple[float, ...] = (0.0, 0.01)
     engines: tuple[str, ...] = ENGINES
     peers: tuple[str, ...] = PEERS
+    paths: tuple[str, ...] = PATHS
+    reference_estimator_shapes: tuple[str, ...] | None = None
     cold_repeats: int = 3
     steady_repeats: int = 5
     min_repeats: int = 3
@@ -148,9 +179,12 @@ PROFILES: dict[str, Profile] = {
     # Fewer rows and smaller batches, the same features and batch count per class: latency as
     # is (one small batch), reference ÷8, wide ÷4 (a batch keeps 4× more rows than
     # coefficients), streaming ÷16. The whole matrix runs in about two minutes on two cores.
+    # The NumPy reference runs through the estimator on the latency shape only: everywhere it
+    # would double the profile's time, and its overhead (per call, not per row) shows there.
     "smoke": Profile(
         name="smoke",
         shapes=tuple(s.scaled(f) for s, f in zip(RFC_SHAPES, (1, 8, 4, 16), strict=True)),
+        reference_estimator_shapes=("latency",),
         cold_repeats=1,
         steady_repeats=2,
         min_repeats=1,
@@ -215,46 +249,69 @@ def coef_error(subject: Subject, state: Any, data: _Data) -> dict[str, float]:
     }
 
 
-def _subjects(profile: Profile, alpha: float) -> list[tuple[str, str, Subject | None, str]]:
-    """(engine, residency, subject or None, skip reason) for one penalty."""
+Planned = tuple[str, str, str, Subject | None, str]
+
+
+def _subjects(profile: Profile, alpha: float) -> list[Planned]:
+    """(engine, path, residency, subject or None, skip reason) for one penalty.
+
+    Each engine comes with a subject per path of the profile (engine first, then estimator);
+    peers come once, on the estimator path.
+    """
     from renewable_huber.backends import native_cpu_available
     from renewable_huber.core import Config
 
     config = Config(epsilon=profile.epsilon, alpha=alpha, max_iter=profile.max_iter,
                     tol=profile.tol)
     threads = profile.threads
-    out: list[tuple[str, str, Subject | None, str]] = []
+    unknown = set(profile.paths) - set(PATHS)
+    if unknown:
+        raise ValueError(f"unknown path(s) {sorted(unknown)}; expected some of {PATHS}")
+    paths = [p for p in PATHS if p in profile.paths]
+
+    def both(name: str, residency: str, cfg: Any, reason: str,
+             engine_threads: int | None) -> list[Planned]:
+        out: list[Planned] = []
+        for path in paths:
+            subject: Subject | None = None
+            if not reason:
+                cls = EngineSubject if path == "engine" else EstimatorSubject
+                subject = cls(name, cfg, residency, threads=engine_threads)
+            out.append((name, path, residency, subject, reason))
+        return out
+
+    out: list[Planned] = []
     for name in profile.engines:
         if name == "numpy":
-            out.append((name, "host", EngineSubject(name, config, threads=threads), ""))
+            out += both(name, "host", config, "", threads)
         elif name in ("native_cpu", "native_cpu_prox_newton"):
             variant = name == "native_cpu_prox_newton"
+            reason = ""
             if not native_cpu_available():
-                out.append((name, "host", None, "native_cpu engine not installed "
-                            "(module _renewable_huber_native_cpu cannot be imported)"))
+                reason = ("native_cpu engine not installed "
+                          "(module _renewable_huber_native_cpu cannot be imported)")
             elif variant and alpha == 0:
-                out.append((name, "host", None, "l1_solver='prox_newton' solves L1 batches "
-                            "only; without a penalty it is native_cpu"))
-            else:
-                solver = "prox_newton" if variant else "lamm"
-                out.append((name, "host", EngineSubject(
-                    name, dataclasses.replace(config, l1_solver=solver), threads=threads), ""))
+                reason = ("l1_solver='prox_newton' solves L1 batches only; without a penalty "
+                          "it is native_cpu")
+            solver = "prox_newton" if variant else "lamm"
+            out += both(name, "host", dataclasses.replace(config, l1_solver=solver), reason,
+                        threads)
         elif name == "cuda":
             reason = _cuda_unavailable()
             for residency in ("host_fed", "device_resident"):
-                subject = None if reason else EngineSubject(name, config, residency)
-                out.append((name, residency, subject, reason))
+                out += both(name, residency, config, reason, None)
         else:
             raise ValueError(f"unknown engine {name!r}; expected one of {ENGINES}")
     for name in profile.peers:
         if name == "sgd_huber":
-            out.append((name, "host", SGDHuberSubject(alpha, profile.epsilon, profile.seed), ""))
+            out.append((name, "estimator", "host",
+                        SGDHuberSubject(alpha, profile.epsilon, profile.seed), ""))
         elif name == "huber_regressor":
             if alpha > 0:
-                out.append((name, "host", None, "HuberRegressor has an L2 penalty only; "
-                            "it has no L1 counterpart"))
+                out.append((name, "estimator", "host", None, "HuberRegressor has an L2 penalty "
+                            "only; it has no L1 counterpart"))
             else:
-                out.append((name, "host",
+                out.append((name, "estimator", "host",
                             HuberRegressorSubject(profile.epsilon, profile.max_iter), ""))
         else:
             raise ValueError(f"unknown peer {name!r}; expected one of {PEERS}")
@@ -336,6 +393,7 @@ class Sweep:
         return {
             "schema": SCHEMA_NAME,
             "schema_version": SCHEMA_VERSION,
+            "schema_minor": SCHEMA_MINOR,
             "created_utc": started.isoformat(timespec="seconds"),
             "duration_s": (_dt.datetime.now(_dt.UTC) - started).total_seconds(),
             "command": list(command) if command is not None else list(sys.argv),
@@ -358,10 +416,18 @@ class Sweep:
                 data = make_data(shape, dtype, p.seed)
                 data_key = (shape, dtype)
             assert data is not None
-            for engine, residency, subject, reason in _subjects(p, alpha):
-                bar.set_description(f"{shape.name} {dtype} a={alpha:g} {engine}")
-                records.extend(self._measure(shape, dtype, alpha, engine, residency, subject,
-                                             reason, data))
+            for engine, path, residency, planned, why in _subjects(p, alpha):
+                subject, reason = planned, why
+                if (engine == "numpy" and path == "estimator" and subject is not None
+                        and p.reference_estimator_shapes is not None
+                        and shape.name not in p.reference_estimator_shapes):
+                    subject, reason = None, (
+                        f"profile {p.name!r} runs the NumPy reference through the estimator "
+                        f"on {', '.join(p.reference_estimator_shapes) or 'no shape'} only "
+                        "(reference_estimator_shapes)")
+                bar.set_description(f"{shape.name} {dtype} a={alpha:g} {engine}/{path}")
+                records.extend(self._measure(shape, dtype, alpha, engine, path, residency,
+                                             subject, reason, data))
                 bar.update()
         return records
 
@@ -369,10 +435,11 @@ class Sweep:
         if self.progress:
             print(f"[bench] {message}", file=sys.stderr, flush=True)
 
-    def _measure(self, shape: Shape, dtype: str, alpha: float, engine: str, residency: str,
-                 subject: Subject | None, reason: str, data: _Data) -> list[dict[str, Any]]:
+    def _measure(self, shape: Shape, dtype: str, alpha: float, engine: str, path: str,
+                 residency: str, subject: Subject | None, reason: str,
+                 data: _Data) -> list[dict[str, Any]]:
         contracts = _contract_plan(subject, engine)
-        base = self._base(shape, dtype, alpha, engine, residency, subject, data)
+        base = self._base(shape, dtype, alpha, engine, path, residency, subject, data)
         if subject is None:
             return [self._skipped(base, c, reason) for c in contracts]
         gc.collect()
@@ -446,20 +513,23 @@ class Sweep:
         runs += [subject.run(subject.make(), (X, y), batches) for _ in range(target - 1)]
         return self._record(base, "full_fit", subject, runs, data, notes.get("full_fit"))
 
-    def _base(self, shape: Shape, dtype: str, alpha: float, engine: str, residency: str,
-              subject: Subject | None, data: _Data) -> dict[str, Any]:
+    def _base(self, shape: Shape, dtype: str, alpha: float, engine: str, path: str,
+              residency: str, subject: Subject | None, data: _Data) -> dict[str, Any]:
         p = self.profile
         from renewable_huber.core.types import default_tol
 
         kind = ("reference" if engine == "numpy" else "native" if engine in ENGINES
                 else "peer")
+        operation = ("fit" if engine == "huber_regressor" else
+                     "update" if path == "engine" else "partial_fit")
         return {
             "engine": engine,
             "engine_kind": kind,
+            "path": path,
+            "timed_call": _timed_call(engine, path, operation),
             "residency": residency,
             "transfer_in_timed_interval": residency == "host_fed",
-            "operation": {"huber_regressor": "fit", "sgd_huber": "partial_fit"}.get(engine,
-                                                                                   "update"),
+            "operation": operation,
             "shape_class": shape.name,
             "shape_purpose": shape.purpose,
             "n_samples": shape.n_samples,
@@ -533,13 +603,14 @@ class Sweep:
     def _finish(self, base: dict[str, Any], contract: str,
                 result: dict[str, Any]) -> dict[str, Any]:
         penalty = f"l1={base['penalty']['alpha']:g}" if base["penalty"]["alpha"] else "none"
+        key = (contract, base["path"])
         record = {
-            "id": "/".join((contract, base["engine"], base["residency"], base["shape_class"],
-                            penalty, base["dtype"])),
+            "id": "/".join((contract, base["engine"], base["path"], base["residency"],
+                            base["shape_class"], penalty, base["dtype"])),
             "contract": contract,
-            "lifecycle": LIFECYCLE[contract],
-            "reset_timing_policy": RESET_POLICY[contract],
-            "excluded_from_timing": EXCLUDED[contract],
+            "lifecycle": LIFECYCLE[key],
+            "reset_timing_policy": RESET_POLICY[key],
+            "excluded_from_timing": EXCLUDED[key],
             "gc_disabled_in_timed_interval": True,
             **base,
             **result,
@@ -547,6 +618,20 @@ class Sweep:
             "environment": self.environment,
         }
         return record
+
+
+def _timed_call(engine: str, path: str, operation: str) -> str:
+    """The call the clock covers, once per batch (``fit``: once on all rows)."""
+    if engine == "sgd_huber":
+        return "SGDRegressor(loss='huber').partial_fit(X, y)"
+    if engine == "huber_regressor":
+        return "HuberRegressor().fit(X_all, y_all)"
+    if path == "engine":
+        return (f"make_engine({engine.removesuffix('_prox_newton')!r})"
+                ".update(state, X, y, None, config)")
+    solver = ", l1_solver='prox_newton'" if engine.endswith("_prox_newton") else ""
+    return (f"RenewableHuberRegressor(backend={engine.removesuffix('_prox_newton')!r}"
+            f"{solver}).{operation}(X, y)")
 
 
 def _load_average() -> list[float] | None:
