@@ -28,6 +28,8 @@ def test_plain_and_general_batches_give_identical_states(stream):
     plain.partial_fit(X, y)
     general.partial_fit(X, list(y))  # validate_data's path
     assert state_dicts_equal(plain.state_dict(), general.state_dict())
+    plain.partial_fit(X, y)
+    assert len(plain.diagnostics_) == 2 and plain.n_iter_ == plain.diagnostics_[-1]["n_iter"]
 
 
 def _bad_batches(X, y):
@@ -51,11 +53,11 @@ def test_bad_batches_keep_validate_data_s_error_and_the_state(stream, case):
     bad_X, bad_y = _bad_batches(X, y)[case]
     with pytest.raises(ValueError) as expected:
         validate_data(est, bad_X, bad_y, reset=False, dtype=est._state.dtype, y_numeric=True)
-    before = est.state_dict()
+    before, history = est.state_dict(), list(est.diagnostics_)
     with pytest.raises(ValueError) as raised:
         est.partial_fit(bad_X, bad_y)
     assert str(raised.value) == str(expected.value)
-    assert state_dicts_equal(est.state_dict(), before)
+    assert state_dicts_equal(est.state_dict(), before) and est.diagnostics_ == history
 
 
 def test_sums_that_overflow_are_decided_by_validate_data(stream):

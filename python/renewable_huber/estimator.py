@@ -246,9 +246,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             engine = self._engine()
             state, diag = engine.update(None if first else self._state, X, y, w, self._config())
             self._observe(X, time.perf_counter() - began, engine.name)
-            history = [] if first else self.diagnostics_
-            self._commit(state, [*history, diag.as_dict()], engine.name)
-        self._warn_about([diag.as_dict()], first_batch=self.n_batches_)
+            record = diag.as_dict()
+            self._commit(state, [] if first else self.diagnostics_, engine.name, appended=record)
+        self._warn_about([record], first_batch=self.n_batches_)
         return self
 
     # --------------------------------------------------------------- prediction
@@ -550,13 +550,18 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session"):
             self.__dict__.pop(name, None)
 
-    def _commit(self, state: State, diagnostics: list[dict], backend: str) -> None:
+    def _commit(self, state: State, diagnostics: list[dict], backend: str, *,
+                appended: dict | None = None) -> None:
+        """Publish ``state``; ``appended`` (a batch's diagnostics) joins ``diagnostics`` in place,
+        last, when nothing can fail any more (a stream's history is not copied per batch)."""
         self._state = state
         self._fitted_intercept = bool(self.fit_intercept)
         self._publish(state)
-        self.n_iter_ = int(diagnostics[-1]["n_iter"]) if diagnostics else 0
-        self.diagnostics_ = diagnostics
         self.backend_ = backend
+        self.diagnostics_ = diagnostics
+        if appended is not None:
+            diagnostics.append(appended)
+        self.n_iter_ = int(diagnostics[-1]["n_iter"]) if diagnostics else 0
 
     def _publish(self, state: State) -> None:
         coef = to_host(state.coef)
