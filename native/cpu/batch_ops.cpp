@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "blas.hpp"
+#include "gram_kernel.hpp"
 #include "rh/bricks/scope.hpp"
 #include "rh/validation.hpp"
 #include "row_kernels.hpp"
@@ -33,6 +34,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       blocks_(X.rows),
       parallel_(X.rows * (X.cols + 1) >= min_parallel_entries),
       gram_strategy_(gram),
+      thin_gram_(gram::use_kernel<T>(dim_)),
       chunk_(chunk_rows(X.cols, sizeof(T), chunk_bytes)),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),
@@ -339,10 +341,17 @@ typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) const {
   // The staged rows go to a buffer of this thread's, one stage long, reused stage after stage
   // and block after block: it stays in the core's cache, and the batch's rows are not pushed out
   // of the shared cache by a scaled copy of them (the next passes read X from there).
+  T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
+  if (thin_gram_) {
+    thread_local std::vector<std::size_t> rows;
+    if (rows.size() < chunk_) rows.resize(chunk_);
+    std::fill_n(partial, dim_ * dim_, T{0});  // the kernel adds to it
+    return {.scaled = nullptr, .rows = rows.data(), .partial = partial};
+  }
   thread_local std::vector<T> staging;
   const std::size_t needed = gram_stage_rows() * dim_;
   if (staging.size() < needed) staging.resize(needed);
-  return {.scaled = staging.data(), .partial = ws_.gram_partials.data() + b * dim_ * dim_};
+  return {.scaled = staging.data(), .rows = nullptr, .partial = partial};
 }
 
 // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so every
@@ -353,6 +362,20 @@ typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) const {
 template <std::floating_point T>
 void BatchOps<T>::add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi,
                                 const T* curvature, EngineBrick brick) const {
+  if (thin_gram_) {
+    // The same rule with the thin kernel: the chunk's rows of non-zero curvature, listed, then
+    // added by the kernel straight from X (weights in registers, one pass over the chunk).
+    std::size_t count = 0;
+    for (std::size_t i = lo; i < hi; ++i) {
+      if (curvature[i] != T{0}) gram.rows[count++] = i;
+    }
+    RH_BRICK_SCOPE(prof_, brick, count, count * (features_ + 1) * sizeof(T),
+                   count * dim_ * (dim_ + 1));
+    gram::accumulate_lower(X_.data, features_, intercept_, curvature, gram.rows, count,
+                           gram.partial);
+    gram.used += count;
+    return;
+  }
   const std::size_t stage = gram_stage_rows();
   std::size_t i = lo;
   while (i < hi) {
@@ -438,31 +461,63 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   // both. At most 2 * flips <= rows / 4 rows: scaled_rows has room (Workspace::reserve).
   static_assert(max_flip_fraction_inverse >= 8);
   RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
-  T* scaled = ws_.scaled_rows.data();
   std::size_t entering = 0;
-  for (std::size_t k = 0; k < flips; ++k) {
-    const std::size_t i = ws_.flipped[k];
-    if (ws_.point.weighted_curvature[i] != T{0}) {
-      scale_row(i, ws_.point.weighted_curvature[i], scaled + entering++ * dim_);
-    }
-  }
   std::size_t leaving = 0;
-  for (std::size_t k = 0; k < flips; ++k) {
-    const std::size_t i = ws_.flipped[k];
-    if (ws_.gram_curvature[i] != T{0}) {
-      scale_row(i, ws_.gram_curvature[i], scaled + (entering + leaving++) * dim_);
+  if (thin_gram_) {
+    // The thin kernel straight from X: the entering rows with their new weights, the leaving
+    // ones with their old.
+    std::size_t* listed = ws_.gram_rows.data();
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.point.weighted_curvature[i] != T{0}) listed[entering++] = i;
     }
-    ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.gram_curvature[i] != T{0}) listed[entering + leaving++] = i;
+    }
+    if (entering > 0) {
+      std::fill(ws_.gram_entering.begin(), ws_.gram_entering.end(), T{0});
+      gram::accumulate_lower(X_.data, features_, intercept_, ws_.point.weighted_curvature.data(),
+                             listed, entering, ws_.gram_entering.data());
+    }
+    if (leaving > 0) {
+      std::fill(ws_.gram_leaving.begin(), ws_.gram_leaving.end(), T{0});
+      gram::accumulate_lower(X_.data, features_, intercept_, ws_.gram_curvature.data(),
+                             listed + entering, leaving, ws_.gram_leaving.data());
+    }
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
+    }
+  } else {
+    T* scaled = ws_.scaled_rows.data();
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.point.weighted_curvature[i] != T{0}) {
+        scale_row(i, ws_.point.weighted_curvature[i], scaled + entering++ * dim_);
+      }
+    }
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.gram_curvature[i] != T{0}) {
+        scale_row(i, ws_.gram_curvature[i], scaled + (entering + leaving++) * dim_);
+      }
+      ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
+    }
+    // Each correction comes from the same SYRK kernel as the full Gram, so duplicated columns
+    // stay exactly duplicated.
+    if (entering > 0) {
+      blas::syrk_lower(entering, dim_, scaled, T{0}, ws_.gram_entering.data(), dim_);
+    }
+    if (leaving > 0) {
+      blas::syrk_lower(leaving, dim_, scaled + entering * dim_, T{0}, ws_.gram_leaving.data(),
+                       dim_);
+    }
   }
-  // Each correction comes from the same SYRK kernel as the full Gram, so duplicated columns stay
-  // exactly duplicated; only the lower triangle is updated, then mirrored: exactly symmetric.
+  // Only the lower triangle is updated, then mirrored: exactly symmetric.
   T* gram = ws_.gram.data();
   const T* in = ws_.gram_entering.data();
   const T* out = ws_.gram_leaving.data();
-  if (entering > 0) blas::syrk_lower(entering, dim_, scaled, T{0}, ws_.gram_entering.data(), dim_);
-  if (leaving > 0) {
-    blas::syrk_lower(leaving, dim_, scaled + entering * dim_, T{0}, ws_.gram_leaving.data(), dim_);
-  }
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
       T value = gram[i * dim_ + j];

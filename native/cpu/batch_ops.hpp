@@ -182,12 +182,15 @@ class BatchOps {
   }
   // out = sqrt(weight) * x~ of one row, the intercept's entry sqrt(weight).
   void scale_row(std::size_t row, T weight, T* out) const;
-  // One block's share of a full Gram: its rows of non-zero curvature, in row order, scaled into
-  // a staging buffer of the thread's and multiplied by SYRK into its partial every stage_rows.
-  // Rows come chunk by chunk, from full_gram or from an evaluation pass; the staging depends on
-  // the rows only, so both give the same bits.
+  // One block's share of a full Gram: its rows of non-zero curvature, in row order, either
+  // (thin_gram_) added by the thin-Gram kernel (gram_kernel.hpp) into its partial chunk by chunk,
+  // the chunk's rows listed in a buffer of the thread's, or scaled into a staging buffer of the
+  // thread's and multiplied by SYRK into its partial every stage_rows. Rows come chunk by chunk,
+  // from full_gram or from an evaluation pass; either way the result depends on the rows only,
+  // so both give the same bits.
   struct BlockGram {
-    T* scaled;
+    T* scaled;            // the SYRK's staging
+    std::size_t* rows;    // the kernel's row list (one chunk long)
     T* partial;
     std::size_t used = 0;    // rows of the block with non-zero curvature
     std::size_t staged = 0;  // of those, scaled and not yet multiplied
@@ -229,6 +232,7 @@ class BatchOps {
   RowBlocks blocks_;
   bool parallel_;  // the row blocks run on the pool (min_parallel_entries)
   GramStrategy gram_strategy_;
+  bool thin_gram_;  // Grams by the thin-Gram kernel, else by SYRK (gram::use_kernel: d and T only)
   std::size_t chunk_;                    // rows per cache-sized chunk of a fused pass
   bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
   std::uint32_t incremental_updates_ = 0;  // since the last full Gram

@@ -64,6 +64,7 @@ struct Workspace {
       gram_curvature.resize(rows);
       flipped.resize(rows);
       scaled_rows.resize((rows / 4 + 1) * dim);
+      gram_rows.resize(rows / 4 + 1);
     }
     if (blocks > blocks_) {
       blocks_ = blocks;
@@ -85,6 +86,7 @@ struct Workspace {
   std::vector<std::size_t> flipped;   // rows whose curvature changed since that point
   std::vector<T> scaled_rows;         // sqrt(w c) x~ of the rows whose curvature flipped
                                       // (the incremental Gram: at most rows / 4 of them)
+  std::vector<std::size_t> gram_rows;  // those rows' indices, for the thin-Gram kernel
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles

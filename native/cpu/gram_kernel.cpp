@@ -1,0 +1,129 @@
+// The thin-Gram kernel's dispatch and its portable variant (gram_kernel.hpp).
+//
+// Why a hand-written kernel: the engine's Gram X~^T diag(w c) X~ is thin, d = p + 1 of the order
+// of 5 to 100 against tens of thousands of rows, and no library does these shapes well: OpenBLAS
+// 0.3.21 (Debian) DSYRK reaches 9.1 GFLOP/s at d = 17 and 13.7 at d = 33 on one core of the
+// reference machine (DGEMM peak 42.5), and the sqrt(w c)-scaled copy of the rows it needs took
+// 20-50 % of the Gram's time at d <= 33 (a chunk-sized copy in L2, packed again by the library).
+// This kernel reads X once, stages sqrt(w)-scaled rows in L1-sized sub-chunks (about 8 % of its
+// time at d = 17; gram_kernel_avx2.cpp says why not one-sided weights in registers) and keeps a
+// 6 x 8 (float64) register tile of the triangle busy on them; the figures it
+// measured against the library, and the crossovers below, are in docs/native.md ("Thin Gram
+// kernel") and docs/perf/experiments.jsonl (thin-gram-kernel), measured by
+// native/bench/bench_gram_kernel.cpp.
+
+#include "gram_kernel.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace rh::cpu::gram {
+namespace {
+
+Mode mode_from_environment() {
+  const char* value = std::getenv("RH_GRAM_KERNEL");
+  if (value == nullptr) return Mode::automatic;
+  if (std::strcmp(value, "library") == 0) return Mode::library;
+  if (std::strcmp(value, "scalar") == 0) return Mode::scalar;
+  if (std::strcmp(value, "avx2") == 0) return Mode::avx2;
+  return Mode::automatic;
+}
+
+std::atomic<Mode>& mode_slot() {
+  static std::atomic<Mode> slot{mode_from_environment()};
+  return slot;
+}
+
+// The portable variant: per row, u = sqrt(w) x~ into a row buffer, then the triangle row by row,
+// g[a][b] += u[b] * u[a] (multiply, then add: this file is compiled with -ffp-contract=off).
+template <class T>
+void accumulate_scalar(const T* X, std::size_t features, bool intercept, const T* weights,
+                       const std::size_t* rows, std::size_t count, T* gram) {
+  const std::size_t dim = features + (intercept ? 1 : 0);
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < dim) buffer.resize(dim);
+  T* u = buffer.data();
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t row = rows[k];
+    const T* x = X + row * features;
+    const T root = std::sqrt(weights[row]);
+    for (std::size_t b = 0; b < features; ++b) u[b] = root * x[b];
+    if (intercept) u[features] = root;
+    for (std::size_t a = 0; a < dim; ++a) {
+      const T ua = u[a];
+      T* g = gram + a * dim;
+      for (std::size_t b = 0; b <= a; ++b) g[b] += u[b] * ua;
+    }
+  }
+}
+
+}  // namespace
+
+Mode mode() { return mode_slot().load(std::memory_order_relaxed); }
+void set_mode(Mode m) { mode_slot().store(m, std::memory_order_relaxed); }
+
+bool cpu_has_avx2_fma() {
+#if defined(RH_GRAM_KERNEL_AVX2)
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
+Isa kernel_isa() {
+  const Mode m = mode();
+  if (m == Mode::scalar) return Isa::scalar;
+  return cpu_has_avx2_fma() ? Isa::avx2 : Isa::scalar;
+}
+
+// Measured with native/bench/bench_gram_kernel.cpp on the reference machine (docs/native.md),
+// against the engine's library path (scaled copy + SYRK), one thread (CPU time, best of 7):
+// float64 kernel/library 1.2-1.4x at d = 9..65, 0.99x at 91, 0.83x at 129, 0.71x at 257;
+// float32 1.2-1.7x at d = 9..129, 0.73x at 257. The portable variant never beats the library
+// (0.3-0.6x): on a CPU without AVX2 + FMA the library forms every Gram.
+template <std::floating_point T>
+std::size_t crossover(Isa isa) {
+  if (isa == Isa::scalar) return 0;
+  return std::same_as<T, double> ? 96 : 160;
+}
+
+template <std::floating_point T>
+bool use_kernel(std::size_t dim) {
+  switch (mode()) {
+    case Mode::library: return false;
+    case Mode::scalar:
+    case Mode::avx2: return true;
+    case Mode::automatic: break;
+  }
+  return dim <= crossover<T>(kernel_isa());
+}
+
+template <std::floating_point T>
+void accumulate_lower(Isa isa, const T* X, std::size_t features, bool intercept, const T* weights,
+                      const std::size_t* rows, std::size_t count, T* gram) {
+  if (count == 0) return;
+#if defined(RH_GRAM_KERNEL_AVX2)
+  if (isa == Isa::avx2 && cpu_has_avx2_fma()) {
+    detail::accumulate_lower_avx2(X, features, intercept, weights, rows, count, gram);
+    return;
+  }
+#else
+  (void)isa;
+#endif
+  accumulate_scalar(X, features, intercept, weights, rows, count, gram);
+}
+
+template std::size_t crossover<float>(Isa);
+template std::size_t crossover<double>(Isa);
+template bool use_kernel<float>(std::size_t);
+template bool use_kernel<double>(std::size_t);
+template void accumulate_lower<float>(Isa, const float*, std::size_t, bool, const float*,
+                                      const std::size_t*, std::size_t, float*);
+template void accumulate_lower<double>(Isa, const double*, std::size_t, bool, const double*,
+                                       const std::size_t*, std::size_t, double*);
+
+}  // namespace rh::cpu::gram
