@@ -58,3 +58,27 @@ def stream_updates(engine_update, batches, config):
         state, diag = engine_update(state, X, y, w, config)
         diags.append(diag)
     return state, diags
+
+
+def corpus_subset(step: int = 12):
+    """Every ``step``-th workload of the shipped tuner corpus (its measurements) and the corpus's
+    fingerprints: enough for every tuner model, quick to train on."""
+    from renewable_huber.tuner.models import default_models_dir
+    from renewable_huber.tuner.store import Store
+
+    with Store(default_models_dir().parent / "corpus.sqlite", read_only=True) as store:
+        rows, fingerprints = list(store.measurements()), store.hardware()
+    chosen = set(sorted({m.workload_id for m in rows})[::step])
+    return [m for m in rows if m.workload_id in chosen], fingerprints
+
+
+def other_machine(fingerprints: dict, cpu_model: str):
+    """The corpus's one measured fingerprint renamed: another machine, its own hardware id."""
+    import dataclasses
+
+    from renewable_huber.tuner.hardware import Hardware
+
+    (fingerprint,) = fingerprints.values()
+    hw = dataclasses.replace(Hardware.from_dict(fingerprint), cpu_model=cpu_model)
+    assert hw.measured and hw.hardware_id not in fingerprints
+    return hw

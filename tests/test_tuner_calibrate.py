@@ -2,17 +2,16 @@
 the local models (atomic writes) and `--reset`. Every test writes under a temporary cache
 directory (RENEWABLE_HUBER_CACHE_DIR), never ~/.cache."""
 
-import dataclasses
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from helpers import corpus_subset, other_machine
 from renewable_huber.cli import main
 from renewable_huber.tuner import calibrate, hardware, local, models
 from renewable_huber.tuner.collect import Quality
-from renewable_huber.tuner.hardware import Hardware
 from renewable_huber.tuner.plans import default_plan
 from renewable_huber.tuner.store import Store
 from renewable_huber.tuner.workload import Workload
@@ -28,20 +27,12 @@ TINY = [Workload(rows=256, features=4), Workload(rows=512, features=8, dtype="fl
 
 @pytest.fixture(scope="module")
 def base():
-    """A twelfth of the corpus's workloads: enough for every model, quick to train on."""
-    with Store(DATA / "corpus.sqlite", read_only=True) as store:
-        rows, fingerprints = list(store.measurements()), store.hardware()
-    chosen = set(sorted({m.workload_id for m in rows})[::12])
-    return [m for m in rows if m.workload_id in chosen], fingerprints
+    return corpus_subset()
 
 
 @pytest.fixture(scope="module")
 def machine(base):
-    """A measured fingerprint of another machine than the corpus's (its own hardware id)."""
-    (fingerprint,) = base[1].values()
-    hw = dataclasses.replace(Hardware.from_dict(fingerprint), cpu_model="calibration test CPU")
-    assert hw.measured and hw.hardware_id not in base[1]
-    return hw
+    return other_machine(base[1], "calibration test CPU")
 
 
 @pytest.fixture(autouse=True)

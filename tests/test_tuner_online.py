@@ -2,7 +2,6 @@
 measurements in the local store by the collector's rules, and the local models are retrained in
 the background. Every test writes under a temporary cache directory, never ~/.cache."""
 
-import dataclasses
 import json
 import threading
 import time
@@ -12,11 +11,10 @@ import numpy as np
 import pytest
 
 import renewable_huber as rh
-from helpers import NATIVE_CPU, require_module
+from helpers import NATIVE_CPU, corpus_subset, other_machine, require_module
 from renewable_huber.datasets import make_contaminated_stream
 from renewable_huber.profiling import _hooks
 from renewable_huber.tuner import hardware, learn_online, local, models, online
-from renewable_huber.tuner.hardware import Hardware
 from renewable_huber.tuner.plans import Plan
 from renewable_huber.tuner.store import Store
 from renewable_huber.tuner.workload import Workload
@@ -30,16 +28,12 @@ BATCHES = online.QUALITY.warmup + online.QUALITY.runs * (1 + online.QUALITY.max_
 
 @pytest.fixture(scope="module")
 def base():
-    with Store(DATA / "corpus.sqlite", read_only=True) as store:
-        rows, fingerprints = list(store.measurements()), store.hardware()
-    chosen = set(sorted({m.workload_id for m in rows})[::12])
-    return [m for m in rows if m.workload_id in chosen], fingerprints
+    return corpus_subset()
 
 
 @pytest.fixture(scope="module")
 def machine(base):
-    (fingerprint,) = base[1].values()
-    return dataclasses.replace(Hardware.from_dict(fingerprint), cpu_model="online test CPU")
+    return other_machine(base[1], "online test CPU")
 
 
 @pytest.fixture(autouse=True)

@@ -144,11 +144,9 @@ class Subject:
         raise NotImplementedError
 
 
-class EngineSubject(Subject):
-    """A renewable Huber engine from :func:`renewable_huber.backends.make_engine`."""
-
-    path = "engine"
-    operation = "update"
+class _RenewableSubject(Subject):
+    """One of our engines (``name``: numpy, native_cpu and its solver variants, cuda) with a
+    core Config, on host or device-resident batches."""
 
     def __init__(self, name: str, config: Any, residency: str = "host",
                  threads: int | None = None):
@@ -158,14 +156,21 @@ class EngineSubject(Subject):
         self.config = config
         self.threads = threads
 
+    def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
+        return _place(batches, self.residency)
+
+
+class EngineSubject(_RenewableSubject):
+    """A renewable Huber engine from :func:`renewable_huber.backends.make_engine`."""
+
+    path = "engine"
+    operation = "update"
+
     def parameters(self) -> dict[str, Any]:
         c = self.config
         return {"epsilon": c.epsilon, "alpha": c.alpha, "fit_intercept": c.fit_intercept,
                 "max_iter": c.max_iter, "tol": c.tol, "threads": self.threads,
                 "l1_solver": c.l1_solver}
-
-    def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
-        return _place(batches, self.residency)
 
     def make(self) -> Any:
         import importlib
@@ -211,7 +216,7 @@ class EngineSubject(Subject):
         return coef[:-1], float(coef[-1])
 
 
-class EstimatorSubject(Subject):
+class EstimatorSubject(_RenewableSubject):
     """The public ``RenewableHuberRegressor(backend=<engine>)`` fed batch by batch with
     ``partial_fit``: what users run, validation, bookkeeping and all.
 
@@ -230,14 +235,6 @@ class EstimatorSubject(Subject):
 
     operation = "partial_fit"
 
-    def __init__(self, name: str, config: Any, residency: str = "host",
-                 threads: int | None = None):
-        self.name = name
-        self.kind = "reference" if name == "numpy" else "native"
-        self.residency = residency
-        self.config = config
-        self.threads = threads
-
     @property
     def backend(self) -> str:
         """The estimator's ``backend``: the engine, without the solver variant's suffix."""
@@ -249,9 +246,6 @@ class EstimatorSubject(Subject):
                 "epsilon": c.epsilon, "alpha": c.alpha, "fit_intercept": c.fit_intercept,
                 "max_iter": c.max_iter, "tol": c.tol, "l1_solver": c.l1_solver,
                 "n_jobs": self.threads if self.backend == "native_cpu" else None}
-
-    def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
-        return _place(batches, self.residency)
 
     def make(self) -> Any:
         from renewable_huber import RenewableHuberRegressor
