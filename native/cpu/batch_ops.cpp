@@ -155,6 +155,7 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
     });
   });
   finish_design_scan(non_finite.load());
+  point_valid_ = false;  // ws_.point.residual overwritten, the rest of ws_.point stale
   residual_point_ = beta;
   residual_known_ = true;
   projected_count_ = 0;
@@ -250,14 +251,25 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
 template <std::floating_point T>
 void BatchOps<T>::evaluate_point(const Vector& beta, double tau, bool with_gram) {
   prof_.set_iteration(evaluations_++);
-  tau_ = static_cast<T>(tau);
-  if (prepared_valid_ && tau_ == prepared_tau_ && beta == prepared_point_) {
+  const auto tau_t = static_cast<T>(tau);
+  // Nothing to compute when ws_.point already holds this very evaluation (same point, same
+  // bandwidth): the driver evaluates the final point again for the information, and when the
+  // last Newton step rounded away (beta + step == beta) that is the point just evaluated. A
+  // Gram the pass would form is kept already (gram_valid_), or formed afresh from the same
+  // curvature by form_hessian's full_gram (same bits as in the pass).
+  const bool unchanged = point_valid_ && tau_t == tau_ && beta == current_ &&
+                         (!with_gram || gram_valid_);
+  tau_ = tau_t;
+  if (unchanged) {
+    // ws_.point, current_ and the history products below are this point's already.
+  } else if (prepared_valid_ && tau_ == prepared_tau_ && beta == prepared_point_) {
     std::swap(ws_.point, ws_.prepared);  // computed by project_and_prepare, same arithmetic
   } else {
     evaluate_pass(beta.data(), residual_source(beta, /*into_current=*/true), ws_.point, nullptr,
                   with_gram);
   }
   prepared_valid_ = false;
+  point_valid_ = true;
   current_ = beta;
   residual_point_ = beta;
   residual_known_ = true;

@@ -243,6 +243,9 @@ class BatchOps {
   double history_weight_;        // W * previous lambda in T: the subgradient's scale
   Vector current_;               // the point of the last evaluate()
   T tau_ = 0;
+  // ws_.point holds the evaluation at current_ with tau_ (cleared by residuals_to_host, which
+  // writes ws_.point.residual): evaluate_point at that point and bandwidth skips its pass.
+  bool point_valid_ = false;
   // ws_.point.residual = y - X~ residual_point_ (the last evaluation's point, or that of
   // residuals_to_host), when residual_known_.
   Vector residual_point_;

@@ -44,10 +44,11 @@ struct Simd<double> {
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_pd(a, b, c); }
   static Reg bit_or(Reg a, Reg b) { return _mm256_or_pd(a, b); }
   // Lanes i with first + i < limit set.
+  // In registers (a compare with the lane indices): no round trip through memory, which stalls
+  // on store forwarding; every tile builds its masks.
   static Mask below(std::ptrdiff_t first, std::ptrdiff_t limit) {
-    alignas(32) std::array<std::int64_t, lanes> m{};
-    for (std::size_t i = 0; i < lanes; ++i) m[i] = first + std::ptrdiff_t(i) < limit ? -1 : 0;
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(m.data()));
+    const std::int64_t n = std::clamp<std::ptrdiff_t>(limit - first, -1, lanes);
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
   }
   static Reg unit(std::ptrdiff_t lane) {  // 1.0 in `lane` (if in range), +0.0 elsewhere
     alignas(32) std::array<double, lanes> v{};
@@ -71,9 +72,8 @@ struct Simd<float> {
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static Reg bit_or(Reg a, Reg b) { return _mm256_or_ps(a, b); }
   static Mask below(std::ptrdiff_t first, std::ptrdiff_t limit) {
-    alignas(32) std::array<std::int32_t, lanes> m{};
-    for (std::size_t i = 0; i < lanes; ++i) m[i] = first + std::ptrdiff_t(i) < limit ? -1 : 0;
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(m.data()));
+    const auto n = static_cast<std::int32_t>(std::clamp<std::ptrdiff_t>(limit - first, -1, lanes));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static Reg unit(std::ptrdiff_t lane) {
     alignas(32) std::array<float, lanes> v{};

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <rh/bricks/bricks.hpp>
 #include <rh/engine_bricks.hpp>
 #include <rh/update.hpp>
 
@@ -18,6 +19,8 @@
 #include "workspace.hpp"
 
 namespace {
+
+namespace rb = rh::bricks;
 
 // BatchOps with the fused calls made private: the drivers see a plain SolverOps.
 template <class T>
@@ -231,6 +234,78 @@ void expect_refusals_sound_and_found() {
 TEST(RefusedPrefix, IsSoundAndFindsTheEarlyDoublings) {
   expect_refusals_sound_and_found<double>();
   expect_refusals_sound_and_found<float>();
+}
+
+// An evaluation at the point and bandwidth of the last one (the driver's final evaluation when the
+// last Newton step rounded away) skips its pass: ws_.point is that evaluation already. It must
+// give the same bits as a fresh one, and must not be taken after residuals_to_host overwrote
+// the point's residual, nor at another bandwidth.
+template <class T>
+void expect_repeated_evaluation_matches_fresh_one() {
+  const auto batch = rh::test::contaminated_batch<T>(91, 5000, 7);
+  const auto empty = rh::State<T>::empty(8);
+  const rh::StateView<T> previous = empty.view();
+  rh::cpu::ThreadPool pool(2);
+  rh::cpu::Workspace<T> space;
+  rh::cpu::Workspace<T> fresh_space;
+  const rh::cpu::RowBlocks blocks(batch.rows);
+  space.reserve(8, batch.rows, blocks.count());
+  fresh_space.reserve(8, batch.rows, blocks.count());
+  rb::Options options;
+  options.sync_mode = rb::SyncMode::immediate;
+  options.track_page_faults = false;
+  rb::Profiler prof(rh::engine_brick_table(), options);
+  const auto huber_calls = [&] {
+    return prof.stats(static_cast<rb::BrickId>(rh::EngineBrick::huber)).count;
+  };
+  rh::cpu::BatchOps<T> ops(space, pool, previous, batch.design(), batch.response(),
+                           batch.weights(), true, prof);
+  const std::vector<T> start = {0.5, -1, 2, 0, 0.25, -0.75, 1.5, 0.1};
+  const std::vector<T> other = {0.4, -1, 2, 0.1, 0.25, -0.7, 1.5, 0.1};
+  const std::vector<T> step = {0.01, 0.2, -0.3, 0.05, -0.02, 0.07, -0.11, 0.3};
+  std::vector<T> host(batch.rows);
+  struct Seen {
+    std::vector<T> gradient;
+    double objective;
+    double change;
+    bool operator==(const Seen&) const = default;
+  };
+  const auto look = [&](rh::cpu::BatchOps<T>& o) {
+    Seen seen{std::vector<T>(8), o.objective(0.0), 0.0};
+    o.gradient(seen.gradient);
+    o.project(step);  // reads the point's residual
+    seen.change = o.objective_change(step, 0.5);
+    return seen;
+  };
+  const auto fresh = [&](const std::vector<T>& point, double tau) {
+    rh::cpu::BatchOps<T> f(fresh_space, pool, previous, batch.design(), batch.response(),
+                           batch.weights(), true, quiet_profiler());
+    f.residuals_to_host(point, host);
+    f.evaluate_with_gram(point, tau);
+    return look(f);
+  };
+  ops.residuals_to_host(start, host);
+  ops.evaluate_with_gram(start, 1.5);
+  ops.form_hessian(0.0);
+  const Seen first = look(ops);
+  EXPECT_EQ(first, fresh(start, 1.5));
+  auto calls = huber_calls();
+  ops.evaluate_with_gram(start, 1.5);  // skipped: the same point and bandwidth, the Gram kept
+  EXPECT_EQ(huber_calls(), calls);
+  EXPECT_EQ(look(ops), first);
+  ops.evaluate(start, 2.0);  // another bandwidth: a pass
+  EXPECT_GT(huber_calls(), calls);
+  EXPECT_EQ(look(ops), fresh(start, 2.0));
+  ops.residuals_to_host(other, host);  // overwrites the point's residual
+  calls = huber_calls();
+  ops.evaluate(start, 2.0);  // same point and bandwidth as the current one, yet a pass
+  EXPECT_GT(huber_calls(), calls);
+  EXPECT_EQ(look(ops), fresh(start, 2.0));
+}
+
+TEST(RepeatedEvaluation, SkipsItsPassAndMatchesAFreshOne) {
+  expect_repeated_evaluation_matches_fresh_one<double>();
+  expect_repeated_evaluation_matches_fresh_one<float>();
 }
 
 TEST(ReusedResiduals, MatchAFreshEvaluation) {
