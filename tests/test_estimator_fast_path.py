@@ -60,12 +60,22 @@ def test_bad_batches_keep_validate_data_s_error_and_the_state(stream, case):
     assert state_dicts_equal(est.state_dict(), before) and est.diagnostics_ == history
 
 
-def test_sums_that_overflow_are_decided_by_validate_data(stream):
+def test_unchecked_values_are_refused_by_the_engine_with_validate_data_s_error(stream):
+    """A plain batch's values are scanned by the engine, not before it; a NaN still gets
+    scikit-learn's message (and the engine's own error is not what the user sees)."""
     est, X, y = stream
-    huge = np.full_like(X, 1e308)  # finite, but its sum is not
-    assert not est._plain_batch(huge, y, None)
-    checked, _, _ = est._validate_batch(huge, y, None, reset=False)  # accepted: all finite
-    assert checked is huge
+    bad = X.copy()
+    bad[-1, -1] = np.inf
+    assert est._plain_batch(bad, y, None)  # the fast path takes it ...
+    with pytest.raises(ValueError, match="Input X contains infinity") as raised:
+        est.partial_fit(bad, y)  # ... and the error is validate_data's
+    assert raised.value.__suppress_context__
+
+
+def test_huge_finite_values_take_the_fast_path(stream):
+    est, X, y = stream
+    huge = np.full_like(X, 1e308)  # finite, but their sum is not: validate_data accepts them
+    assert est._plain_batch(huge, y, None)
 
 
 def test_a_batch_of_another_dtype_or_with_names_takes_the_general_path(stream):
