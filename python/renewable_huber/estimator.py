@@ -417,8 +417,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         """Decide this stream's plan from its first batch ``X`` (``plan_``)."""
         plan, how = self._pinned_plan()
         if plan is not None:
-            source = "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}="
-            self._checked(plan, source)
+            self._checked(plan, "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}=")
             # plan= is read from the parameter on every batch; RH_PLAN once, here.
             self._session = _advisor.Session(plan.id, how,
                                              plan=None if how == _advisor.PINNED else plan)
@@ -505,9 +504,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         sample_weight = as_host_input(sample_weight, "sample_weight")
         dtype = [np.float64, np.float32] if reset else self._state.dtype
         X, y = validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
-        return X, y, sample_weight
+        return X, y, _checked_weight(sample_weight, X)
 
     def _plain_batch(self, X: Any, y: Any, sample_weight: Any) -> bool:
         """Whether a later batch is the common case that validate_data would pass unchanged if

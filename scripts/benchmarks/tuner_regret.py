@@ -186,17 +186,18 @@ def offline(margins: list[float]) -> list[dict[str, Any]]:
         if rate:
             rates.setdefault(m.workload_id, {})[m.plan_id] = rate
     ensemble = Ensemble.load()
+    hardware = Hardware.from_dict(fingerprints[held[0].hardware_id])  # the corpus's one machine
+    default = Plan("native_cpu").resolved(hardware.cores)
     results = []
     for margin in margins:
         adv.GAIN_MARGIN, saved = margin, adv.GAIN_MARGIN
         try:
+            advisor = adv.Advisor(ensemble, hardware)  # a fresh memo for each margin
             regret, versus = [], []
             for workload_id, measured in rates.items():
-                hardware = Hardware.from_dict(fingerprints[held[0].hardware_id])
-                default = Plan("native_cpu").resolved(hardware.cores)
                 if default.id not in measured:
                     continue
-                advice = adv.Advisor(ensemble, hardware).advise(
+                advice = advisor.advise(
                     Workload.from_id(workload_id),
                     candidates=[Plan.from_id(p) for p in measured], default=default)
                 chosen = measured[advice.plan.id]

@@ -115,6 +115,16 @@ SCHEMA: tuple[tuple[str, str], ...] = (
 NAMES: tuple[str, ...] = tuple(name for name, _ in SCHEMA)
 
 
+def batch_roofline(workload: Workload, hardware: Hardware) -> dict[str, Any]:
+    """:func:`.probes.roofline_bound` of one batch of ``workload`` on ``hardware``'s measured
+    bandwidth and GEMM peaks."""
+    limits = {"memory_bandwidth_bytes_per_s": hardware.memory_bandwidth_bytes_per_s,
+              "peak_flops_per_s": {"float64": hardware.peak_flops_float64,
+                                   "float32": hardware.peak_flops_float32}}
+    return roofline_bound(workload.rows, workload.features, workload.rows,
+                          np.dtype(workload.dtype), limits, fit_intercept=workload.intercept)
+
+
 def names_digest(names: tuple[str, ...] = NAMES) -> str:
     """A short hash of the names in order: a trained model records it; a mismatch means the
     features are not the ones it learned from."""
@@ -174,11 +184,7 @@ class FeatureExtractor:
         checked = None if fractions is None else _check_fractions(fractions)
         batch_bytes = _batch_bytes(w)
         d = w.dim
-        limits = {"memory_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
-                  "peak_flops_per_s": {"float64": hw.peak_flops_float64,
-                                       "float32": hw.peak_flops_float32}}
-        bound = roofline_bound(w.rows, w.features, w.rows, np.dtype(w.dtype), limits,
-                               fit_intercept=w.intercept)
+        bound = batch_roofline(w, hw)
         intensity = d * (d + 1) / ((w.features + 1) * w.itemsize)
         chunk_kib = plan.chunk_kib if plan.chunk_kib is not None else DEFAULT_CHUNK_KIB
         chunks = math.ceil(w.rows * d * w.itemsize / (chunk_kib * 1024))

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .features import batch_roofline
 from .plans import Plan, plans_for
-from .probes import roofline_bound
 from .workload import Workload
 
 if TYPE_CHECKING:  # the advisor imports the models; keep this module light to import
@@ -229,11 +229,7 @@ def bottleneck_of(advisor: Advisor, workload: Workload, plan: Plan) -> Bottlenec
     proba = np.asarray(model.predict_proba(x), dtype=float).reshape(-1)
     probabilities = {str(c): float(p) for c, p in zip(model.classes, proba, strict=True)}
     kind = max(probabilities, key=probabilities.__getitem__)
-    limits = {"memory_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
-              "peak_flops_per_s": {"float64": hw.peak_flops_float64,
-                                   "float32": hw.peak_flops_float32}}
-    roofline = roofline_bound(workload.rows, workload.features, workload.rows, workload.dtype,
-                              limits, fit_intercept=workload.intercept)
+    roofline = batch_roofline(workload, hw)
     return Bottleneck(plan.id, kind, probabilities, roofline,
                       float(hw.memory_bandwidth_bytes_per_s),
                       float(hw.peak_flops(workload.dtype)),

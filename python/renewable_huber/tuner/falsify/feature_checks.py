@@ -74,16 +74,12 @@ def f025(ctx: Context) -> Outcome:
 
 @check("F026", "Roofline bound below measured time for every good measurement")
 def f026(ctx: Context) -> Outcome:
-    from ..probes import roofline_bound
+    from ..features import batch_roofline
 
     worst, violations = 0.0, 0
     for m in ctx.good:
         hw, w = ctx.hardware[m.hardware_id], Workload.from_id(m.workload_id)
-        limits = {"memory_bandwidth_bytes_per_s": hw.memory_bandwidth_bytes_per_s,
-                  "peak_flops_per_s": {"float64": hw.peak_flops_float64,
-                                       "float32": hw.peak_flops_float32}}
-        bound = roofline_bound(w.rows, w.features, w.rows, np.dtype(w.dtype), limits,
-                               fit_intercept=w.intercept)["bound_s"]
+        bound = batch_roofline(w, hw)["bound_s"]
         per_batch = m.median_s * w.rows / m.rows_per_run
         worst = max(worst, bound / per_batch)
         violations += bound > per_batch
