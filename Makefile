@@ -6,16 +6,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 APT_PACKAGES := cmake g++ make python3-venv libopenblas-dev liblapacke-dev \
-                libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev tmux
+                libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev tmux \
+                clang libclang-rt-dev
 
 OUT ?= out/gpu-check
 .PHONY: demo test setup system-packages venv native native-cuda test-cpp test-python lint \
-        test-extras test-bricks golden bench gpu-check gpu-bundle gpu-rehearsal
+        test-extras test-bricks golden bench gpu-check gpu-bundle gpu-rehearsal dist test-dist \
+        fuzz test-fuzz
 
 demo: setup
 	$(VENV)/bin/rhuber demo
 
-test: setup lint test-cpp test-python
+test: setup lint test-cpp test-python test-fuzz test-dist
 
 setup: system-packages venv native native-cuda
 
@@ -43,7 +45,7 @@ native-cuda: venv
 	fi
 
 lint: venv
-	$(VENV)/bin/ruff check python tests scripts
+	$(VENV)/bin/ruff check python tests scripts fuzz
 
 # The native tree's CTest suite includes the bricks library's tests (Release -Werror and ASan).
 test-cpp: system-packages
@@ -57,6 +59,25 @@ test-bricks: system-packages
 test-python: native
 	$(PY) scripts/generate_native_golden.py --check
 	RH_REQUIRE_NATIVE=1 $(PY) -m pytest -n 2 tests
+
+# An sdist and a wheel of each distribution into dist/, the native wheels repaired by auditwheel
+# (manylinux; OpenBLAS bundled, CUDA from NVIDIA's PyPI wheels): docs/install.md.
+dist: venv
+	bash scripts/dist.sh
+
+# Those wheels in a fresh venv with no compiler on PATH, checked from outside the source tree.
+test-dist: dist
+	bash scripts/test_dist.sh
+
+# The fuzz targets (fuzz/, docs/reliability.md; clang's libFuzzer for the C++ one): each for
+# FUZZ_SECONDS, after replaying its seeds and every committed regression input.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+
+# make test fuzzes each target briefly.
+test-fuzz: setup
+	FUZZ_SECONDS=5 bash scripts/fuzz.sh
 
 # Optional heavy integrations (PyTorch): kept out of `make test` for CI's time budget.
 test-extras: setup

@@ -232,15 +232,21 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
     double loss = 0.0;
     double score_sum = 0.0;
     BlockGram gram = block_gram(b);
+    RowTrace row_trace;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, 0, lo, hi);
       evaluate_rows(beta, source, lo, hi, point, partial, loss, score_sum);
+      if (tracing_) {  // the chunk's rows are still in cache
+        row_trace.add_rows(point.residual.data() + lo, point.weighted_score.data() + lo,
+                           point.weighted_curvature.data() + lo, hi - lo);
+      }
       if (with_gram) {
         add_gram_rows(gram, lo, hi, point.weighted_curvature.data(), EngineBrick::gram);
       }
     });
     if (with_gram) finish_block_gram(gram, EngineBrick::gram);
+    if (tracing_) point.trace_partials[b] = row_trace;
     point.loss_partials[b] = loss;
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
@@ -298,6 +304,16 @@ void BatchOps<T>::gradient(Vector& out) {
   for (std::size_t j = 0; j < dim_; ++j) {
     out[j] = -ws_.score[j] + ws_.information_delta[j] - history * ws_.history_sign[j];
   }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::trace_point(IterationTrace& record) const {
+  RowTrace total;
+  for (std::size_t b = 0; b < blocks_.count(); ++b) total.merge(ws_.point.trace_partials[b]);
+  record.rows = static_cast<std::int64_t>(X_.rows);
+  record.quadratic_rows = total.quadratic_rows;
+  record.residual = total.residual;
+  record.score = total.score;
 }
 
 template <std::floating_point T>
@@ -458,15 +474,27 @@ template <std::floating_point T>
 bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   const std::size_t rows = X_.rows;
   std::size_t flips = 0;
+  std::size_t in_set = 0;  // rows of the new curvature set
   {
     RH_BRICK_SCOPE(prof_, brick, rows, 2 * rows * sizeof(T), 0);
     for (std::size_t i = 0; i < rows; ++i) {
+      in_set += ws_.point.weighted_curvature[i] != T{0};
       if (ws_.point.weighted_curvature[i] != ws_.gram_curvature[i]) ws_.flipped[flips++] = i;
     }
   }
   // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
   if (flips * max_flip_fraction_inverse > rows) return false;
   if (flips == 0) return true;  // the Gram is this point's already
+  // Subtracting the leaving rows leaves a rounding residue of the size of what they added; when
+  // the set keeps fewer rows than that, the residue is no longer small next to what remains (an
+  // empty set, every row an outlier, gave an LU-solvable Gram of noise instead of 0: found by
+  // tests/test_reliability_numbers.py). The full Gram is then formed afresh.
+  std::size_t leaving_rows = 0;
+  for (std::size_t k = 0; k < flips; ++k) {
+    const std::size_t i = ws_.flipped[k];
+    leaving_rows += ws_.gram_curvature[i] != T{0} && ws_.point.weighted_curvature[i] == T{0};
+  }
+  if (leaving_rows >= in_set) return false;
   ++incremental_updates_;
   // The rows entering the curvature set, then those leaving it, scaled as in full_gram; a row
   // whose weight moved without leaving (not produced by 0/w curvature, but cheap to allow) is

@@ -16,6 +16,7 @@
 #include "rh/engine_bricks.hpp"
 #include "rh/ops.hpp"
 #include "rh/state.hpp"
+#include "rh/trace.hpp"
 #include "rh/views.hpp"
 #include "row_blocks.hpp"
 #include "thread_pool.hpp"
@@ -89,6 +90,12 @@ class BatchOps {
   // the steps' projections are estimated from those of two of them (one pass over X) and the
   // estimate's error is bounded, rounding of both computations included.
   std::size_t refused_prefix(std::span<const Vector> steps, std::span<const double> bounds);
+
+  // rh::TracingOps (docs/tracing.md): with tracing on, every evaluation pass also reduces the
+  // residuals, weighted scores and quadratic-zone rows per row block (in the pass, from cache);
+  // trace_point merges the current point's blocks in block order. Off: one branch per block.
+  void set_tracing(bool on) { tracing_ = on; }
+  void trace_point(IterationTrace& record) const;
 
   // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
   bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
@@ -257,6 +264,7 @@ class BatchOps {
   Vector prepared_point_;        // the point ws_.prepared holds, when prepared_valid_
   T prepared_tau_ = 0;
   bool prepared_valid_ = false;
+  bool tracing_ = false;  // evaluation passes fill PointRows::trace_partials
 };
 
 extern template class BatchOps<float>;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "fault_injection.hpp"
 #include "rh/error.hpp"
 
 namespace rh::cpu {
@@ -27,7 +28,8 @@ void check_arguments(blas::lapack_index info, const char* routine) {
 template <std::floating_point T>
 void DenseSolver<T>::resize(std::size_t dim) {
   if (dim == dim_) return;
-  dim_ = dim;
+  dim_ = 0;  // recorded once every buffer has its size (a throw leaves it to be done again)
+  fault::allocation_point();
   factor_.resize(dim * dim);
   condition_work_.resize(4 * dim);  // gecon needs 4d, pocon 3d
   condition_iwork_.resize(dim);
@@ -35,6 +37,7 @@ void DenseSolver<T>::resize(std::size_t dim) {
   singular_values_.clear();
   svd_work_.clear();
   svd_iwork_.clear();
+  dim_ = dim;
 }
 
 // ||H||_1: the largest absolute column sum, accumulated in T like LAPACK's lange.
@@ -62,7 +65,7 @@ SolveAttempt DenseSolver<T>::cholesky(const T* H, const T* rhs, T* x) {
   std::copy(H, H + dim_ * dim_, factor_.begin());  // symmetric: row- and column-major agree
   const blas::lapack_index info = blas::potrf(n, factor_.data());
   check_arguments(info, "potrf");
-  if (info > 0) return {};
+  if (info > 0 || fault::rung_fails(Solver::cholesky)) return {};
   T rcond = 0;
   check_arguments(blas::pocon(n, factor_.data(), one_norm(H), &rcond, condition_work_.data(),
                               condition_iwork_.data()),
@@ -78,7 +81,7 @@ SolveAttempt DenseSolver<T>::lu(const T* H, const T* rhs, T* x) {
   load_column_major(H);
   const blas::lapack_index info = blas::getrf(n, factor_.data(), pivots_.data());
   check_arguments(info, "getrf");
-  if (info > 0) return {};
+  if (info > 0 || fault::rung_fails(Solver::lu)) return {};
   T rcond = 0;
   check_arguments(blas::gecon(n, factor_.data(), one_norm(H), &rcond, condition_work_.data(),
                               condition_iwork_.data()),
@@ -101,14 +104,16 @@ std::size_t DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* 
     check_arguments(blas::gelsd(n, factor_.data(), x, singular_values_.data(),
                                 static_cast<T>(rcond), &rank, &work_size, -1, &iwork_size),
                     "gelsd");
-    svd_work_.resize(static_cast<std::size_t>(work_size));
+    fault::allocation_point();
+    // svd_work_ last: its being non-empty says every SVD buffer is sized, also after a throw.
     svd_iwork_.resize(static_cast<std::size_t>(std::max<blas::lapack_index>(iwork_size, 1)));
+    svd_work_.resize(static_cast<std::size_t>(work_size));
   }
   const blas::lapack_index info = blas::gelsd(
       n, factor_.data(), x, singular_values_.data(), static_cast<T>(rcond), &rank, svd_work_.data(),
       static_cast<blas::lapack_index>(svd_work_.size()), svd_iwork_.data());
   check_arguments(info, "gelsd");
-  if (info > 0 || !all_finite(x, dim_)) {
+  if (info > 0 || !all_finite(x, dim_) || fault::rung_fails(Solver::svd)) {
     throw NumericalError("the minimum-norm (SVD) solve of the Newton system failed to converge");
   }
   return static_cast<std::size_t>(rank);

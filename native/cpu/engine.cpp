@@ -21,6 +21,7 @@ namespace rh::cpu {
 
 static_assert(SolverOps<BatchOps<float>>);
 static_assert(SolverOps<BatchOps<double>>);
+static_assert(TracingOps<BatchOps<double>>);
 
 struct Engine::Impl {
   Impl(std::size_t threads, GramStrategy strategy, std::size_t resolved_chunk_bytes)
@@ -101,7 +102,7 @@ template <std::floating_point T>
 std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, MatrixView<T> X,
                                                 std::span<const T> y,
                                                 std::span<const T> sample_weight,
-                                                const Config& config) {
+                                                const Config& config, TraceSink* trace) {
   std::lock_guard lock(impl_->mutex);
   rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_engine_profiler();
   EngineBatchScope batch(prof, X.rows);
@@ -127,7 +128,8 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
     ops.emplace(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
                 /*scan_design=*/true, impl_->gram, impl_->chunk_bytes);
   }
-  auto result = renewable_update(*ops, previous, config);
+  ops->set_tracing(trace != nullptr);
+  auto result = renewable_update(*ops, previous, config, trace);
   batch.set_iterations(result.second.n_iter);
   return result;
 }
@@ -136,12 +138,12 @@ template std::pair<State<float>, Diagnostics> Engine::update<float>(const StateV
                                                                     MatrixView<float>,
                                                                     std::span<const float>,
                                                                     std::span<const float>,
-                                                                    const Config&);
+                                                                    const Config&, TraceSink*);
 template std::pair<State<double>, Diagnostics> Engine::update<double>(const StateView<double>&,
                                                                       MatrixView<double>,
                                                                       std::span<const double>,
                                                                       std::span<const double>,
-                                                                      const Config&);
+                                                                      const Config&, TraceSink*);
 
 std::string blas_provider() { return openblas_get_config(); }
 

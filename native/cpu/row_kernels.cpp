@@ -6,8 +6,10 @@
 #include "rh/huber.hpp"
 #include "rh/validation.hpp"
 
-// Function multiversioning is a GCC/Clang feature on x86-64; elsewhere one plain build.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Function multiversioning is a GCC/Clang feature on x86-64; elsewhere one plain build. Not
+// under ThreadSanitizer: its ifunc resolvers run before the sanitizer's runtime is up and crash.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_THREAD__)
 #define RH_ROW_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define RH_ROW_KERNEL

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "dense_solver.hpp"
+#include "fault_injection.hpp"
 #include "rh/lamm.hpp"
+#include "rh/trace.hpp"
 
 namespace rh::cpu {
 
@@ -21,6 +23,7 @@ struct PointRows {
   std::vector<T> weighted_curvature;  // w * c(r)
   std::vector<T> score_partials;      // blocks x d: X~^T (w * psi) of each block
   std::vector<double> loss_partials;  // sum of w * rho(r) of each block
+  std::vector<RowTrace> trace_partials;  // each block's row statistics, when tracing
 
   void reserve_rows(std::size_t rows) {
     residual.resize(rows);
@@ -30,15 +33,19 @@ struct PointRows {
   void reserve_blocks(std::size_t blocks, std::size_t dim) {
     score_partials.resize(blocks * dim);
     loss_partials.resize(blocks);
+    trace_partials.resize(blocks);
   }
 };
 
 template <std::floating_point T>
 struct Workspace {
+  // A size is recorded only once its buffers are all allocated: should an allocation throw
+  // (std::bad_alloc, a MemoryError in Python), the next call sizes them again rather than
+  // trusting buffers of the wrong size.
   void reserve(std::size_t dim, std::size_t rows, std::size_t blocks) {
     if (dim != dim_) {
-      dim_ = dim;
-      rows_ = blocks_ = 0;  // every dim-shaped buffer below is re-sized
+      dim_ = rows_ = blocks_ = 0;  // every dim-shaped buffer below is re-sized
+      fault::allocation_point();
       delta.assign(dim, T{0});
       information_delta.assign(dim, T{0});
       history_sign.assign(dim, T{0});
@@ -47,6 +54,7 @@ struct Workspace {
       gram.assign(dim * dim, T{0});
       gram_entering.assign(dim * dim, T{0});
       gram_leaving.assign(dim * dim, T{0});
+      fault::allocation_point();  // midway: half the buffers already have the new size
       delta64.assign(dim, 0.0);
       information_delta64.assign(dim, 0.0);
       trial64.assign(dim, 0.0);
@@ -55,9 +63,10 @@ struct Workspace {
       model_product.assign(dim, 0.0);
       if constexpr (!std::same_as<T, double>) information64.assign(dim * dim, 0.0);
       solver.resize(dim);
+      dim_ = dim;
     }
     if (rows > rows_) {
-      rows_ = rows;
+      fault::allocation_point();
       point.reserve_rows(rows);
       prepared.reserve_rows(rows);
       row_terms.resize(rows);
@@ -65,13 +74,15 @@ struct Workspace {
       flipped.resize(rows);
       scaled_rows.resize((rows / 4 + 1) * dim);
       gram_rows.resize(rows / 4 + 1);
+      rows_ = rows;
     }
     if (blocks > blocks_) {
-      blocks_ = blocks;
+      fault::allocation_point();
       point.reserve_blocks(blocks, dim);
       prepared.reserve_blocks(blocks, dim);
       gram_partials.resize(blocks * dim * dim);
       scratch_partials.resize(blocks * phi_trials_per_pass);
+      blocks_ = blocks;
     }
   }
 

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,9 +24,11 @@
 #include <vector>
 
 #include "rh/bricks/bricks.hpp"
+#include "fault_injection.hpp"  // native/cpu: the engine's test hooks
 #include "rh/cpu/engine.hpp"
 #include "rh/engine_bricks.hpp"
 #include "rh/error.hpp"
+#include "rh/trace.hpp"
 #include "rh/tuner/model.hpp"
 
 namespace nb = nanobind;
@@ -137,9 +140,51 @@ nb::dict diagnostics_dict(const rh::Diagnostics& diagnostics) {
   return out;
 }
 
+// A tensor's statistics (rh::TensorStats) as renewable_huber.tracing reads them; None for a
+// tensor that was not formed (count 0).
+nb::object tensor_stats_dict(const rh::TensorStats& stats) {
+  if (stats.count == 0) return nb::none();
+  const bool any = stats.finite() > 0;
+  const double missing = std::numeric_limits<double>::quiet_NaN();
+  nb::dict out;
+  out["count"] = stats.count;
+  out["min"] = any ? stats.min : missing;
+  out["max"] = any ? stats.max : missing;
+  out["mean"] = any ? stats.mean : missing;
+  out["std"] = stats.std_dev();
+  out["nan"] = stats.nan;
+  out["inf"] = stats.inf;
+  out["l2"] = stats.l2();
+  return out;
+}
+
+nb::dict iteration_dict(const rh::IterationTrace& record) {
+  nb::dict out;
+  out["phase"] = record.phase == rh::SolvePhase::pilot ? "pilot" : "main";
+  out["iteration"] = record.iteration;
+  out["solver"] = std::string(rh::to_string(record.solver));
+  out["rcond"] = record.rcond;
+  out["objective"] = record.objective;
+  out["coef_norm"] = record.coef_norm;
+  out["step_norm"] = record.step_norm;
+  out["step_scale"] = record.step_scale;
+  out["halvings"] = record.halvings;
+  out["search_exhausted"] = record.search_exhausted;
+  out["rows"] = record.rows;
+  out["quadratic_rows"] = record.quadratic_rows;
+  out["residual"] = tensor_stats_dict(record.residual);
+  out["score"] = tensor_stats_dict(record.score);
+  out["hessian_diagonal"] = tensor_stats_dict(record.hessian_diagonal);
+  return out;
+}
+
+// trace: None, or a list the batch's iteration records are appended to (as dicts), also when the
+// update fails: a failing batch is the one worth reading.
 template <class T>
 nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Vector<T> y,
-                 Vector<T> w, const nb::dict& config) {
+                 Vector<T> w, const nb::dict& config, const nb::object& trace) {
+  nb::list records;
+  if (!trace.is_none()) records = nb::cast<nb::list>(trace);
   const rh::Config parsed = read_config(config);
   const auto coef = state_array<Vector<T>, T>(state, "coef");
   const auto information = state_array<Matrix<T>, T>(state, "information");
@@ -160,12 +205,21 @@ nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Ve
       .scale = scalar<double>(state, "state", "scale")};
 
   std::pair<rh::State<T>, rh::Diagnostics> result;
-  {
+  rh::TraceSink sink;
+  const auto publish = [&] {
+    for (const auto& record : sink.records) records.append(iteration_dict(record));
+  };
+  try {
     nb::gil_scoped_release release;
     result = engine.update(previous, rh::MatrixView<T>{X.data(), X.shape(0), X.shape(1)},
                            std::span<const T>(y.data(), y.shape(0)),
-                           std::span<const T>(w.data(), w.shape(0)), parsed);
+                           std::span<const T>(w.data(), w.shape(0)), parsed,
+                           trace.is_none() ? nullptr : &sink);
+  } catch (...) {
+    publish();
+    throw;
   }
+  publish();
   return nb::make_tuple(state_dict(std::move(result.first)), diagnostics_dict(result.second));
 }
 
@@ -450,6 +504,25 @@ void bind_tuner(nb::module_& m) {
       });
 }
 
+// Test hooks (native/cpu/fault_injection.hpp, tests/test_reliability_faults.py); disarmed unless
+// called.
+void bind_fault_injection(nb::module_& m) {
+  namespace fault = rh::cpu::fault;
+  m.def("_fail_allocations", &fault::fail_allocations, "after"_a, "count"_a = 1,
+        "Test hook: the next `after` workspace allocations pass, then `count` raise MemoryError.");
+  m.def(
+      "_fail_rung",
+      [](const std::string& rung, std::int64_t count) {
+        if (rung == "cholesky") return fault::fail_rung(rh::Solver::cholesky, count);
+        if (rung == "lu") return fault::fail_rung(rh::Solver::lu, count);
+        if (rung == "svd") return fault::fail_rung(rh::Solver::svd, count);
+        throw rh::InvalidArgument("rung must be 'cholesky', 'lu' or 'svd', got '" + rung + "'");
+      },
+      "rung"_a, "count"_a = 1, "Test hook: the next `count` attempts of a ladder rung fail.");
+  m.def("_clear_faults", &fault::clear,
+        "Disarm the test hooks; returns how many injected faults were still pending.");
+}
+
 }  // namespace
 
 NB_MODULE(_renewable_huber_native_cpu, m) {
@@ -496,11 +569,12 @@ NB_MODULE(_renewable_huber_native_cpu, m) {
            "Time every later update's bricks on profiler (None: stop).")
       .def_prop_ro("profiler", &rh::cpu::Engine::profiler)
       .def("update", &update<float>, "state"_a, "X"_a.noconvert(), "y"_a.noconvert(),
-           "w"_a.noconvert(), "config"_a)
+           "w"_a.noconvert(), "config"_a, "trace"_a = nb::none())
       .def("update", &update<double>, "state"_a, "X"_a.noconvert(), "y"_a.noconvert(),
-           "w"_a.noconvert(), "config"_a,
+           "w"_a.noconvert(), "config"_a, "trace"_a = nb::none(),
            "Advance the stream by one batch: (state_out, diagnostics). The input state is "
-           "never modified.");
+           "never modified. trace: None, or a list that receives one dict per solver "
+           "iteration (docs/tracing.md), also when the update raises.");
 
   bind_bricks(m);
   bind_tuner(m);
@@ -514,4 +588,5 @@ NB_MODULE(_renewable_huber_native_cpu, m) {
     info["threads"] = rh::cpu::blas_threads();
     return info;
   });
+  bind_fault_injection(m);
 }

@@ -9,6 +9,7 @@ from .errors import (
 )
 from .estimator import RenewableHuberRegressor
 from .profiling import profile
+from .tracing import precision_report, trace
 
 __all__ = [
     "CheckpointError",
@@ -17,5 +18,7 @@ __all__ = [
     "NumericalError",
     "RenewableHuberRegressor",
     "__version__",
+    "precision_report",
     "profile",
+    "trace",
 ]

@@ -7,21 +7,17 @@ distributions and are imported lazily.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Protocol
 
 import numpy as np
 
+from . import _native
 from .core import Config, Diagnostics, State, update
 from .core.validation import validate_batch
 from .errors import EngineNotAvailableError, NumericalError
 from .profiling import _hooks as _prof
 
 BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
-_MODULES = {
-    "native_cpu": ("_renewable_huber_native_cpu", "renewable-huber-native-cpu"),
-    "cuda": ("_renewable_huber_native_cuda", "renewable-huber-native-cuda"),
-}
 
 
 class Engine(Protocol):
@@ -37,15 +33,15 @@ class ReferenceEngine:
 
     name = "numpy"
 
-    def update(self, state, X, y, w, config):
-        return update(state, X, y, w, config)
+    def update(self, state, X, y, w, config, trace=None):
+        return update(state, X, y, w, config, trace)
 
 
 def native_state(state: State, dtype: np.dtype) -> dict[str, Any]:
     """A host state as the native CPU binding takes it: C-contiguous arrays of ``dtype``."""
     return {
-        "coef": np.ascontiguousarray(state.coef, dtype=dtype),
-        "information": np.ascontiguousarray(state.information, dtype=dtype),
+        "coef": np.require(state.coef, dtype=dtype, requirements="CA"),
+        "information": np.require(state.information, dtype=dtype, requirements="CA"),
         "n_samples_seen": int(state.n_samples_seen),
         "effective_weight": float(state.effective_weight),
         "batch_count": int(state.batch_count),
@@ -70,11 +66,14 @@ class NativeCpuEngine:
         self._numerical_error = module.NumericalError
         self._attached: Any = None  # the native profiler attached to the engine, if any
 
-    def update(self, state, X, y, w, config):
+    def update(self, state, X, y, w, config, trace=None):
+        # trace: None, or a list receiving one dict per solver iteration (docs/tracing.md).
         config.validate()
         # The C++ engine scans the values (finiteness, weights) itself; here only shapes, dtypes.
         X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
-        X, y, w = (np.ascontiguousarray(a) for a in (X, y, w))
+        # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
+        # that is not a multiple of its item size (what unpickling inline data can give).
+        X, y, w = (np.require(a, requirements="CA") for a in (X, y, w))
         d = X.shape[1] + int(config.fit_intercept)
         if state is None or state.batch_count == 0:
             state = State.empty(d, X.dtype)
@@ -86,26 +85,15 @@ class NativeCpuEngine:
             self._attached = profiler
         try:
             out, diag = self._engine.update(native_state(state, X.dtype), X, y, w,
-                                            config.native_dict(X.dtype))
+                                            config.native_dict(X.dtype), trace)
         except self._numerical_error as exc:
             raise NumericalError(str(exc)) from exc
         return State(**out), Diagnostics.from_dict(diag)
 
 
-def _import_engine_module(backend: str) -> Any:
-    module_name, distribution = _MODULES[backend]
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as exc:
-        raise EngineNotAvailableError(
-            f"backend={backend!r} needs the package {distribution} "
-            f"(pip install {distribution}), which could not be imported: {exc}"
-        ) from exc
-
-
 def native_cpu_available() -> bool:
     try:
-        _import_engine_module("native_cpu")
+        _native.load("native_cpu")
     except EngineNotAvailableError:
         return False
     return True
@@ -126,8 +114,8 @@ def make_engine(backend: str, device: int | None = None, *, threads: int | None 
     if backend == "numpy":
         return ReferenceEngine()
     if backend == "native_cpu":
-        return NativeCpuEngine(_import_engine_module("native_cpu"), threads=threads or 0,
+        return NativeCpuEngine(_native.load("native_cpu"), threads=threads or 0,
                                gram=gram or "incremental",
                                chunk_bytes=0 if chunk_kib is None else int(chunk_kib) * 1024)
-    module = _import_engine_module("cuda")
+    module = _native.load("cuda")
     return module.make_engine(device=0 if device is None else int(device))

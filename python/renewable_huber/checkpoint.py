@@ -6,16 +6,22 @@ intercept flag, feature count and names, and its parameters as JSON.
 
 from __future__ import annotations
 
+import errno
+import glob
 import json
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .errors import CheckpointError
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT_VERSION = 2
 STATE_KEYS = (
@@ -36,22 +42,36 @@ REQUIRED_KEYS = (
     "params",
     "library_version",
 )
-OPTIONAL_KEYS = ("feature_names_in",)
+#: partitions_consumed: how many partitions of a Dask collection renewable_huber.dask.fit_stream
+#: had fed into the state when it wrote the checkpoint (where resume=True continues).
+OPTIONAL_KEYS = ("feature_names_in", "partitions_consumed")
 
 
 def write_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """Write ``payload`` to ``path`` atomically: a crash leaves the old file or the new one."""
+    """Write ``payload`` to ``path`` atomically: a crash leaves the old file or the new one.
+
+    The bytes go to a temporary ``.<name>.<random>.tmp`` beside ``path``, held under an
+    exclusive ``flock`` while written, then renamed over ``path``. A writer killed mid-write
+    leaves its temporary behind, unlocked; the next write to ``path`` removes it
+    (:func:`_remove_stale_temporaries`), so interrupted writes never pile up. A full disk
+    raises an OSError saying so, with ``path`` as it was.
+    """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    _remove_stale_temporaries(path, directory)  # first: a kill after it leaves one at most
+    fd, tmp = _locked_temporary(path, directory)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **{k: np.asarray(v) for k, v in payload.items()})
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+            os.replace(tmp, path)  # before close: the lock is held until the name is gone
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            raise OSError(exc.errno, f"cannot write the checkpoint {path}: the file system is "
+                          f"full or the file size limit is reached ({os.strerror(exc.errno)}); "
+                          "the previous checkpoint, if any, is intact") from exc
         raise
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
@@ -60,16 +80,66 @@ def write_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
         os.close(dir_fd)
 
 
+#: The errors of a write that found no room: no space, over RLIMIT_FSIZE, over quota.
+_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def _locked_temporary(path: Path, directory: Path) -> tuple[int, str]:
+    """A new temporary beside ``path``, open and under an exclusive flock (where flock exists).
+
+    A cleaner may remove the file between its creation and the lock; then its name no longer
+    leads to this file, and another is made.
+    """
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        if fcntl is None:
+            return fd, tmp
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: no one else can hold its lock yet
+        try:
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _remove_stale_temporaries(path: Path, directory: Path) -> None:
+    """Remove the temporaries of writes to ``path`` that were interrupted (their writer died,
+    so nothing holds their flock); those of live writers are locked and left alone."""
+    if fcntl is None:  # no flock (Windows): a live writer could not be told from a dead one
+        return
+    for stale in directory.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            fd = os.open(stale, os.O_RDONLY)
+        except OSError:
+            continue  # gone already, or not ours to read
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(stale).st_ino == os.fstat(fd).st_ino:
+                stale.unlink()
+        except OSError:
+            pass  # locked by a live writer, or removed by another cleaner meanwhile
+        finally:
+            os.close(fd)
+
+
 def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Read and check a checkpoint; raise CheckpointError naming what is wrong."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise CheckpointError(f"{path} holds a single .npy array, not a checkpoint (.npz)")
+        with loaded as archive:
             raw = {k: archive[k] for k in archive.files}
-    except FileNotFoundError:
+    except (FileNotFoundError, CheckpointError):
         raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+    except Exception as exc:
+        # NumPy's .npy header parser and zipfile raise a dozen kinds of error on damaged bytes
+        # (ValueError, EOFError, zlib.error, TokenError, NotImplementedError, MemoryError for an
+        # absurd shape, ...; fuzz/): each means the same thing here.
         raise CheckpointError(
-            f"{path} is not a readable checkpoint (truncated or corrupted .npz): {exc}"
+            f"{path} is not a readable checkpoint (truncated or corrupted .npz): "
+            f"{type(exc).__name__}: {exc}"
         ) from exc
     return validate_payload(raw, source=str(path))
 
@@ -80,6 +150,14 @@ def _scalar(raw: dict, key: str, kind: str, source: str) -> Any:
         raise CheckpointError(f"{source}: '{key}' must be a scalar of kind {kind!r}, got "
                               f"shape {a.shape} dtype {a.dtype}")
     return a.item()
+
+
+def _text(raw: dict, key: str, source: str) -> str:
+    a = raw[key]
+    if a.shape != () or a.dtype.kind != "U":
+        raise CheckpointError(f"{source}: '{key}' must be a text scalar, got shape {a.shape} "
+                              f"dtype {a.dtype}")
+    return str(a.item())
 
 
 def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[str, Any]:
@@ -138,13 +216,13 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
                               f"{out['n_samples_seen']} are inconsistent")
 
     try:
-        params = json.loads(str(raw["params"].item()))
+        params = json.loads(_text(raw, "params", source))
     except (json.JSONDecodeError, ValueError) as exc:
         raise CheckpointError(f"{source}: 'params' is not valid JSON: {exc}") from exc
     if not isinstance(params, dict):
         raise CheckpointError(f"{source}: 'params' must be a JSON object")
     out["params"] = params
-    out["library_version"] = str(raw["library_version"].item())
+    out["library_version"] = _text(raw, "library_version", source)
 
     if "feature_names_in" in raw:
         names = raw["feature_names_in"]
@@ -152,4 +230,11 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
             raise CheckpointError(f"{source}: 'feature_names_in' must be {n_features} unicode "
                                   f"strings, got shape {names.shape} dtype {names.dtype}")
         out["feature_names_in"] = names.astype(object)
+    if "partitions_consumed" in raw:
+        consumed = _scalar(raw, "partitions_consumed", "iu", source)
+        if not 0 <= consumed <= out["batch_count"]:
+            raise CheckpointError(f"{source}: 'partitions_consumed' must be between 0 and "
+                                  f"batch_count {out['batch_count']} (one batch a partition), "
+                                  f"got {consumed}")
+        out["partitions_consumed"] = int(consumed)
     return out

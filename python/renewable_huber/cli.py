@@ -31,6 +31,7 @@ from .core.ladder import ill_conditioned, ill_conditioning_message
 from .datasets import make_contaminated_stream
 from .errors import IllConditionedWarning
 from .io import DEFAULT_BATCH_SIZE, BatchReader, DataFileError, detect_format, read_batches
+from .tracing.cli import add_trace
 from .tuner.cli import add_tune
 
 __all__ = ["main"]
@@ -98,7 +99,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rhuber {__version__}")
     parser.set_defaults(run=None)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in (_add_demo, _add_fit, _add_predict, _add_profile, _add_top, add_tune):
+    for add in (_add_demo, _add_fit, _add_predict, _add_profile, _add_top, add_trace, add_tune):
         add(commands)
     return parser
 

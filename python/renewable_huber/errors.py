@@ -11,6 +11,10 @@ class EngineNotAvailableError(ImportError):
     """An engine asked for by name is not installed or cannot run on this machine."""
 
 
+class NativeVersionError(RuntimeError):
+    """A native engine's module was built for another version of renewable-huber."""
+
+
 class CheckpointError(ValueError):
     """A checkpoint is corrupted, truncated, or inconsistent."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -26,8 +27,9 @@ from .core import L1_SOLVERS, Config, State
 from .core.ladder import ill_conditioned, ill_conditioning_message
 from .core.xp import to_host
 from .cuda.dlpack import is_device_tensor
-from .errors import IllConditionedWarning
+from .errors import CheckpointError, IllConditionedWarning
 from .profiling import _hooks as _prof
+from .tracing.trace import active as _active_traces
 from .tuner import advisor as _advisor
 from .tuner import online as _online
 from .tuner.plans import Plan, parse_plan
@@ -60,6 +62,32 @@ def _auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
                       or p.threads == default.threads)
                   and (solver == "lamm" or p.l1_solver == solver))
     return plans, default
+
+
+#: Creates estimators' update locks, so that two threads never make two for one estimator.
+_LOCK_FACTORY_LOCK = threading.Lock()
+
+
+def _serialized(method):
+    """Run an updating method under the estimator's own lock (docs/reliability.md): calls of
+    fit, partial_fit and load_state_dict from several threads on one estimator take turns, each
+    a whole transaction, so none sees or leaves a torn state (state_dict, and so
+    save_checkpoint, takes it too: a snapshot is never half of an update). predict does not:
+    predicting while another thread updates the same estimator may mix two batches' coefficients
+    (predict from a clone instead). The lock is made on first use (an
+    estimator's __init__ sets only its parameters) and is not pickled; it costs ~0.5 µs a call
+    (docs/perf/experiments.jsonl)."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        lock = self.__dict__.get("_update_lock")
+        if lock is None:
+            with _LOCK_FACTORY_LOCK:
+                lock = self.__dict__.setdefault("_update_lock", threading.RLock())
+        with lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
@@ -117,6 +145,12 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     profile : bool, default=False
         Profile this estimator's updates and predictions brick by brick (``profile_``;
         docs/profiling.md). Needs renewable-huber-native-cpu, whose C++ profiler records them.
+    trace : bool, default=False
+        Record every solver iteration of every batch in ``trace_`` (objective, step, rung,
+        quadratic-zone rows, residual/score/Hessian-diagonal statistics) and flag anomalies
+        (docs/tracing.md). ``with renewable_huber.trace() as tr:`` records any estimator's
+        batches without it. The numpy and native_cpu engines trace; with the cuda engine,
+        fitting raises ValueError while tracing.
 
     Attributes
     ----------
@@ -148,6 +182,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     profile_ : renewable_huber.profiling.Profile
         With ``profile=True``: the profile of every update since the last :meth:`fit` and of
         every prediction (``profile_.report()``, ``profile_.to_chrome_trace(path)``, ...).
+    trace_ : renewable_huber.tracing.Trace
+        With ``trace=True``: the solver trace of every batch since the last :meth:`fit`
+        (``trace_.report()``, ``trace_.anomalies()``, ``trace_.to_json()``, ``trace_.plot()``).
+        A batch that raises is recorded too, with its error, once a stream has started.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -167,6 +205,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "plan": [Plan, str, None],
         "precision": [StrOptions({"strict"})],
         "profile": ["boolean"],
+        "trace": ["boolean"],
     }
 
     def __init__(
@@ -187,6 +226,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         plan: Plan | str | None = None,
         precision: str = "strict",
         profile: bool = False,
+        trace: bool = False,
     ):
         self.fit_intercept = fit_intercept
         self.epsilon = epsilon
@@ -203,14 +243,17 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.plan = plan
         self.precision = precision
         self.profile = profile
+        self.trace = trace
 
     # ------------------------------------------------------------------ fitting
 
+    @_serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
         """Forget any earlier state, then stream X in batches of ``batch_size`` rows."""
         with self._transaction(), self._profiling(restart=True):
             self._reset()
+            self._start_trace(restart=True)
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
             step = X.shape[0] if self.batch_size is None else int(self.batch_size)
             self._start_session(X[:step])
@@ -219,8 +262,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 rows = slice(start, start + step)
                 engine, config = self._engine(), self._config()
                 began = time.perf_counter()
-                state, diag = engine.update(
-                    state, X[rows], y[rows], None if w is None else w[rows], config
+                state, diag = self._update(
+                    engine, state, X[rows], y[rows], None if w is None else w[rows], config
                 )
                 self._observe(X[rows], time.perf_counter() - began, engine.name)
                 diagnostics.append(diag.as_dict())
@@ -228,6 +271,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self._warn_about(diagnostics)
         return self
 
+    @_serialized
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
         """Advance the stream by exactly one batch."""
         # Not under _fit_context like fit: its is-fitted scan and configuration context cost
@@ -247,9 +291,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             if first or getattr(self, "_session", None) is None:
                 self._start_session(X)
             engine = self._engine()
+            self._start_trace(restart=False)
             try:
-                state, diag = engine.update(None if first else self._state, X, y, w,
-                                            self._config())
+                state, diag = self._update(engine, None if first else self._state, X, y, w,
+                                           self._config())
             except ValueError:
                 if plain:  # its values went unchecked: validate_data's error, as ever
                     self._raise_validation_error(X, y)
@@ -284,6 +329,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 
     # -------------------------------------------------------- state and storage
 
+    @_serialized
     def state_dict(self) -> dict[str, Any]:
         """The state and everything needed to resume, as plain arrays (checkpoint keys)."""
         check_is_fitted(self)
@@ -307,6 +353,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             d["feature_names_in"] = np.asarray(self.feature_names_in_, dtype=str)
         return d
 
+    @_serialized
     def load_state_dict(self, state_dict: dict[str, Any]) -> RenewableHuberRegressor:
         """Adopt a state written by :meth:`state_dict` (by any engine or device)."""
         payload = validate_payload(state_dict)
@@ -325,8 +372,63 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         known = cls().get_params()
         params = {k: v for k, v in payload["params"].items() if k in known}
         estimator = cls(**{**params, **overrides})
-        estimator._adopt(payload)
+        try:
+            estimator._validate_params()  # a hostile 'params' must not surface later, or oddly
+            estimator._adopt(payload)
+        except (ValueError, TypeError) as exc:
+            raise CheckpointError(f"{path}: its parameters (with the overrides {overrides}) do "
+                                  f"not make an estimator: {exc}") from exc
         return estimator
+
+    @_serialized
+    def merge(self, *others: RenewableHuberRegressor) -> RenewableHuberRegressor:
+        """Combine streams fitted independently on other data into this one, in place.
+
+        The information-weighted combination of docs/scale-out.md: information_ = Σ J_k,
+        coef = (Σ J_k)⁻¹ Σ J_k β_k, counts and effective weights summed, scale_ their
+        effective-weight average, previous_lambda_ 0 (``core.merge.combine_states``). It
+        approximates the stream of all the data without equalling it;
+        ``renewable_huber.dask.fit_parallel`` runs it over a Dask cluster. Streams of another
+        dtype, intercept setting, feature count or names, epsilon or tau, and L1-penalized ones
+        (previous_lambda_ > 0), are refused with a ValueError naming the difference, and the
+        state is left untouched.
+        """
+        from .core.merge import combine_states
+
+        check_is_fitted(self)
+        if not others:
+            raise TypeError("merge takes at least one other fitted RenewableHuberRegressor")
+        mine = (self._state.dtype, self._fitted_intercept, self.n_features_in_,
+                self.epsilon, self.tau)
+        for k, other in enumerate(others):
+            if not isinstance(other, RenewableHuberRegressor):
+                raise TypeError(f"merge takes RenewableHuberRegressor streams, got "
+                                f"{type(other).__name__} (argument {k})")
+            check_is_fitted(other)
+            theirs = (other._state.dtype, other._fitted_intercept, other.n_features_in_,
+                      other.epsilon, other.tau)
+            names = [getattr(e, "feature_names_in_", None) for e in (self, other)]
+            differ = [f"{what} {a!r} here, {b!r} there" for what, a, b in zip(
+                ("dtype", "fit_intercept", "n_features_in_", "epsilon", "tau"), mine, theirs,
+                strict=True) if a != b]
+            if (names[0] is None) != (names[1] is None) or (
+                    names[0] is not None and not np.array_equal(names[0], names[1])):
+                differ.append(f"feature_names_in_ {names[0]!r} here, {names[1]!r} there")
+            if differ:
+                raise ValueError(f"cannot merge stream {k}: it is another model ("
+                                 f"{'; '.join(differ)})")
+        state, solved = combine_states([self._state, *(o._state for o in others)])
+        with self._transaction():
+            diagnostics = [*self.diagnostics_, *(d for o in others for d in o.diagnostics_)]
+            self._commit(state, diagnostics, self._engine().name)
+        if ill_conditioned(solved.rcond, state.dtype):
+            warnings.warn(
+                f"merge: the combined information Σ J_k is ill-conditioned even after "
+                f"equilibration (rcond {solved.rcond:.2g}, solver '{solved.rung}'); the merged "
+                "coefficients may have lost digits, or (solver 'svd') are the minimum-norm "
+                "solution. Collinear or constant columns are the usual cause.",
+                IllConditionedWarning, stacklevel=2)
+        return self
 
     # ----------------------------------------------------------------- plumbing
 
@@ -337,8 +439,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     def __getstate__(self) -> dict:
-        state = super().__getstate__()
+        # A copy: BaseEstimator's is the live __dict__ itself, and the pops below must not take
+        # the engine, the lock (another thread may hold it) or the profile from this estimator.
+        state = dict(super().__getstate__())
         state.pop("_engine_cache", None)  # native engines hold threads and handles
+        state.pop("_update_lock", None)  # a lock is per process; _serialized makes a new one
         state.pop("profile_", None)  # a live C++ profiler
         return state
 
@@ -351,6 +456,29 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if restart or getattr(self, "profile_", None) is None:
             self.profile_ = profile()
         return self.profile_
+
+    def _start_trace(self, *, restart: bool) -> None:
+        """With ``trace=True``, the ``trace_`` to record into (a new one when ``restart``)."""
+        if not self.trace:
+            if restart:
+                self.__dict__.pop("trace_", None)
+            return
+        if restart or self.__dict__.get("trace_") is None:
+            from .tracing import Trace
+
+            self.trace_ = Trace()
+
+    def _update(self, engine, state, X, y, w, config):
+        """``engine.update``, traced with ``trace=True`` or inside ``renewable_huber.trace()``
+        (docs/tracing.md); otherwise the call alone."""
+        sinks = _active_traces()
+        if self.trace:
+            sinks = (self.trace_, *sinks)
+        if not sinks:
+            return engine.update(state, X, y, w, config)
+        from .tracing.recorder import traced_update
+
+        return traced_update(engine, state, X, y, w, config, sinks, owner=self)
 
     def _json_params(self) -> dict[str, Any]:
         """get_params() as JSON takes it: a Plan as its id (the estimator takes either)."""

@@ -2,6 +2,8 @@
 # distribution in DIST_DIR (scikit-build-core) and installs it, non-editable, into the virtual
 # environment (.venv, or $VENV). Warnings are errors when CI=true or RH_WERROR=1. The base
 # distribution renewable-huber must be installed first: a native one depends on exactly its version.
+# --no-deps: the development build finds the CUDA libraries in the toolkit (RH_CUDA_TOOLKIT_RPATH),
+# not in NVIDIA's PyPI wheels, which the installable CUDA wheel depends on (make dist).
 
 python="${VENV:-.venv}/bin/python"
 
@@ -16,8 +18,8 @@ install_native() {
     werror=ON
   fi
   # --no-build-isolation builds with the environment's own build requirements.
-  "$python" -m pip install --quiet "scikit-build-core>=0.10" "nanobind>=2.0"
+  "$python" -m pip install --quiet "scikit-build-core>=0.11" "nanobind>=2.0"
   "$python" -m pip uninstall --quiet --yes "$dist_name" >/dev/null 2>&1 || true
   RH_WERROR="$werror" CMAKE_BUILD_PARALLEL_LEVEL="${RH_JOBS:-2}" \
-    "$python" -m pip install --no-build-isolation "$dist_dir"
+    "$python" -m pip install --no-build-isolation --no-deps "$dist_dir"
 }

@@ -10,9 +10,11 @@
 #include <cstddef>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rh/diagnostics.hpp"
+#include "rh/error.hpp"
 #include "rh/ops.hpp"
 
 namespace rh {
@@ -32,14 +34,16 @@ struct LadderScratch {
 };
 
 // The equilibration factors in place of H's diagonal: s_i = 1/sqrt(H_ii), 1 where H_ii is not a
-// finite positive number (a zero column, say: nothing to scale by). Written here rather than
+// finite positive normal number (a zero column, say: nothing to scale by). Normal: for a
+// subnormal H_ii, s_i * s_j overflows and the equilibrated matrix would hold inf or NaN, on
+// which LAPACK's SVD can loop forever (float32 data near 1e-22; tests/test_reliability_numbers.py). Written here rather than
 // with LAPACK's ?poequ/?laqsy: ?poequ stops at the first non-positive diagonal entry and ?laqsy
 // scales only when it judges it worthwhile (scond < 0.1), while the contract scales always and
 // keeps 1 for such entries, the same on every engine.
 template <std::floating_point T>
 void equilibration_scales(std::span<T> diagonal_to_scales) {
   for (T& value : diagonal_to_scales) {
-    value = (std::isfinite(value) && value > T{0}) ? T{1} / std::sqrt(value) : T{1};
+    value = (std::isnormal(value) && value > T{0}) ? T{1} / std::sqrt(value) : T{1};
   }
 }
 
@@ -52,6 +56,22 @@ void scale_by(O& ops, std::span<const typename O::Scalar> scales,
   ops.copy_to_host(v, std::span<typename O::Scalar>(values));
   for (std::size_t i = 0; i < values.size(); ++i) values[i] *= scales[i];
   ops.assign(std::span<const typename O::Scalar>(values), v);
+}
+
+// A Newton system with a non-finite entry has no usable step, and LAPACK must not see it: its
+// SVD can loop forever on one (OpenBLAS's ?bdsqr on float32 data whose squares overflow; found
+// by tests/test_reliability_numbers.py). Both the diagonal (Σ w x², which overflows first) and
+// the right-hand side are checked; d values each.
+template <std::floating_point T>
+void require_finite_system(std::span<const T> values, const char* what) {
+  for (const T v : values) {
+    if (!std::isfinite(v)) {
+      throw NumericalError(std::string("the Newton system's ") + what + " is not finite: the " +
+                           "data's squares or products overflow " +
+                           (sizeof(T) == 4 ? "float32" : "float64") +
+                           "; rescale the columns of X, y or the sample weights");
+    }
+  }
 }
 
 }  // namespace detail
@@ -67,9 +87,11 @@ LadderResult solve_ladder(O& ops, typename O::Vector& rhs, typename O::Vector& s
   scratch.values.resize(d);
   const std::span<T> scales(scratch.scales);
   ops.hessian_diagonal(scales);
+  detail::require_finite_system(std::span<const T>(scales), "matrix");
   equilibration_scales(scales);
   ops.equilibrate_hessian(std::span<const T>(scales));
   detail::scale_by(ops, std::span<const T>(scales), scratch.values, rhs);
+  detail::require_finite_system(std::span<const T>(scratch.values), "right-hand side");
 
   const double rcond_min = static_cast<double>(d) * std::numeric_limits<T>::epsilon();
   const auto accepted = [rcond_min](const SolveAttempt& attempt) {

@@ -10,6 +10,7 @@
 #include "rh/config.hpp"
 #include "rh/ops.hpp"
 #include "rh/solve_result.hpp"
+#include "rh/trace.hpp"
 
 namespace rh {
 
@@ -83,10 +84,12 @@ int lamm_refused_doublings(O& ops, const typename O::Vector& beta,
 
 }  // namespace detail
 
-// Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place).
+// Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place). With a
+// trace sink, each iteration appends its record (rh/trace.hpp).
 template <SolverOps O>
 SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lambda,
-                       double weight_total, const Config& config, double tol) {
+                       double weight_total, const Config& config, double tol,
+                       TraceSink* trace = nullptr) {
   using Vector = typename O::Vector;
   constexpr int slots = FusedTrialOps<O> ? phi_trials_per_pass : 1;
   SolveResult result{.solver = Solver::lamm};
@@ -106,6 +109,8 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     ops.evaluate(beta, tau);
+    IterationTrace* record = detail::open_record(trace, ops, beta, lambda);
+    if (record != nullptr) record->solver = Solver::lamm;
     ops.gradient(gradient);
     int doublings = 0;
     int accepted = -1;
@@ -136,6 +141,10 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
         }
         if (doublings == max_phi_doublings) {
           result.halvings += doublings;
+          if (record != nullptr) {
+            record->halvings = doublings;
+            record->search_exhausted = true;
+          }
           return result;  // phi cannot majorize f: keep beta, not converged
         }
         phi *= 2.0;
@@ -143,6 +152,11 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
       }
     }
     result.halvings += doublings;
+    if (record != nullptr) {
+      record->halvings = doublings;
+      record->step_norm = detail::norm2(ops, steps[accepted]);
+      record->step_scale = 1.0;
+    }
     const double moved = ops.norm_inf(steps[accepted]);
     ops.copy(candidates[accepted], beta);
     if (moved <= tol * std::max(1.0, ops.norm_inf(beta))) {

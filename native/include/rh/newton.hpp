@@ -9,6 +9,7 @@
 #include "rh/ladder.hpp"
 #include "rh/ops.hpp"
 #include "rh/solve_result.hpp"
+#include "rh/trace.hpp"
 
 namespace rh {
 
@@ -74,10 +75,11 @@ double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
 
 }  // namespace detail
 
-// Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau.
+// Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau. With a
+// trace sink, each iteration appends its record (rh/trace.hpp).
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
-                         double tol) {
+                         double tol, TraceSink* trace = nullptr) {
   SolveResult result;
   auto gradient = ops.make_vector();
   auto rhs = ops.make_vector();
@@ -87,22 +89,36 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     detail::evaluate_for_hessian(ops, beta, tau);
+    IterationTrace* record = detail::open_record(trace, ops, beta, 0.0);
     ops.gradient(gradient);
     ops.form_hessian(config.ridge);
+    detail::trace_hessian_diagonal(ops, record);
     ops.copy(gradient, rhs);
     ops.scale(-1.0, rhs);
     const LadderResult ladder = solve_ladder(ops, rhs, step, scratch);
     result.solver = ladder.rung;
     result.rcond = ladder.rcond;
+    if (record != nullptr) {
+      record->solver = ladder.rung;
+      record->rcond = ladder.rcond;
+      record->step_norm = detail::norm2(ops, step);
+      record->step_scale = 1.0;  // unless the search below says otherwise
+    }
 
     if (detail::take_negligible_step(ops, beta, step, full, tol)) {
       result.converged = true;
       return result;
     }
     detail::project_for_search(ops, step, full);
+    const std::int64_t halvings_before = result.halvings;
     const double t = detail::armijo_step(
         [&](double s) { return ops.objective_change(step, s); }, ops.dot(gradient, step),
         result.halvings);
+    if (record != nullptr) {
+      record->halvings = result.halvings - halvings_before;
+      record->step_scale = t;
+      record->search_exhausted = t == 0.0;
+    }
     if (t == 0.0) return result;  // no acceptable step: keep beta, not converged
     ops.axpy(t, step, beta);
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {

@@ -16,6 +16,7 @@
 #include "rh/newton.hpp"
 #include "rh/ops.hpp"
 #include "rh/solve_result.hpp"
+#include "rh/trace.hpp"
 
 namespace rh {
 
@@ -25,7 +26,8 @@ inline constexpr double model_tolerance_share = 0.1;
 
 template <L1ModelOps O>
 SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, double lambda,
-                              double weight_total, const Config& config, double tol) {
+                              double weight_total, const Config& config, double tol,
+                              TraceSink* trace = nullptr) {
   SolveResult result{.solver = Solver::prox_newton};
   auto gradient = ops.make_vector();
   auto step = ops.make_vector();
@@ -36,7 +38,7 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
     Config rest = config;
     rest.max_iter = config.max_iter - result.n_iter;
     if (rest.max_iter <= 0) return result;
-    SolveResult lamm = lamm_solve(ops, beta, tau, lambda, weight_total, rest, tol);
+    SolveResult lamm = lamm_solve(ops, beta, tau, lambda, weight_total, rest, tol, trace);
     lamm.n_iter += result.n_iter;
     lamm.halvings += result.halvings;
     return lamm;  // reports lamm: that is the solver which finished
@@ -44,10 +46,18 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     detail::evaluate_for_hessian(ops, beta, tau);
+    // A record whose model gives no descending step keeps step 0: LAMM goes on from this point.
+    IterationTrace* record = detail::open_record(trace, ops, beta, lambda);
+    if (record != nullptr) record->solver = Solver::prox_newton;
     ops.gradient(gradient);
     ops.form_hessian(config.ridge);
+    detail::trace_hessian_diagonal(ops, record);
     if (!ops.solve_l1_model(gradient, beta, strength, model_tolerance_share * tol, step)) {
       return continue_with_lamm();
+    }
+    if (record != nullptr) {
+      record->step_norm = detail::norm2(ops, step);
+      record->step_scale = 1.0;
     }
     if (detail::take_negligible_step(ops, beta, step, full, tol)) {
       result.converged = true;
@@ -55,9 +65,13 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
     }
     const double l1_now = ops.l1_norm(beta);
     const double decrease = ops.dot(gradient, step) + strength * (ops.l1_norm(full) - l1_now);
-    if (!(decrease < 0.0)) return continue_with_lamm();
+    if (!(decrease < 0.0)) {
+      if (record != nullptr) record->step_scale = 0.0;
+      return continue_with_lamm();
+    }
 
     detail::project_for_search(ops, step, full);
+    const std::int64_t halvings_before = result.halvings;
     const double t = detail::armijo_step(
         [&](double s) {
           ops.copy(beta, trial);
@@ -65,6 +79,11 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
           return ops.objective_change(step, s) + strength * (ops.l1_norm(trial) - l1_now);
         },
         decrease, result.halvings);
+    if (record != nullptr) {
+      record->halvings = result.halvings - halvings_before;
+      record->step_scale = t;
+      record->search_exhausted = t == 0.0;
+    }
     if (t == 0.0) return result;  // no acceptable step: keep beta, not converged
     ops.copy(trial, beta);  // beta + t step, as the accepted trial formed it
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {

@@ -17,6 +17,7 @@
 #include "rh/ops.hpp"
 #include "rh/prox_newton.hpp"
 #include "rh/state.hpp"
+#include "rh/trace.hpp"
 #include "rh/weighted_stats.hpp"
 
 namespace rh {
@@ -52,18 +53,19 @@ double pilot_scale(std::span<const T> y, std::span<const T> weights) {
 
 template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double weight_total,
-                        const Config& config, double tol) {
+                        const Config& config, double tol, TraceSink* trace, SolvePhase phase) {
+  if (trace != nullptr) trace->begin_solve(phase);
   if (config.alpha > 0.0) {
     if (config.l1_solver == L1Solver::prox_newton) {
       if constexpr (L1ModelOps<O>) {
-        return prox_newton_solve(ops, beta, tau, config.alpha, weight_total, config, tol);
+        return prox_newton_solve(ops, beta, tau, config.alpha, weight_total, config, tol, trace);
       } else {
         throw InvalidArgument("l1_solver 'prox_newton' is not available on this engine");
       }
     }
-    return lamm_solve(ops, beta, tau, config.alpha, weight_total, config, tol);
+    return lamm_solve(ops, beta, tau, config.alpha, weight_total, config, tol, trace);
   }
-  return newton_solve(ops, beta, tau, config, tol);
+  return newton_solve(ops, beta, tau, config, tol, trace);
 }
 
 template <class T>
@@ -78,10 +80,12 @@ void require_finite(std::span<const T> values, const char* what) {
 
 }  // namespace detail
 
-// Computes the state after one batch. The input must already be validated.
+// Computes the state after one batch. The input must already be validated. With a trace sink,
+// every iteration of the batch's solves appends its record (rh/trace.hpp; null: off).
 template <SolverOps O>
 std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
-    O& ops, const StateView<typename O::Scalar>& previous, const Config& config) {
+    O& ops, const StateView<typename O::Scalar>& previous, const Config& config,
+    TraceSink* trace = nullptr) {
   using T = typename O::Scalar;
   const double tol = resolved_tol<T>(config);
   const double weight_sum = ops.weight_sum();
@@ -104,7 +108,7 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     } else {
       const double pilot_s = detail::pilot_scale(std::span<const T>(y), weights);
       pilot = detail::solve_batch(ops, beta, detail::dtype_tau<T>(config.epsilon * pilot_s),
-                                  weight_total, config, tol);
+                                  weight_total, config, tol, trace, SolvePhase::pilot);
       scale = detail::residual_scale(ops, beta, pilot_s);
     }
   } else {
@@ -118,7 +122,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     }
   }
   const double tau = detail::dtype_tau<T>(config.tau ? *config.tau : config.epsilon * scale);
-  const SolveResult solve = detail::solve_batch(ops, beta, tau, weight_total, config, tol);
+  const SolveResult solve =
+      detail::solve_batch(ops, beta, tau, weight_total, config, tol, trace, SolvePhase::main);
 
   detail::evaluate_for_hessian(ops, beta, tau);  // the information follows
   State<T> next;

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import lapack
 
+from ..errors import NumericalError
 from .xp import to_host
 
 #: Below these rconds (method.md) the estimator warns that digits of the estimate may be lost.
@@ -48,14 +49,16 @@ class LadderResult(NamedTuple):
 
 
 def equilibration_scales(H: np.ndarray) -> np.ndarray:
-    """s_i = 1/√H_ii, 1 where H_ii is not a finite positive number (in H's dtype).
+    """s_i = 1/√H_ii, 1 where H_ii is not a finite positive normal number (in H's dtype): for a
+    subnormal H_ii, s_i · s_j overflows and Ĥ would hold inf or NaN, on which LAPACK's SVD can
+    loop forever (tests/test_reliability_numbers.py).
 
     Written out rather than LAPACK's ?poequ/?laqsy: ?poequ stops at the first non-positive
     diagonal entry and ?laqsy scales only when it judges it worthwhile, while the contract always
     scales and keeps 1 for such entries.
     """
     diagonal = np.diagonal(H)
-    usable = np.isfinite(diagonal) & (diagonal > 0)
+    usable = np.isfinite(diagonal) & (diagonal >= np.finfo(diagonal.dtype).tiny)
     scales = np.ones_like(diagonal)
     scales[usable] = 1 / np.sqrt(diagonal[usable])
     return scales
@@ -88,16 +91,32 @@ def _rungs(H: np.ndarray, b: np.ndarray) -> LadderResult:
         if info == 0 and _accept(x, rcond, rcond_min):
             return LadderResult(x[:, 0], "lu", float(rcond))
 
-    x = scipy.linalg.lstsq(H, b, cond=rcond_min, lapack_driver="gelsd", check_finite=False)[0]
+    try:
+        x = scipy.linalg.lstsq(H, b, cond=rcond_min, lapack_driver="gelsd", check_finite=False)[0]
+    except np.linalg.LinAlgError as exc:  # the last rung: nothing left to fall back on
+        raise NumericalError("the minimum-norm (SVD) solve of the Newton system failed to "
+                             f"converge ({exc})") from exc
     return LadderResult(x[:, 0].astype(H.dtype, copy=False), "svd", 0.0)
+
+
+def _require_finite(values: np.ndarray, what: str) -> None:
+    """A Newton system with a non-finite entry has no usable step, and LAPACK must not see it
+    (its SVD can loop forever on one). The diagonal (Σ w x², which overflows first) and the
+    right-hand side are checked, as the native ladder does."""
+    if not np.all(np.isfinite(values)):
+        raise NumericalError(f"the Newton system's {what} is not finite: the data's squares or "
+                             f"products overflow {values.dtype.name}; rescale the columns of X, "
+                             "y or the sample weights")
 
 
 def solve(H: Any, rhs: Any) -> LadderResult:
     """Solve H x = rhs through Ĥ = D⁻¹HD⁻¹ (s_i = 1/√H_ii): Ĥ z = s ∘ rhs, x = s ∘ z."""
     H = np.asarray(to_host(H))
+    _require_finite(np.diagonal(H), "matrix")
     s = equilibration_scales(H)
     # The product s_i · s_j first, so that an exactly symmetric H gives an exactly symmetric Ĥ.
     H_hat = np.ascontiguousarray(H * (s[:, None] * s[None, :]))
     b = (s * np.asarray(to_host(rhs), dtype=H.dtype).reshape(-1)).reshape(-1, 1)
+    _require_finite(b, "right-hand side")
     z, rung, rcond = _rungs(H_hat, b)
     return LadderResult(s * z, rung, rcond)

@@ -152,8 +152,21 @@ class BatchProblem:
         data = float(xp.sum(f64(self.w, xp) * rho(r64, tau, xp)))
         if p is not None:
             p.record(_prof.HUBER, t0, len(r64), 16 * len(r64), 6 * len(r64))
+        quad, pull, l1 = self._other_terms(beta)
+        return data + quad - pull + l1
+
+    def objective_at(self, beta: Any, r: Any, tau: float) -> float:
+        """Q(β) from its residual r = y − X̃β, already computed (solver tracing)."""
+        xp = self.xp
+        data = float(xp.sum(f64(self.w, xp) * rho(f64(r, xp), tau, xp)))
+        quad, pull, l1 = self._other_terms(beta)
+        return data + quad - pull + l1
+
+    def _other_terms(self, beta: Any) -> tuple[float, float, float]:
+        """Q(β)'s terms besides the data term: quadratic, history pull, L1."""
+        xp = self.xp
         d64 = f64(beta - self.beta_prev, xp)
         quad = 0.5 * float(d64 @ (f64(self.J, xp) @ d64))
         pull = float(f64(self.history_pull, xp) @ d64)
         l1 = self.l1_level * float(xp.sum(xp.abs(f64(beta, xp)[self.penalized])))
-        return data + quad - pull + l1
+        return quad, pull, l1

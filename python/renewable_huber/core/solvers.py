@@ -7,6 +7,7 @@ from typing import Any
 
 from ..profiling import _hooks as _prof
 from . import ladder
+from . import tracing as _trace
 from .problem import BatchProblem
 
 ARMIJO_C = 1e-4
@@ -28,23 +29,33 @@ def _converged(step: Any, beta: Any, tol: float, xp: Any) -> bool:
     return float(xp.max(xp.abs(step))) <= tol * max(1.0, float(xp.max(xp.abs(beta))))
 
 
-def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
-    """Semismooth Newton with Armijo backtracking on Q (no L1 term: λ = 0)."""
+def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float,
+           trace: list | None = None, phase: str = "main") -> SolveResult:
+    """Semismooth Newton with Armijo backtracking on Q (no L1 term: λ = 0). With a ``trace``
+    list, each iteration appends its record (core/tracing.py)."""
     xp = problem.xp
     halvings, rung, rcond = 0, "cholesky", None
+    record = None
     for k in range(1, max_iter + 1):
         p = _prof.ACTIVE
         if p is not None:
             p.next_iteration()
         r = problem.residual(beta)
+        if trace is not None:
+            record = _trace.open_record(trace, phase, k, problem, beta, r, tau)
         g = problem.gradient(beta, r, tau)
         H = problem.newton_matrix(r, tau)
+        if record is not None:
+            record["hessian_diagonal"] = _trace.hessian_diagonal_stats(H)
         t0 = _prof.now() if p is not None else 0
         step, rung, rcond = ladder.solve(H, -g)
         step = xp.asarray(step, dtype=problem.dtype)
         if p is not None:
             d = H.shape[0]
             p.record(_prof.SOLVE, t0, d * d, d * d * _prof.itemsize(H), d**3 // 3 + 2 * d * d)
+        if record is not None:
+            record.update(solver=rung, rcond=rcond, step_norm=_trace.norm2(step, xp),
+                          step_scale=1.0)
         if _converged(step, beta + step, tol, xp):
             # Already below the tolerance: Q cannot resolve a change this small, so Armijo would
             # compare rounding noise (docs/numerics.md, "Solvers").
@@ -60,9 +71,13 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
             if problem.smooth_delta(r, beta, t * step, t * a, tau) <= ARMIJO_C * t * slope:
                 break
             if trial == MAX_HALVINGS:
+                if record is not None:
+                    record.update(halvings=trial, step_scale=0.0, search_exhausted=True)
                 return SolveResult(beta, False, k, halvings, rung, rcond)
             t *= 0.5
             halvings += 1
+        if record is not None:
+            record.update(halvings=trial, step_scale=t)
         taken = t * step
         beta = beta + taken
         if _converged(taken, beta, tol, xp):
@@ -75,15 +90,20 @@ def soft_threshold(z: Any, level: float, mask: Any, xp: Any) -> Any:
     return xp.where(mask, shrunk, z)
 
 
-def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
-    """Proximal gradient with local adaptive majorization: φ starts at 1 and only doubles."""
+def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float,
+         trace: list | None = None, phase: str = "main") -> SolveResult:
+    """Proximal gradient with local adaptive majorization: φ starts at 1 and only doubles. With
+    a ``trace`` list, each iteration appends its record (core/tracing.py)."""
     xp = problem.xp
     phi, doublings = 1.0, 0
+    record = None
     for k in range(1, max_iter + 1):
         p = _prof.ACTIVE
         if p is not None:
             p.next_iteration()
         r = problem.residual(beta)
+        if trace is not None:
+            record = _trace.open_record(trace, phase, k, problem, beta, r, tau)
         g = problem.gradient(beta, r, tau)
         g64 = xp.asarray(g, dtype=xp.float64)
         for trial in range(MAX_DOUBLINGS + 1):
@@ -104,15 +124,20 @@ def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float
             if problem.smooth_delta(r, beta, s, a, tau) <= bound:
                 break
             if trial == MAX_DOUBLINGS:
+                if record is not None:
+                    record.update(halvings=trial, search_exhausted=True)
                 return SolveResult(beta, False, k, doublings, "lamm")
             phi *= 2.0
             doublings += 1
+        if record is not None:
+            record.update(halvings=trial, step_norm=_trace.norm2(s, xp), step_scale=1.0)
         beta = candidate
         if _converged(s, beta, tol, xp):
             return SolveResult(beta, True, k, doublings, "lamm")
     return SolveResult(beta, False, max_iter, doublings, "lamm")
 
 
-def solve(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float) -> SolveResult:
+def solve(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float,
+          trace: list | None = None, phase: str = "main") -> SolveResult:
     run = lamm if problem.lam > 0 else newton
-    return run(problem, beta, tau, max_iter, tol)
+    return run(problem, beta, tau, max_iter, tol, trace, phase)

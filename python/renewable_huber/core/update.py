@@ -38,21 +38,24 @@ def _start_point(problem: BatchProblem, y: Any, w: Any, fit_intercept: bool, xp:
 
 
 def update(
-    previous_state: State | None, X: Any, y: Any, sample_weight: Any, config: Config
+    previous_state: State | None, X: Any, y: Any, sample_weight: Any, config: Config,
+    trace: list | None = None,
 ) -> tuple[State, Diagnostics]:
     """Advance the stream by one batch. Pure: ``previous_state`` is never modified.
 
     Raises ValueError / TypeError on bad input or parameters and NumericalError when the result
     is not finite; in every case no new state exists, so the caller's state is untouched.
+    ``trace``: None, or a list that receives one record per solver iteration
+    (core/tracing.py, docs/tracing.md), also when the update raises.
     """
     p = _prof.ACTIVE
     if p is None:
-        return _update(previous_state, X, y, sample_weight, config)
+        return _update(previous_state, X, y, sample_weight, config, trace)
     # Profiled: one batch of the profile, its bricks timed in Python (docs/profiling.md).
     started = p.begin_batch(_rows(X))
     iterations = 0
     try:
-        out = _update(previous_state, X, y, sample_weight, config)
+        out = _update(previous_state, X, y, sample_weight, config, trace)
         iterations = out[1].n_iter
         return out
     finally:
@@ -71,7 +74,8 @@ def _rows(X: Any) -> int:
 
 
 def _update(
-    previous_state: State | None, X: Any, y: Any, sample_weight: Any, config: Config
+    previous_state: State | None, X: Any, y: Any, sample_weight: Any, config: Config,
+    trace: list | None,
 ) -> tuple[State, Diagnostics]:
     p = _prof.ACTIVE
     t0 = _prof.now() if p is not None else 0
@@ -108,7 +112,7 @@ def _update(
     elif first:
         pilot_scale = _pilot_scale(y, w)
         beta0 = _start_point(problem, y, w, config.fit_intercept, xp)
-        pilot = solve(problem, beta0, as_tau(pilot_scale), config.max_iter, tol)
+        pilot = solve(problem, beta0, as_tau(pilot_scale), config.max_iter, tol, trace, "pilot")
         n_iter, halvings = pilot.n_iter, pilot.halvings
         beta = pilot.beta
         scale = robust_scale(problem.residual(beta), w)
@@ -122,7 +126,7 @@ def _update(
         tau = as_tau(scale)
         beta = state.coef
 
-    result = solve(problem, beta, tau, config.max_iter, tol)
+    result = solve(problem, beta, tau, config.max_iter, tol, trace)
     beta = result.beta
     if p is not None:
         p.next_iteration()  # the final evaluation, as native_cpu counts it

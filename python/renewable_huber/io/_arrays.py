@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._base import Batch, BatchReader, ColumnLabel
+
+# _LOAD_ERRORS: np.load's .npy header parser and zipfile raise a dozen kinds of error on damaged
+# bytes (ValueError, EOFError, zlib.error, tokenize.TokenError, NotImplementedError for an unknown
+# compression, MemoryError for an absurd declared shape, ...; found by fuzz/). Around np.load
+# alone, every one of them means that the file is damaged, so each becomes a DataFileError.
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: {exc}"
 
 
 class _ArrayReader(BatchReader):
@@ -96,8 +104,8 @@ class NpyReader(_ArrayReader):
         super().__init__(path, batch_size)
         try:
             data = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            raise self.error(f"cannot be read as a .npy array: {exc}") from None
+        except Exception as exc:  # see _LOAD_ERRORS
+            raise self.error(f"cannot be read as a .npy array: {_reason(exc)}") from None
         self._use_matrix(data, "the array", target, features, target_required)
 
 
@@ -122,15 +130,15 @@ class NpzReader(_ArrayReader):
         super().__init__(path, batch_size)
         try:
             archive = np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-            raise self.error(f"cannot be read as a .npz archive: {exc}") from None
+        except Exception as exc:  # see _LOAD_ERRORS
+            raise self.error(f"cannot be read as a .npz archive: {_reason(exc)}") from None
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise self.error("holds a single .npy array, not an .npz archive; rename it .npy")
         try:
             with archive:
                 members = {name: archive[name] for name in archive.files}
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-            raise self.error(f"cannot be read as a .npz archive: {exc}") from None
+        except Exception as exc:  # see _LOAD_ERRORS
+            raise self.error(f"cannot be read as a .npz archive: {_reason(exc)}") from None
         if not members:
             raise self.error("the archive holds no arrays")
         if "X" in members:

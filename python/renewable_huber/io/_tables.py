@@ -125,10 +125,8 @@ class ParquetReader(_TableReader):
         super().__init__(path, batch_size)
         self._pa = _require("pyarrow", "reading Parquet")
         self._pq = _require("pyarrow.parquet", "reading Parquet")
-        file = self._open()
-        schema = file.schema_arrow
+        schema, self.n_rows = self._schema()
         self.columns = tuple(schema.names)
-        self.n_rows = file.metadata.num_rows
         self._select(target, features, target_required=target_required)
         for name in self._used_columns():
             kind = schema.field(name).type
@@ -138,7 +136,15 @@ class ParquetReader(_TableReader):
     def _open(self) -> Any:
         try:
             return self._pq.ParquetFile(self.path)
-        except (self._pa.ArrowException, OSError) as exc:
+        except (self._pa.ArrowException, OSError, ValueError) as exc:
+            # ValueError: a column name that is not UTF-8 (UnicodeDecodeError; found by fuzz/).
+            raise self.error(f"cannot be read as Parquet: {exc}") from None
+
+    def _schema(self) -> tuple[Any, int]:
+        file = self._open()
+        try:
+            return file.schema_arrow, file.metadata.num_rows
+        except (self._pa.ArrowException, OSError, ValueError) as exc:
             raise self.error(f"cannot be read as Parquet: {exc}") from None
 
     def _used_columns(self) -> list[str]:
@@ -168,16 +174,22 @@ class ParquetReader(_TableReader):
                 record_batch = next(batches)
             except StopIteration:
                 return
-            except pa.ArrowException as exc:
+            except (pa.ArrowException, OSError) as exc:  # pyarrow's IOError is only an OSError
                 raise self.error(
                     f"the file is damaged from here on: {exc}", row=row_offset + 1
                 ) from None
             columns = {}
             for name in record_batch.schema.names:
                 array = record_batch.column(name)
-                if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
-                    # Nulls become NaN in a float column, and are then reported as missing.
-                    array = array.cast(pa.float64())
-                columns[name] = array.to_numpy(zero_copy_only=False)
+                try:
+                    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+                        # Nulls become NaN in a float column, and are then reported as missing.
+                        # Unsafe: an integer beyond 2**53 rounds, as NumPy's astype and the CSV
+                        # reader round it, instead of failing the cast (found by fuzz/).
+                        array = array.cast(pa.float64(), safe=False)
+                    columns[name] = array.to_numpy(zero_copy_only=False)
+                except pa.ArrowException as exc:
+                    raise self.error(f"cannot be read as numbers: {exc}", row=row_offset + 1,
+                                     column=name) from None
             yield self._batch(columns, row_offset)
             row_offset += record_batch.num_rows

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _native
 from ..errors import EngineNotAvailableError
 from . import _hooks
 
@@ -18,8 +19,8 @@ SYNC_MODES = ("immediate", "per_batch", "deferred", "off")
 
 def _native_bricks() -> Any:
     try:
-        import _renewable_huber_native_cpu as module
-    except ImportError as exc:
+        module = _native.load("native_cpu")
+    except EngineNotAvailableError as exc:
         raise EngineNotAvailableError(
             f"renewable_huber.profile() needs the package {_DISTRIBUTION} (pip install "
             f"{_DISTRIBUTION}; `make install` builds it), whose C++ profiler produces every "

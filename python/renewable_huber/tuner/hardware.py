@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native
+from ..errors import EngineNotAvailableError
 from . import probes
 
 #: Bumped when an identity field is added, removed or changes meaning: it enters the hash, so
@@ -246,11 +248,9 @@ def blas_libraries() -> dict[str, dict[str, Any] | None]:
 
     engine_version = None
     try:
-        import _renewable_huber_native_cpu as native  # type: ignore[import-not-found]
-
-        provider = str(native.blas_info().get("provider", "")).split()
+        provider = str(_native.load("native_cpu").blas_info().get("provider", "")).split()
         engine_version = provider[1] if len(provider) > 1 else None
-    except (ImportError, AttributeError):
+    except (EngineNotAvailableError, AttributeError):
         pass
     numpy_root = Path(np.__file__).resolve().parent
     numpy_dirs = (numpy_root, numpy_root.parent / "numpy.libs")

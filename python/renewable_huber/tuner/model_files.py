@@ -242,11 +242,14 @@ def read(path: str | Path) -> ModelFile:
 
 def native_evaluator(path: Path) -> Any:
     """The native module's reader of the file at ``path`` (None without the module)."""
+    from .. import _native
+    from ..errors import EngineNotAvailableError
+
     try:
-        from _renewable_huber_native_cpu import tuner
-    except ImportError:
+        module = _native.load("native_cpu")
+    except EngineNotAvailableError:
         return None
-    return tuner.Model.load(str(path))
+    return module.tuner.Model.load(str(path))
 
 
 def validate(model: ModelFile) -> None:

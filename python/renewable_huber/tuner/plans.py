@@ -198,10 +198,10 @@ def _thread_counts(cores: int) -> list[int]:
 
 def cuda_usable() -> bool:
     """Whether the CUDA engine's module imports and sees at least one device."""
-    from ..backends import _import_engine_module
+    from .. import _native
 
     try:
-        return int(_import_engine_module("cuda").device_count()) > 0
+        return int(_native.load("cuda").device_count()) > 0
     except Exception:  # no module, no driver, no device: whatever the cause, cuda cannot run
         return False
 

@@ -19,6 +19,7 @@
 #include "rh/config.hpp"
 #include "rh/diagnostics.hpp"
 #include "rh/state.hpp"
+#include "rh/trace.hpp"
 #include "rh/views.hpp"
 
 namespace rh::bricks {
@@ -76,16 +77,18 @@ class Engine {
 
   // Updates are serialized per engine (the workspace is shared); use one engine per stream to
   // run streams concurrently.
+  // With `trace` (docs/tracing.md), every solver iteration of the batch appends its record to
+  // it, also when the update then throws; null (the default) traces nothing.
   template <std::floating_point T>
   std::pair<State<T>, Diagnostics> update(const StateView<T>& state, MatrixView<T> X,
                                           std::span<const T> y, std::span<const T> sample_weight,
-                                          const Config& config);
+                                          const Config& config, TraceSink* trace = nullptr);
 
   template <std::floating_point T>
   std::pair<State<T>, Diagnostics> update(const State<T>& state, MatrixView<T> X,
                                           std::span<const T> y, std::span<const T> sample_weight,
-                                          const Config& config) {
-    return update(state.view(), X, y, sample_weight, config);
+                                          const Config& config, TraceSink* trace = nullptr) {
+    return update(state.view(), X, y, sample_weight, config, trace);
   }
 
  private:
@@ -97,10 +100,11 @@ extern template std::pair<State<float>, Diagnostics> Engine::update<float>(const
                                                                            MatrixView<float>,
                                                                            std::span<const float>,
                                                                            std::span<const float>,
-                                                                           const Config&);
+                                                                           const Config&,
+                                                                           TraceSink*);
 extern template std::pair<State<double>, Diagnostics> Engine::update<double>(
     const StateView<double>&, MatrixView<double>, std::span<const double>, std::span<const double>,
-    const Config&);
+    const Config&, TraceSink*);
 
 // The BLAS/LAPACK provider's build description, and the threads it runs (1 inside an engine).
 std::string blas_provider();

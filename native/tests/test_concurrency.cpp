@@ -1,0 +1,101 @@
+// The engine used from several threads at once: calls sharing one engine (serialized by its
+// mutex) and engines side by side, each on a thread pool of its own. The results must equal
+// the same updates run one after another. scripts/test_native_cpp.sh runs this executable under
+// ThreadSanitizer too (build-tsan/), where any data race reported fails the run.
+
+#include <gtest/gtest.h>
+
+#include <rh/cpu/engine.hpp>
+#include <thread>
+#include <vector>
+
+#include "problems.hpp"
+#include "thread_pool.hpp"
+
+namespace {
+
+using rh::test::Batch;
+using rh::test::contaminated_batch;
+
+template <class T>
+rh::State<T> stream(rh::cpu::Engine& engine, const std::vector<Batch<T>>& batches,
+                    const rh::Config& config) {
+  rh::State<T> state = rh::State<T>::empty(batches.front().features + 1);
+  for (const Batch<T>& b : batches) {
+    state = engine.update(state, b.design(), b.response(), b.weights(), config).first;
+  }
+  return state;
+}
+
+// Enough rows that the passes run on the pool (rows x (features + 1) >= 2^17, BatchOps::
+// min_parallel_entries), few enough that the run stays short under ThreadSanitizer.
+template <class T>
+std::vector<Batch<T>> batches(std::uint64_t seed, std::size_t features) {
+  std::vector<Batch<T>> out;
+  for (std::size_t k = 0; k < 3; ++k) {
+    out.push_back(contaminated_batch<T>(seed + k, 27000 + 1000 * k, features));
+  }
+  return out;
+}
+
+template <class T>
+void streams_in_parallel_equal_streams_in_turn(bool share_one_engine, const rh::Config& config) {
+  constexpr std::size_t kStreams = 3;
+  std::vector<std::vector<Batch<T>>> inputs;
+  for (std::size_t s = 0; s < kStreams; ++s) inputs.push_back(batches<T>(100 * (s + 1), 4 + s));
+
+  std::vector<rh::State<T>> expected;
+  rh::cpu::Engine alone({.threads = 1});
+  for (const auto& input : inputs) expected.push_back(stream(alone, input, config));
+
+  rh::cpu::Engine shared({.threads = 3});
+  std::vector<rh::cpu::Engine> own;
+  for (std::size_t s = 0; s < kStreams; ++s) own.emplace_back(rh::cpu::EngineOptions{.threads = 2});
+  std::vector<rh::State<T>> got(kStreams);
+  std::vector<std::thread> threads;
+  for (std::size_t s = 0; s < kStreams; ++s) {
+    threads.emplace_back([&, s] {
+      got[s] = stream(share_one_engine ? shared : own[s], inputs[s], config);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t s = 0; s < kStreams; ++s) {
+    EXPECT_EQ(got[s].coef, expected[s].coef) << "stream " << s;  // bitwise: threads change
+    EXPECT_EQ(got[s].information, expected[s].information);     // nothing but speed
+  }
+}
+
+TEST(Concurrency, StreamsSharingOneEngineTakeTurns) {
+  streams_in_parallel_equal_streams_in_turn<double>(true, rh::Config{});
+}
+
+TEST(Concurrency, StreamsOnTheirOwnEnginesRunSideBySide) {
+  streams_in_parallel_equal_streams_in_turn<double>(false, rh::Config{});
+}
+
+TEST(Concurrency, PenalizedFloat32StreamsSharingOneEngine) {
+  rh::Config penalized;
+  penalized.alpha = 0.05;
+  streams_in_parallel_equal_streams_in_turn<float>(true, penalized);
+}
+
+TEST(Concurrency, PoolsAreCreatedUsedAndDestroyedFromManyThreads) {
+  std::vector<std::thread> threads;
+  std::vector<std::size_t> sums(4, 0);
+  for (std::size_t t = 0; t < sums.size(); ++t) {
+    threads.emplace_back([&sums, t] {
+      for (int round = 0; round < 20; ++round) {
+        rh::cpu::ThreadPool pool(3);
+        std::vector<std::size_t> slots(16, 0);
+        for (int run = 0; run < 5; ++run) {
+          pool.run(slots.size(), [&](std::size_t i) { slots[i] += i; });
+        }
+        for (std::size_t v : slots) sums[t] += v;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t s : sums) EXPECT_EQ(s, 20u * 5u * (15u * 16u / 2u));
+}
+
+}  // namespace

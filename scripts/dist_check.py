@@ -1,0 +1,95 @@
+"""The installed wheels, checked from a fresh environment (scripts/test_dist.sh runs this).
+
+Run with ``python -I`` from outside the source tree, so that only the installed packages can be
+imported. Checks: every module comes from the environment, not the checkout; the golden corpus
+passes on numpy and native_cpu; the CUDA module imports, loads NVIDIA's libraries from their wheels
+beside it (not the build machine's toolkit), and without a GPU says that no device is there.
+
+Usage: python -I dist_check.py CORPUS_JSON SOURCE_TREE [--cuda]
+(--cuda: the CUDA wheel is installed too, and checked.)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _fail(message: str) -> None:
+    print(f"dist-check: FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
+    import importlib
+
+    names = ["renewable_huber", "_renewable_huber_native_cpu"]
+    # The CUDA module by itself, before renewable_huber preloads anything: its run path alone
+    # must find NVIDIA's libraries.
+    names += ["_renewable_huber_native_cuda"] if cuda else []
+    for module in map(importlib.import_module, names):
+        path = Path(module.__file__).resolve()
+        if path.is_relative_to(source_tree) or not path.is_relative_to(Path(sys.prefix)):
+            _fail(f"{module.__name__} imported from {path}, not from the environment {sys.prefix}")
+        print(f"dist-check: {module.__name__} {getattr(module, '__version__', '')} from {path}")
+
+
+def check_golden(corpus_path: Path) -> None:
+    from renewable_huber.backends import make_engine
+    from renewable_huber.golden import RUNG_CHECKED, compare_batch, replay_case
+
+    corpus = json.loads(corpus_path.read_text())
+    for backend in ("numpy", "native_cpu"):
+        engine = make_engine(backend)
+        for case in corpus["cases"]:
+            records = replay_case(case, engine.update)
+            for k, (got, want) in enumerate(zip(records, case["batches"], strict=True)):
+                problems = compare_batch(got, want, case["dtype"],
+                                         check_rung=case["name"] in RUNG_CHECKED)
+                if problems:
+                    _fail(f"golden case {case['name']} batch {k + 1} on {backend}: {problems}")
+        print(f"dist-check: golden corpus v{corpus['version']} passes on {backend} "
+              f"({len(corpus['cases'])} cases)")
+
+
+def check_cuda_without_gpu() -> None:
+    from renewable_huber import RenewableHuberRegressor
+    from renewable_huber.errors import EngineNotAvailableError
+
+    nvidia = (Path(sys.prefix) / "lib").glob("python3*/site-packages/nvidia/cu13/lib")
+    nvidia_dir = next(iter(nvidia), None)
+    if nvidia_dir is None:
+        _fail("NVIDIA's CUDA 13 wheels (site-packages/nvidia/cu13/lib) were not installed")
+    maps = Path("/proc/self/maps").read_text()
+    for soname in ("libcudart.so.13", "libcublas.so.13", "libcusolver.so.12"):
+        loaded = {line.split()[-1] for line in maps.splitlines() if line.endswith(soname)}
+        if not loaded:
+            _fail(f"{soname} is not loaded after importing the CUDA module")
+        if any(not Path(p).resolve().is_relative_to(nvidia_dir.resolve()) for p in loaded):
+            _fail(f"{soname} loaded from {sorted(loaded)}, not from NVIDIA's wheel {nvidia_dir}")
+    print(f"dist-check: the CUDA module loads NVIDIA's libraries from {nvidia_dir}")
+    try:
+        RenewableHuberRegressor(backend="cuda").fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0])
+    except EngineNotAvailableError as exc:
+        if "no CUDA device" not in str(exc):
+            _fail(f"backend='cuda' without a GPU raised an unclear error: {exc}")
+        print(f"dist-check: backend='cuda' without a GPU says: {exc}")
+    else:
+        print("dist-check: a GPU is present; backend='cuda' fitted")
+
+
+def main() -> None:
+    corpus_path, source_tree = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    cuda = "--cuda" in sys.argv[3:]
+    if Path.cwd().resolve().is_relative_to(source_tree):
+        _fail(f"run from outside the source tree {source_tree}")
+    check_installed_not_checkout(source_tree, cuda)
+    check_golden(corpus_path)
+    if cuda:
+        check_cuda_without_gpu()
+    print("dist-check: passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# make test-dist: the wheels of dist/ (make dist), installed into a fresh virtual environment with
+# no compiler on PATH, checked from outside the source tree so that nothing imports the checkout:
+# scripts/dist_check.py (golden corpus on numpy and native_cpu, the CUDA module and NVIDIA's
+# wheels), then `rhuber --version` and `rhuber demo`. The dependencies come from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+dist="$root/${DIST_DIR:-dist}"
+
+version="$(python3 -c 'import runpy; print(runpy.run_path("python/renewable_huber/_version.py")["__version__"])')"
+pure="$dist/renewable_huber-$version-py3-none-any.whl"
+wheels=("$pure" "$dist"/renewable_huber_native_cpu-"$version"-*manylinux*.whl)
+cuda_wheel=("$dist"/renewable_huber_native_cuda-"$version"-*manylinux*.whl)
+cuda_checks=(--cuda)
+if [[ -f "${cuda_wheel[0]}" ]]; then
+  wheels+=("${cuda_wheel[0]}")
+elif [[ ! -x "${CUDACXX:-/usr/local/cuda/bin/nvcc}" ]]; then
+  echo "test-dist: no CUDA toolkit here, so make dist built no CUDA wheel: its checks are skipped"
+  cuda_checks=()
+fi
+for wheel in "${wheels[@]}"; do
+  [[ -f "$wheel" ]] || { echo "test-dist: no $wheel: run make dist first" >&2; exit 1; }
+done
+if (( ${#cuda_checks[@]} )) && [[ ! -f "${cuda_wheel[0]}" ]]; then
+  echo "test-dist: no CUDA wheel in $dist: run make dist first" >&2
+  exit 1
+fi
+ls -l "${wheels[@]}"
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+python3 -m venv "$scratch/venv"
+venv="$scratch/venv"
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+# The pure wheel with the CLI's extra, and both native wheels (which pin it exactly).
+"$venv/bin/python" -m pip install --quiet "$pure[cli]" "${wheels[@]:1}"
+"$venv/bin/python" -m pip list 2>/dev/null | grep -Ei "renewable|nvidia"
+
+# From here on: only the environment's own programs, and no compiler anywhere on PATH (a
+# subshell, so that the cleanup above still finds rm).
+(
+  cd "$scratch"
+  export PATH="$venv/bin"
+  for compiler in cc gcc g++ c++ clang nvcc; do
+    if command -v "$compiler" >/dev/null; then
+      echo "test-dist: $compiler is on PATH" >&2
+      exit 1
+    fi
+  done
+  export CC=false CXX=false
+
+  python -I "$root/scripts/dist_check.py" "$root/tests/golden/native_core_v2.json" "$root" \
+    "${cuda_checks[@]}"
+  out="$(rhuber --version)"
+  echo "$out"
+  [[ "$out" == *"$version"* ]] || { echo "test-dist: rhuber --version says '$out'" >&2; exit 1; }
+  rhuber demo
+)
+echo "test-dist: passed (renewable-huber $version from wheels)"
