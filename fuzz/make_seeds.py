@@ -1,6 +1,7 @@
 """Write the seed corpora of the fuzz targets (fuzz/corpus/<target>/): small valid files and a
 few near misses, so that the fuzzers start inside each format rather than discovering its
-magic bytes. Deterministic; run it again only to change the seeds (they are committed).
+magic bytes. Deterministic but for the order of the safetensors headers' keys (the library
+writes them from a hash map); run it again only to change the seeds (they are committed).
 
     python fuzz/make_seeds.py
 """
@@ -156,8 +157,9 @@ def safetensors() -> dict[str, bytes]:
 
 
 def main() -> None:
-    corpora = {"checkpoint": checkpoints(), "checkpoint_fields": checkpoint_fields(), "csv": csvs(), "parquet": parquets(), "npy": npys(),
-               "npz": npzs(), "safetensors": safetensors()}
+    corpora = {"checkpoint": checkpoints(), "checkpoint_fields": checkpoint_fields(),
+               "csv": csvs(), "parquet": parquets(), "npy": npys(), "npz": npzs(),
+               "safetensors": safetensors()}
     for target, seeds in corpora.items():
         directory = CORPUS / target
         shutil.rmtree(directory, ignore_errors=True)

@@ -78,6 +78,7 @@ def test_checkpoint_that_is_a_single_npy_array(tmp_path):
     ("npy", "header_token_error", ".npy", "cannot be read as a .npy array: TokenError"),
     ("npz", "unknown_compression", ".npz",
      "cannot be read as a .npz archive: NotImplementedError: That compression method"),
+    ("npz", "member_not_npy", ".npz", "of the archive is not a .npy array"),
     ("parquet", "damaged_page_header", ".parquet", "the file is damaged from here on"),
     ("parquet", "column_name_not_utf8", ".parquet", "cannot be read as Parquet: 'utf-8' codec"),
 ])
@@ -141,5 +142,5 @@ def test_checkpoint_with_hostile_parameters_is_refused_when_loaded(tmp_path, par
     model = RenewableHuberRegressor(backend="numpy").fit(np.eye(3)[:, :2], np.arange(3.0))
     path = tmp_path / "m.npz"
     np.savez(path, **{**model.state_dict(), "params": np.str_(json.dumps(params))})
-    with pytest.raises(CheckpointError, match="its parameters .* do not make an estimator"):
+    with pytest.raises(CheckpointError, match=r"its parameters .* do not make an estimator"):
         RenewableHuberRegressor.load_checkpoint(path, backend="numpy")

@@ -141,6 +141,10 @@ class NpzReader(_ArrayReader):
             raise self.error(f"cannot be read as a .npz archive: {_reason(exc)}") from None
         if not members:
             raise self.error("the archive holds no arrays")
+        # NumPy hands a member whose name lacks ".npy" over as raw bytes (found by fuzz/).
+        raw = [name for name, value in members.items() if not isinstance(value, np.ndarray)]
+        if raw:
+            raise self.error(f"member {raw[0]!r} of the archive is not a .npy array")
         if "X" in members:
             self._use_pair(members, target, features, target_required)
         elif len(members) == 1:
