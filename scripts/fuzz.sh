@@ -42,7 +42,9 @@ if [[ -n "${FUZZ_RUNS:-}" ]]; then limit=(-runs="$FUZZ_RUNS"); fi
 for target in "${targets[@]}"; do
   mkdir -p "$out/corpus/$target" "$out/artifacts/$target"
   # libFuzzer adds new inputs to the first directory only; the committed ones stay as they are.
-  dirs=("$out/corpus/$target" "fuzz/corpus/$target" "fuzz/regressions/$target")
+  dirs=("$out/corpus/$target" "fuzz/corpus/$target")
+  # A target without findings has no regressions directory in a clone (git keeps no empty ones).
+  if [[ -d "fuzz/regressions/$target" ]]; then dirs+=("fuzz/regressions/$target"); fi
   # shellcheck disable=SC2206  # FUZZ_FLAGS is split into flags on purpose
   flags=("${limit[@]}" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1
          -artifact_prefix="$out/artifacts/$target/" ${FUZZ_FLAGS:-})
