@@ -184,6 +184,31 @@ typename BatchOps<T>::ResidualSource BatchOps<T>::residual_source(const Vector& 
   return {.kind = ResidualSource::step, .projection = projection(static_cast<std::size_t>(slot))};
 }
 
+// r(beta + s) = r(beta) - X~ s: a subtraction per row instead of a product with X~. The
+// subtraction's rounding is eps |r(beta)|, so it is only as accurate as the product where the new
+// residual keeps most of the old one's magnitude. Where it cancels (|r(beta)| > 64 |r(beta + s)|:
+// a first step from far away, a batch on another scale than the stream so far) the row takes the
+// product y - x~ beta instead; else a batch 1e11 times the stream's scale moved the intercept by
+// 1e-6 (docs/numerics.md). The choice is per row, so it does not depend on the chunking.
+template <std::floating_point T>
+void BatchOps<T>::stepped_residual_rows(const T* beta, const T* projection, std::size_t lo,
+                                        std::size_t hi, T* residual) const {
+  constexpr T max_cancellation = 64;
+  const T* known = ws_.point.residual.data();
+  std::size_t product_from = hi;  // first row of the pending run of rows taking the product
+  for (std::size_t i = lo; i < hi; ++i) {
+    const T stepped = known[i] - projection[i];
+    if (std::abs(known[i]) <= max_cancellation * std::abs(stepped)) {
+      if (product_from < i) residual_rows(beta, product_from, i, residual);
+      product_from = hi;
+      residual[i] = stepped;
+    } else if (product_from == hi) {
+      product_from = i;  // also when either is NaN: the product decides
+    }
+  }
+  if (product_from < hi) residual_rows(beta, product_from, hi, residual);
+}
+
 template <std::floating_point T>
 void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo,
                                 std::size_t hi, PointRows<T>& point, T* partial, double& loss,
@@ -197,9 +222,7 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
   if (source.kind == ResidualSource::product) {
     residual_rows(beta, lo, hi, residual);
   } else if (source.kind == ResidualSource::step) {
-    // r(beta + s) = r(beta) - X~ s: a subtraction per row instead of a product with X~.
-    const T* known = ws_.point.residual.data();
-    for (std::size_t i = lo; i < hi; ++i) residual[i] = known[i] - source.projection[i];
+    stepped_residual_rows(beta, source.projection, lo, hi, residual);
   }
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::huber, rows, 4 * rows * sizeof(T), 8 * rows);

@@ -122,6 +122,10 @@ class BatchOps {
   void require_design_scanned() const;
   // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick).
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
+  // The residuals at beta = (the evaluated point) + a projected step, from the evaluated point's
+  // (rows where that would cancel take the product).
+  void stepped_residual_rows(const T* beta, const T* projection, std::size_t lo, std::size_t hi,
+                             T* residual) const;
   // Where an evaluation takes the residual of its point from. Every way gives the same bits in
   // the fused and the one-call-at-a-time paths, as both choose it by the same rule.
   struct ResidualSource {
