@@ -130,6 +130,20 @@ def test_checkpoint_text_field_that_is_not_a_scalar(tmp_path):
             model.load_state_dict(payload)
 
 
+@pytest.mark.parametrize("key", ["dtype", "params", "library_version", "feature_names_in"])
+def test_checkpoint_text_beyond_unicode_is_refused(tmp_path, key):
+    """Bytes read as text with a code point beyond U+10FFFF made NumPy raise SystemError in
+    the error message's repr of the field (checkpoint_fields fuzzing, 7,675th input)."""
+    from renewable_huber import RenewableHuberRegressor
+
+    model = RenewableHuberRegressor(backend="numpy").fit(np.eye(3)[:, :2], np.arange(3.0))
+    text = np.frombuffer(b"a\0\0\0" + b"\x5f\x5f\x5f\x5f", dtype="<U1")  # 'a', U+5F5F5F5F
+    path = tmp_path / "hostile.npz"
+    np.savez(path, **{**model.state_dict(), key: text})
+    with pytest.raises(CheckpointError, match=f"'{key}' holds text that is not valid Unicode"):
+        RenewableHuberRegressor.load_checkpoint(path)
+
+
 @pytest.mark.parametrize("params", [{"plan": 5}, {"plan": "bogus"}, {"n_jobs": "abc"},
                                     {"epsilon": -1.0}, {"device": "x"}])
 def test_checkpoint_with_hostile_parameters_is_refused_when_loaded(tmp_path, params):

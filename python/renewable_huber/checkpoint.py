@@ -10,6 +10,7 @@ import errno
 import glob
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,13 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
     unknown = sorted(set(raw) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
     if unknown:
         raise CheckpointError(f"{source} has unknown key(s): {', '.join(unknown)}")
+    for key, a in raw.items():
+        # Bytes read as text can hold code points beyond U+10FFFF, which no Python string can:
+        # NumPy then fails with SystemError on any repr or item of the array (fuzz/).
+        if a.dtype.kind == "U" and np.any(np.ascontiguousarray(a).reshape(-1).view(np.uint32)
+                                          > sys.maxunicode):
+            raise CheckpointError(f"{source}: '{key}' holds text that is not valid Unicode "
+                                  f"(a code point beyond U+10FFFF)")
 
     version = _scalar(raw, "format_version", "iu", source)
     if version != FORMAT_VERSION:
