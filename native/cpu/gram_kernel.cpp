@@ -1,16 +1,17 @@
 // The thin-Gram kernel's dispatch and its portable variant (gram_kernel.hpp).
 //
 // Why a hand-written kernel: the engine's Gram X~^T diag(w c) X~ is thin, d = p + 1 of the order
-// of 5 to 100 against tens of thousands of rows, and no library does these shapes well: OpenBLAS
-// 0.3.21 (Debian) DSYRK reaches 9.1 GFLOP/s at d = 17 and 13.7 at d = 33 on one core of the
-// reference machine (DGEMM peak 42.5), and the sqrt(w c)-scaled copy of the rows it needs took
-// 20-50 % of the Gram's time at d <= 33 (a chunk-sized copy in L2, packed again by the library).
-// This kernel reads X once, stages sqrt(w)-scaled rows in L1-sized sub-chunks (about 8 % of its
-// time at d = 17; gram_kernel_avx2.cpp says why not one-sided weights in registers) and keeps a
-// 6 x 8 (float64) register tile of the triangle busy on them; the figures it
-// measured against the library, and the crossovers below, are in docs/native.md ("Thin Gram
-// kernel") and docs/perf/experiments.jsonl (thin-gram-kernel), measured by
-// native/bench/bench_gram_kernel.cpp.
+// of 5 to 100 against tens of thousands of rows, and no library does these shapes well. OpenBLAS
+// 0.3.21 (Debian, its Zen kernels) DSYRK on rows scaled beforehand, one thread, 65,536 rows,
+// reaches 9-10 GFLOP/s at d = 17 and 13-14 at d = 33 in float64 (14-17 and 21-25 in float32) on
+// an AMD EPYC (Zen 3) whose one-core DGEMM peak is 39.2 GFLOP/s; the engine's library path also
+// pays the sqrt(w c)-scaled copy of the rows (20-50 % more at d <= 33). This kernel reads X once,
+// stages sqrt(w)-scaled rows in L1-sized sub-chunks and keeps register tiles of 12 accumulators
+// busy on them (gram_kernel_avx2.cpp): 1.3-1.65x DSYRK in float64 and 1.4-1.9x in float32 at
+// d = 5..65 there (per-block minimum times, a loaded 2-core machine, experiments
+// thin-gram-round-3-* in docs/perf/experiments.jsonl), 1.5-2.2x the previous version of this
+// kernel; measured by native/bench/bench_gram_kernel.cpp. The crossovers below are the
+// measured ones (docs/native.md, "Thin Gram kernel").
 
 #include "gram_kernel.hpp"
 
@@ -80,11 +81,14 @@ Isa kernel_isa() {
   return cpu_has_avx2_fma() ? Isa::avx2 : Isa::scalar;
 }
 
-// Measured with native/bench/bench_gram_kernel.cpp on the reference machine (docs/native.md),
-// against the engine's library path (scaled copy + SYRK), one thread (CPU time, best of 7):
+// Measured with native/bench/bench_gram_kernel.cpp against the engine's library path (scaled
+// copy + SYRK), one thread. The first kernel on the Xeon reference machine (CPU time, best of 7):
 // float64 kernel/library 1.2-1.4x at d = 9..65, 0.99x at 91, 0.83x at 129, 0.71x at 257;
-// float32 1.2-1.7x at d = 9..129, 0.73x at 257. The portable variant never beats the library
-// (0.3-0.6x): on a CPU without AVX2 + FMA the library forms every Gram.
+// float32 1.2-1.7x at d = 9..129, 0.73x at 257. The current kernel on an AMD EPYC (Zen 3, CPU-time
+// medians of 7, loaded machine): float64 1.08x at d = 65, 1.09x at 91, 1.04x at 129 (a wash);
+// float32 0.97x at 65, 1.7x at 91, 1.2x at 129, 1.03x at 257. The crossovers stay where both
+// machines agree the kernel wins. The portable variant never beats the library (0.3-0.6x): on a
+// CPU without AVX2 + FMA the library forms every Gram.
 template <std::floating_point T>
 std::size_t crossover(Isa isa) {
   if (isa == Isa::scalar) return 0;

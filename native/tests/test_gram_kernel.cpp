@@ -172,6 +172,40 @@ TEST(GramKernel, ResultDoesNotDependOnHowRowsAreCut) {
   expect_cut_invariant<float>();
 }
 
+// The AVX2 variant's exact order: every entry is acc = fma(u_b, u_a, acc) over the listed rows in
+// order, from the Gram's value, u = sqrt(w) x~ rounded as the library path's scaled rows; so its
+// bits are those of this scalar loop, whatever its tiles, padding and sub-chunks.
+template <class T>
+void expect_fma_chain_bits() {
+  for (std::size_t features : {0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 47, 64, 95}) {
+    for (bool intercept : {true, false}) {
+      if (features == 0 && !intercept) continue;
+      const auto c = make_case<T>(100 + features, 700, features, intercept);
+      std::vector<T> reference(c.dim * c.dim, T{0}), u(c.dim);
+      for (std::size_t a = 0; a < c.dim; ++a) {
+        for (std::size_t b = a + 1; b < c.dim; ++b) reference[a * c.dim + b] = T(sentinel);
+      }
+      for (std::size_t i : c.listed) {
+        const T root = std::sqrt(c.w[i]);
+        for (std::size_t j = 0; j < c.features; ++j) u[j] = root * c.X[i * c.features + j];
+        if (c.intercept) u[c.features] = root;
+        for (std::size_t a = 0; a < c.dim; ++a) {
+          for (std::size_t b = 0; b <= a; ++b) {
+            reference[a * c.dim + b] = std::fma(u[b], u[a], reference[a * c.dim + b]);
+          }
+        }
+      }
+      EXPECT_EQ(kernel_gram(gram::Isa::avx2, c, 3), reference) << "d " << c.dim;  // bitwise
+    }
+  }
+}
+
+TEST(GramKernel, Avx2IsTheFmaChainInRowOrder) {
+  if (!gram::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA";
+  expect_fma_chain_bits<double>();
+  expect_fma_chain_bits<float>();
+}
+
 TEST(GramKernel, DuplicatedColumnsGiveExactlyDuplicatedEntries) {
   // Column 5 is column 2, column 9 is all ones like the intercept.
   for (gram::Isa isa : isas()) {
