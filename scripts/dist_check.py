@@ -1,7 +1,8 @@
 """The installed wheels, checked from a fresh environment (scripts/test_dist.sh runs this).
 
 Run with ``python -I`` from outside the source tree, so that only the installed packages can be
-imported. Checks: every module comes from the environment, not the checkout; the golden corpus
+imported. Checks: every module comes from the environment, not the checkout; the native modules
+load their BLAS from the wheel scipy-openblas32 and bundle none; the golden corpus
 passes on numpy and native_cpu; the CUDA module imports, loads NVIDIA's libraries from their wheels
 beside it (not the build machine's toolkit), and without a GPU says that no device is there.
 
@@ -35,6 +36,30 @@ def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
         print(f"dist-check: {module.__name__} {getattr(module, '__version__', '')} from {path}")
 
 
+def _site_packages() -> Path:
+    return next((Path(sys.prefix) / "lib").glob("python3*/site-packages"))
+
+
+def _loaded(soname: str) -> set[Path]:
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    return {Path(line.split()[-1]).resolve() for line in maps if line.endswith("/" + soname)}
+
+
+def check_blas_from_its_wheel(cuda: bool) -> None:
+    """The modules' OpenBLAS is scipy-openblas32's, not one bundled into our wheels (dist.sh)."""
+    site = _site_packages()
+    wheel_lib = (site / "scipy_openblas32" / "lib").resolve()
+    loaded = _loaded("libscipy_openblas.so")
+    if not loaded or any(not p.is_relative_to(wheel_lib) for p in loaded):
+        _fail(f"libscipy_openblas.so loaded from {sorted(loaded)}, not from {wheel_lib}")
+    wheels = ["renewable_huber_native_cpu"] + (["renewable_huber_native_cuda"] if cuda else [])
+    for name in wheels:
+        bundled = sorted(p.name for p in (site / f"{name}.libs").glob("*"))
+        if any("blas" in b or "lapack" in b for b in bundled):
+            _fail(f"the {name} wheel bundles a BLAS: {bundled}")
+    print(f"dist-check: the native modules load OpenBLAS from {wheel_lib} and bundle none")
+
+
 def check_golden(corpus_path: Path) -> None:
     from renewable_huber.backends import make_engine
     from renewable_huber.golden import RUNG_CHECKED, compare_batch, replay_case
@@ -57,16 +82,14 @@ def check_cuda_without_gpu() -> None:
     from renewable_huber import RenewableHuberRegressor
     from renewable_huber.errors import EngineNotAvailableError
 
-    nvidia = (Path(sys.prefix) / "lib").glob("python3*/site-packages/nvidia/cu13/lib")
-    nvidia_dir = next(iter(nvidia), None)
-    if nvidia_dir is None:
+    nvidia_dir = _site_packages() / "nvidia" / "cu13" / "lib"
+    if not nvidia_dir.is_dir():
         _fail("NVIDIA's CUDA 13 wheels (site-packages/nvidia/cu13/lib) were not installed")
-    maps = Path("/proc/self/maps").read_text()
     for soname in ("libcudart.so.13", "libcublas.so.13", "libcusolver.so.12"):
-        loaded = {line.split()[-1] for line in maps.splitlines() if line.endswith(soname)}
+        loaded = _loaded(soname)
         if not loaded:
             _fail(f"{soname} is not loaded after importing the CUDA module")
-        if any(not Path(p).resolve().is_relative_to(nvidia_dir.resolve()) for p in loaded):
+        if any(not p.is_relative_to(nvidia_dir.resolve()) for p in loaded):
             _fail(f"{soname} loaded from {sorted(loaded)}, not from NVIDIA's wheel {nvidia_dir}")
     print(f"dist-check: the CUDA module loads NVIDIA's libraries from {nvidia_dir}")
     try:
@@ -85,6 +108,7 @@ def main() -> None:
     if Path.cwd().resolve().is_relative_to(source_tree):
         _fail(f"run from outside the source tree {source_tree}")
     check_installed_not_checkout(source_tree, cuda)
+    check_blas_from_its_wheel(cuda)
     check_golden(corpus_path)
     if cuda:
         check_cuda_without_gpu()

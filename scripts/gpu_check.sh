@@ -108,6 +108,9 @@ if (( offline )); then
   export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
   export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
   export RH_CUDA_ARCHITECTURES="${RH_CUDA_ARCHITECTURES:-90}"
+  # No registry there, so no scipy-openblas32 (the wheels' BLAS, native/cmake/RhBlas.cmake): the
+  # modules are built on Debian's OpenBLAS and LAPACKE, the system's or the bundle's.
+  cmake_blas_args=(-DRH_BLAS=system)
   # What the build, install and import steps need from the machine, and what the tests add.
   build_modules=(numpy scipy sklearn nanobind scikit_build_core packaging pathspec pluggy attrs)
   run_modules=(pytest hypothesis threadpoolctl cupy torch)
@@ -251,7 +254,7 @@ if (( offline )); then
   if [[ "$blas_source" == bundle ]]; then
     step blas 60 unpack_debs "$blas_prefix" || build=1
     lib="$blas_prefix/usr/lib/x86_64-linux-gnu"
-    cmake_blas_args=(
+    cmake_blas_args+=(
       "-DRH_CBLAS_INCLUDE_DIR=$blas_prefix/usr/include/x86_64-linux-gnu/openblas-pthread"
       "-DRH_LAPACKE_INCLUDE_DIR=$blas_prefix/usr/include"
       "-DRH_OPENBLAS_LIBRARY=$lib/openblas-pthread/libopenblas.so"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # make test-dist: the wheels of dist/ (make dist), installed into a fresh virtual environment with
 # no compiler on PATH, checked from outside the source tree so that nothing imports the checkout:
-# scripts/dist_check.py (golden corpus on numpy and native_cpu, the CUDA module and NVIDIA's
-# wheels), then `rhuber --version` and `rhuber demo`. The dependencies come from PyPI.
+# scripts/dist_check.py (the BLAS from scipy-openblas32, golden corpus on numpy and native_cpu, the
+# CUDA module and NVIDIA's wheels), then `rhuber --version` and `rhuber demo`. The dependencies
+# come from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
-dist="$root/${DIST_DIR:-dist}"
+dist="${DIST_DIR:-dist}"
+[[ "$dist" == /* ]] || dist="$root/$dist"
 
 version="$(python3 -c 'import runpy; print(runpy.run_path("python/renewable_huber/_version.py")["__version__"])')"
 pure="$dist/renewable_huber-$version-py3-none-any.whl"
@@ -35,7 +37,7 @@ venv="$scratch/venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 # The pure wheel with the CLI's extra, and both native wheels (which pin it exactly).
 "$venv/bin/python" -m pip install --quiet "$pure[cli]" "${wheels[@]:1}"
-"$venv/bin/python" -m pip list 2>/dev/null | grep -Ei "renewable|nvidia"
+"$venv/bin/python" -m pip list 2>/dev/null | grep -Ei "renewable|nvidia|openblas"
 
 # From here on: only the environment's own programs, and no compiler anywhere on PATH (a
 # subshell, so that the cleanup above still finds rm).

@@ -4,6 +4,7 @@ The wheels themselves are built and installed into a fresh environment by `make 
 (scripts/dist.sh, scripts/test_dist.sh), which `make test` runs.
 """
 
+import re
 import tomllib
 import types
 from pathlib import Path
@@ -51,6 +52,32 @@ def test_the_cuda_distribution_depends_on_nvidia_wheels_not_the_build_machine():
     cmake = (ROOT / "native" / "cuda" / "python" / "CMakeLists.txt").read_text()
     assert "$ORIGIN/nvidia/cu${CUDAToolkit_VERSION_MAJOR}/lib" in cmake
     assert "RH_CUDA_TOOLKIT_RPATH=OFF" in (ROOT / "scripts" / "dist.sh").read_text()
+
+
+@pytest.mark.parametrize("dist_dir", ["python-cpu", "python-cuda"])
+def test_native_distributions_build_and_run_on_scipy_openblas32_not_a_bundled_blas(dist_dir):
+    project = _pyproject(f"{dist_dir}/pyproject.toml")
+    skbuild = project["tool"]["scikit-build"]
+    assert skbuild["cmake"]["define"]["RH_BLAS"] == "scipy-openblas32"
+    build = [r for r in project["build-system"]["requires"] if r.startswith("scipy-openblas32")]
+    run = [r for r in skbuild["metadata"]["dependencies"]["result"]
+           if r.startswith("scipy-openblas32")]
+    assert build == run and len(run) == 1  # the same minimum to build against and to run with
+    # Found relative to the module in site-packages; never bundled into the wheel.
+    assert '"$ORIGIN/scipy_openblas32/lib"' in (ROOT / "native/cmake/RhBlas.cmake").read_text()
+    assert "--exclude 'libscipy_openblas.so'" in (ROOT / "scripts/dist.sh").read_text()
+
+
+def test_every_blas_name_the_native_sources_call_has_its_scipy_openblas_name():
+    # scipy-openblas32 declares only scipy_-prefixed names; the header maps ours onto them.
+    header = (ROOT / "native/cmake/rh_scipy_openblas_names.h").read_text()
+    mapped = dict(re.findall(r"^#define (\w+) (\w+)$", header, re.MULTILINE))
+    assert all(new == f"scipy_{old}" for old, new in mapped.items())
+    sources = [p for ext in ("cpp", "hpp", "h", "cu") for p in (ROOT / "native").rglob(f"*.{ext}")]
+    called = {name for p in sources if p.name != "rh_scipy_openblas_names.h"
+              for name in re.findall(r"\b((?:cblas|LAPACKE|openblas)_\w+)\s*\(", p.read_text())}
+    assert called, "no BLAS call found: the pattern no longer matches the sources"
+    assert called <= set(mapped), f"not mapped: {sorted(called - set(mapped))}"
 
 
 def test_the_installed_native_module_has_this_version():

@@ -38,6 +38,7 @@ def load(backend: str) -> Any:
     """
     module_name, distribution = MODULES[backend]
     try:
+        _preload_scipy_openblas()
         if backend == "cuda":
             _preload_nvidia_libraries()
         module = importlib.import_module(module_name)
@@ -60,6 +61,28 @@ def check_version(module: Any, distribution: str) -> None:
             f"the three distributions must have the same version; "
             f"pip install '{distribution}=={__version__}'"
         )
+
+
+@functools.cache
+def _preload_scipy_openblas() -> ctypes.CDLL | None:
+    """Load the OpenBLAS of the wheel scipy-openblas32, if installed, before a native module.
+
+    Both modules need ``libscipy_openblas.so`` (the CPU engine's BLAS and LAPACKE, the CUDA
+    engine's host-side LAPACKE). Their run path names ``$ORIGIN/scipy_openblas32/lib``, the wheel
+    installed beside them (the usual case); this also covers it living in another ``sys.path``
+    entry (a user site, a ``--target`` directory): once loaded, the loader reuses the library for
+    the module's dependency of that name. Loaded by path, privately (RTLD_LOCAL), not by importing
+    ``scipy_openblas32``: that import loads it RTLD_GLOBAL, and SciPy's own bundled OpenBLAS, which
+    exports the same ``scipy_`` names, would then bind to ours (and to its thread setting).
+    """
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        library = Path(location) / "lib" / "libscipy_openblas.so"
+        if library.is_file():
+            return ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)  # held by the cache
+    return None
 
 
 @functools.cache

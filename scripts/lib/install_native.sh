@@ -17,8 +17,14 @@ install_native() {
   if [[ "${CI:-}" == "true" || "${RH_WERROR:-}" == "1" || "${RH_WERROR:-}" == "ON" ]]; then
     werror=ON
   fi
-  # --no-build-isolation builds with the environment's own build requirements.
-  "$python" -m pip install --quiet "scikit-build-core>=0.11" "nanobind>=2.0"
+  # --no-build-isolation builds with the environment's own build requirements: those of the
+  # distribution's pyproject.toml, which include scipy-openblas32, also the module's BLAS at run
+  # time (the one dependency --no-deps would otherwise leave out).
+  local requires
+  mapfile -t requires < <("$python" -c 'import sys, tomllib
+print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))' \
+    "$dist_dir/pyproject.toml")
+  "$python" -m pip install --quiet "${requires[@]}"
   "$python" -m pip uninstall --quiet --yes "$dist_name" >/dev/null 2>&1 || true
   RH_WERROR="$werror" CMAKE_BUILD_PARALLEL_LEVEL="${RH_JOBS:-2}" \
     "$python" -m pip install --no-build-isolation --no-deps "$dist_dir"
