@@ -1,8 +1,12 @@
 """partial_fit's fast path for plain later batches: it must be invisible — the same results, the
 same errors, and parameters still validated when they change."""
 
+import pickle
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import validate_data
 
@@ -99,3 +103,59 @@ def test_changed_parameters_are_validated_before_the_batch(stream):
     est.epsilon = "1.5"  # set directly, not through set_params: still caught
     with pytest.raises(InvalidParameterError, match="epsilon"):
         est.partial_fit(X, y)
+
+
+def test_an_invalid_parameter_is_refused_on_every_batch_with_validation_s_message(stream):
+    """The remembered parameters are the last valid ones: an invalid value is checked again,
+    and gives scikit-learn's own message, on every partial_fit until it is fixed."""
+    est, X, y = stream
+    est.set_params(max_iter=0)
+    with pytest.raises(InvalidParameterError) as expected:
+        est._validate_params()
+    for _ in range(2):
+        with pytest.raises(InvalidParameterError) as raised:
+            est.partial_fit(X, y)
+        assert str(raised.value) == str(expected.value)
+    est.set_params(max_iter=500)
+    est.partial_fit(X, y)
+
+
+@pytest.mark.parametrize(("name", "value"), [("max_iter", 500.0), ("fit_intercept", 1)])
+def test_an_equal_value_of_another_type_is_validated_again(stream, name, value):
+    est, X, y = stream
+    assert getattr(est, name) == value
+    setattr(est, name, value)  # equal to the validated value, but not valid
+    with pytest.raises(InvalidParameterError, match=name):
+        est.partial_fit(X, y)
+
+
+@pytest.mark.parametrize(("changes", "check"), [
+    ({"alpha": 0.05}, lambda est: est.diagnostics_[-1]["lambda"] == 0.05),
+    ({"tau": 0.7}, lambda est: est.diagnostics_[-1]["bandwidth"] == 0.7),
+    ({"max_iter": 1}, lambda est: est.diagnostics_[-1]["n_iter"] <= 1),
+])
+def test_a_parameter_set_between_batches_takes_effect(stream, changes, check):
+    """What an update is configured with is remembered between batches: a change must still
+    reach the engine, with the result of an estimator made with it."""
+    est, X, y = stream
+    fresh = RenewableHuberRegressor(backend=est.backend, **changes)
+    fresh.load_state_dict(est.state_dict())
+    est.partial_fit(X, y)  # a batch with the old parameters: what is remembered is in use
+    est.load_state_dict(fresh.state_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=1
+        est.set_params(**changes).partial_fit(X, y)
+        fresh.partial_fit(X, y)
+    assert check(est)
+    assert state_dicts_equal(est.state_dict(), fresh.state_dict())
+
+
+def test_plan_report_is_there_only_after_a_batch_and_survives_pickling(stream):
+    est, X, y = stream
+    assert not hasattr(RenewableHuberRegressor(), "plan_")
+    report = est.plan_
+    assert report == est._session.report() and "plan_" not in vars(est)
+    est.load_state_dict(est.state_dict())  # a new stream: its plan is decided by its next batch
+    assert not hasattr(est, "plan_")
+    est.partial_fit(X, y)
+    assert pickle.loads(pickle.dumps(est)).plan_ == est.plan_

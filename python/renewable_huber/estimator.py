@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import os
 import threading
 import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -41,7 +41,7 @@ PLAN_VARIABLE = "RH_PLAN"
 _FITTED_ATTRIBUTES = (
     "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
     "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
-    "diagnostics_", "backend_", "plan_",
+    "diagnostics_", "backend_",
 )
 
 
@@ -251,7 +251,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
         """Forget any earlier state, then stream X in batches of ``batch_size`` rows."""
-        with self._transaction(), self._profiling(restart=True):
+        with _Transaction(self), self._profiling(restart=True):
             self._reset()
             self._start_trace(restart=True)
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
@@ -260,7 +260,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             state, diagnostics = None, []
             for start in range(0, X.shape[0], step):
                 rows = slice(start, start + step)
-                engine, config = self._engine(), self._config()
+                plan = self._plan()
+                engine, config = self._engine(plan), self._config(plan)
                 began = time.perf_counter()
                 state, diag = self._update(
                     engine, state, X[rows], y[rows], None if w is None else w[rows], config
@@ -276,25 +277,28 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         """Advance the stream by exactly one batch."""
         # Not under _fit_context like fit: its is-fitted scan and configuration context cost
         # ~50 µs a batch, and its parameter validation would run only before the first batch.
+        # Every batch pays what runs here (~0.6 ms batches on the latency shape): keep it lean
+        # (docs/perf/experiments.jsonl, estimator-overhead-round-3).
         self._validate_changed_params()
-        first = not hasattr(self, "_state")
+        first = "_state" not in self.__dict__
         if not first and bool(self.fit_intercept) != self._fitted_intercept:
             raise ValueError(
                 f"fit_intercept is {self.fit_intercept}, but the stream was started with "
                 f"fit_intercept={self._fitted_intercept}; call fit to start a new stream"
             )
-        with self._transaction(), self._profiling(restart=False):
+        with _Transaction(self), self._profiling(restart=False):
             began = time.perf_counter()
             plain = not first and self._plain_batch(X, y, sample_weight)
             X, y, w = ((X, y, _checked_weight(sample_weight, X)) if plain
                        else self._validate_batch(X, y, sample_weight, reset=first))
-            if first or getattr(self, "_session", None) is None:
+            if first or self.__dict__.get("_session") is None:
                 self._start_session(X)
-            engine = self._engine()
+            plan = self._plan()
+            engine = self._engine(plan)
             self._start_trace(restart=False)
             try:
                 state, diag = self._update(engine, None if first else self._state, X, y, w,
-                                           self._config())
+                                           self._config(plan))
             except ValueError:
                 if plain:  # its values went unchecked: validate_data's error, as ever
                     self._raise_validation_error(X, y)
@@ -418,7 +422,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError(f"cannot merge stream {k}: it is another model ("
                                  f"{'; '.join(differ)})")
         state, solved = combine_states([self._state, *(o._state for o in others)])
-        with self._transaction():
+        with _Transaction(self):
             diagnostics = [*self.diagnostics_, *(d for o in others for d in o.diagnostics_)]
             self._commit(state, diagnostics, self._engine().name)
         if ill_conditioned(solved.rcond, state.dtype):
@@ -450,7 +454,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _profiling(self, *, restart: bool):
         """With ``profile=True``, activate ``profile_`` (a new one when ``restart``)."""
         if not self.profile:
-            return nullcontext()
+            return _NOT_PROFILING
         from .profiling import profile
 
         if restart or getattr(self, "profile_", None) is None:
@@ -500,8 +504,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         would run (backend="auto"), else (None, "")."""
         if self.plan is not None:
             return parse_plan(self.plan), _advisor.PINNED
+        if self.backend != "auto":
+            return None, ""
         pinned = os.environ.get(PLAN_VARIABLE, "").strip()
-        if pinned and self.backend == "auto":
+        if pinned:
             try:
                 return Plan.from_id(pinned), _advisor.PINNED_ENV
             except ValueError as exc:
@@ -585,29 +591,46 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
             _online.record_batch(self._workload(X), plan.resolved(), seconds, self.profile_)
-        session = self._session.observe(int(X.shape[0]), seconds)
-        if session is not self._session or not hasattr(self, "plan_"):
-            self._session = session
-            self.plan_ = session.report()
+        self._session = self._session.observe(int(X.shape[0]), seconds)
 
-    def _engine_settings(self) -> tuple[str, int | None, int | None, str | None, int | None]:
-        """What the engine is built from: backend, device, threads, gram, chunk_kib."""
-        plan = self._plan()
+    @property
+    def plan_(self) -> _advisor.PlanReport:
+        """The session's report, made when asked for rather than after every batch (a few µs
+        that the first batches of every stream would pay); undefined before the first batch."""
+        session = self.__dict__.get("_session")
+        if session is None or "_state" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'plan_'")
+        return session.report()
+
+    def _engine_settings(self, plan: Plan | None) -> tuple[str, int | None, int | None,
+                                                           str | None, int | None]:
+        """What the engine is built from under ``plan``: backend, device, threads, gram,
+        chunk_kib."""
         if plan is None:
             return (self.backend, self.device, self._threads(), None, None)
         return (plan.backend, self.device, plan.threads, plan.gram, plan.chunk_kib)
 
-    def _config(self) -> Config:
-        plan = self._plan()
-        return Config(
-            fit_intercept=bool(self.fit_intercept), epsilon=self.epsilon, tau=self.tau,
-            alpha=self.alpha, ridge=self.ridge, max_iter=self.max_iter, tol=self.tol,
-            l1_solver=self.l1_solver if plan is None else plan.l1_solver,
-        )
+    def _config(self, plan: Plan | None = ...) -> Config:
+        """The Config of the next batch under ``plan`` (default, ``...``: :meth:`_plan`'s).
+        Remembered while its inputs are the very same objects: building the frozen dataclass
+        costs ~3 µs a batch."""
+        if plan is ...:
+            plan = self._plan()
+        key = (*_config_values(self.__dict__),
+               self.l1_solver if plan is None else plan.l1_solver)
+        cached = self.__dict__.get("_config_cache")
+        if cached is None or not all(map(operator.is_, key, cached[0])):
+            fit_intercept, epsilon, tau, alpha, ridge, max_iter, tol, l1_solver = key
+            cached = self._config_cache = (key, Config(
+                fit_intercept=bool(fit_intercept), epsilon=epsilon, tau=tau, alpha=alpha,
+                ridge=ridge, max_iter=max_iter, tol=tol, l1_solver=l1_solver))
+        return cached[1]
 
-    def _engine(self):
-        key = self._engine_settings()
-        cached = getattr(self, "_engine_cache", None)
+    def _engine(self, plan: Plan | None = ...):
+        """The engine under ``plan`` (default, ``...``: :meth:`_plan`'s), made once per
+        settings."""
+        key = self._engine_settings(self._plan() if plan is ... else plan)
+        cached = self.__dict__.get("_engine_cache")
         if cached is None or cached[0] != key:
             backend, device, threads, gram, chunk_kib = key
             self._engine_cache = (key, make_engine(backend, device, threads=threads, gram=gram,
@@ -617,14 +640,23 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _validate_changed_params(self) -> None:
         """_validate_params, skipped while the parameters are the ones last validated: they
         may change between batches, but scikit-learn's validation costs ~0.2 ms, a quarter of
-        a small batch."""
-        values = tuple((type(v), v) for v in map(self.__dict__.get, _PARAMETER_NAMES))
-        if values != self.__dict__.get("_validated_parameters"):
-            self._validate_params()
-            self._validated_parameters = values
+        a small batch. Unchanged means the very same objects, or equal values of the same
+        types (1, 1.0 and True are equal but not equally valid)."""
+        try:
+            values = _parameter_values(self.__dict__)
+        except KeyError:  # a parameter attribute deleted: get_params' error, as ever
+            values = None
+        validated = self.__dict__.get("_validated_parameters")
+        if values is not None and validated is not None and (
+                all(map(operator.is_, values, validated)) or (
+                    values == validated
+                    and tuple(map(type, values)) == tuple(map(type, validated)))):
+            return
+        self._validate_params()
+        self._validated_parameters = values
 
     def _validate_batch(self, X, y, sample_weight, *, reset: bool):
-        if self._engine_settings()[0] == "cuda" and \
+        if self._engine_settings(self._plan())[0] == "cuda" and \
                 any(map(is_device_tensor, (X, y, sample_weight))):
             return self._validate_device_batch(X, y, sample_weight, reset=reset)
         X = as_host_input(X, "X")
@@ -671,17 +703,6 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                              f"expecting {self.n_features_in_} features as input.")
         return X, y, sample_weight
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """On any error restore every attribute: an update either happens whole or not at all."""
-        saved = dict(self.__dict__)
-        try:
-            yield
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-
     def _reset(self) -> None:
         for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session"):
             self.__dict__.pop(name, None)
@@ -703,7 +724,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         coef = to_host(state.coef)
         p = self.n_features_in_
         self.coef_ = coef[:p].copy()
-        self.intercept_ = coef.dtype.type(coef[p]) if self._fitted_intercept else 0.0
+        self.intercept_ = coef[p] if self._fitted_intercept else 0.0  # a scalar of the dtype
         self.scale_ = float(state.scale)
         self.n_samples_seen_ = int(state.n_samples_seen)
         self.n_batches_ = int(state.batch_count)
@@ -739,8 +760,36 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 )
 
 
-#: The estimator's parameters (what _validate_changed_params compares).
-_PARAMETER_NAMES = tuple(RenewableHuberRegressor._get_param_names())
+#: The estimator's parameter values, from its __dict__ (what _validate_changed_params
+#: compares), and those a Config is made of (what _config compares).
+_parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_names())
+_config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
+                                     "max_iter", "tol")
+
+#: What _profiling returns without profile=True (a nullcontext holds no state: one serves all).
+_NOT_PROFILING = nullcontext()
+
+
+class _Transaction:
+    """On any error restore every attribute of ``estimator``: an update either happens whole or
+    not at all. A class rather than a @contextmanager generator, which costs a few µs more a
+    batch."""
+
+    __slots__ = ("_estimator", "_saved")
+
+    def __init__(self, estimator: Any) -> None:
+        self._estimator = estimator
+        self._saved = estimator.__dict__.copy()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+        if kind is not None:
+            attributes = self._estimator.__dict__
+            attributes.clear()
+            attributes.update(self._saved)
+        return False
 
 
 def _checked_weight(sample_weight: Any, X: np.ndarray) -> Any:
