@@ -35,7 +35,7 @@ def _npz(compressed: bool = False, **arrays: np.ndarray) -> bytes:
 
 
 def checkpoints() -> dict[str, bytes]:
-    from renewable_huber import RenewableHuberRegressor
+    from rhuber import RenewableHuberRegressor
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2))
@@ -151,7 +151,7 @@ def safetensors() -> dict[str, bytes]:
                                     "feature_names": names(2), "classes": '["a", "b", "c"]'}),
         "empty": save({}, {}),
     }
-    shipped = HERE.parent / "python/renewable_huber/tuner/data/models/bottleneck.safetensors"
+    shipped = HERE.parent / "python/rhuber/tuner/data/models/bottleneck.safetensors"
     out["shipped_bottleneck"] = shipped.read_bytes()
     return out
 

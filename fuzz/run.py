@@ -16,9 +16,9 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import targets  # imported plainly, then instrumented in place: see _instrument
 
-INSTRUMENTED = ["renewable_huber.checkpoint", "renewable_huber.io._arrays",
-                "renewable_huber.io._base", "renewable_huber.io._tables",
-                "renewable_huber.io", "numpy.lib._format_impl", "numpy.lib._npyio_impl",
+INSTRUMENTED = ["rhuber.checkpoint", "rhuber.io._arrays",
+                "rhuber.io._base", "rhuber.io._tables",
+                "rhuber.io", "numpy.lib._format_impl", "numpy.lib._npyio_impl",
                 "zipfile"]
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.errors import CheckpointError
-from renewable_huber.io import DataFileError, read_batches
+from rhuber import RenewableHuberRegressor
+from rhuber.errors import CheckpointError
+from rhuber.io import DataFileError, read_batches
 
 # The readers take paths (.npy is memory-mapped): each input is written to one scratch file,
 # in memory where Linux offers it.

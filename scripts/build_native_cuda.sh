@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the distribution renewable-huber-native-cuda (python-cuda/, CMake sources in
+# Builds the distribution rhuber-native-cuda (python-cuda/, CMake sources in
 # native/cuda/) and installs it into the virtual environment (scripts/lib/install_native.sh says
 # how). Needs the CUDA toolkit (nvcc; CUDACXX or /usr/local/cuda/bin/nvcc), not a GPU.
 set -euo pipefail
@@ -13,6 +13,6 @@ if [[ ! -x "$CUDACXX" ]]; then
   exit 1
 fi
 
-install_native ./python-cuda renewable-huber-native-cuda
+install_native ./python-cuda rhuber-native-cuda
 # Importing needs no GPU; making an engine does.
-"$python" -c "import _renewable_huber_native_cuda as m; print('installed', m.__name__, m.__version__, 'ABI', hex(m.abi_version()))"
+"$python" -c "import _rhuber_native_cuda as m; print('installed', m.__name__, m.__version__, 'ABI', hex(m.abi_version()))"

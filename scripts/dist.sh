@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make dist: an sdist and a wheel of each of the three distributions into dist/ (docs/install.md).
 #
-#   renewable-huber              pure Python (hatchling), py3-none-any
-#   renewable-huber-native-cpu   the C++ engine; wheel repaired by auditwheel (the manylinux tag),
+#   rhuber              pure Python (hatchling), py3-none-any
+#   rhuber-native-cpu   the C++ engine; wheel repaired by auditwheel (the manylinux tag),
 #                                bundling nothing: its OpenBLAS and LAPACKE are the PyPI wheel
 #                                scipy-openblas32, which it depends on
-#   renewable-huber-native-cuda  the CUDA engine; repaired the same way, and the CUDA libraries
+#   rhuber-native-cuda  the CUDA engine; repaired the same way, and the CUDA libraries
 #                                are NVIDIA's PyPI wheels, which it depends on too
 #
 # A native sdist must build on its own, so it is staged in a scratch directory holding native/,
@@ -23,8 +23,8 @@ out="${DIST_DIR:-dist}"
 PATH="$(cd "${VENV:-.venv}/bin" && pwd):$PATH"
 export PATH
 
-version="$("$python" -c 'import runpy; print(runpy.run_path("python/renewable_huber/_version.py")["__version__"])')"
-echo "== renewable-huber $version: sdists and wheels into $out/"
+version="$("$python" -c 'import runpy; print(runpy.run_path("python/rhuber/_version.py")["__version__"])')"
+echo "== rhuber $version: sdists and wheels into $out/"
 rm -rf "$out"
 mkdir -p "$out"
 scratch="$(mktemp -d)"
@@ -32,15 +32,15 @@ trap 'rm -rf "$scratch"' EXIT
 
 export CMAKE_BUILD_PARALLEL_LEVEL="${RH_JOBS:-2}"
 
-echo "== renewable-huber (pure Python)"
+echo "== rhuber (pure Python)"
 "$python" -m build --outdir "$out" .
 
 # stage DIST_DIR NAME: the self-contained source tree of a native distribution, on stdout.
 stage() {
   local dist_dir="$1" name="$2" dir="$scratch/stage/$2"
-  mkdir -p "$dir/python/renewable_huber"
+  mkdir -p "$dir/python/rhuber"
   cp "$dist_dir/README.md" "$dir/"
-  cp python/renewable_huber/_version.py "$dir/python/renewable_huber/"
+  cp python/rhuber/_version.py "$dir/python/rhuber/"
   cp -r native "$dir/native"
   # The repository's relative paths (../native, ../python) become the staged tree's own.
   sed -e 's#"\.\./native#"native#' -e 's#"\.\./python/#"python/#' \
@@ -63,15 +63,15 @@ repair() {
   cp "$raw"/*.tar.gz "$out/"
 }
 
-echo "== renewable-huber-native-cpu"
-src="$(stage ./python-cpu renewable-huber-native-cpu)"
+echo "== rhuber-native-cpu"
+src="$(stage ./python-cpu rhuber-native-cpu)"
 "$python" -m build --outdir "$scratch/cpu" "$src"
 repair "$scratch/cpu"
 
-echo "== renewable-huber-native-cuda"
+echo "== rhuber-native-cuda"
 export CUDACXX="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 if [[ -x "$CUDACXX" ]]; then
-  src="$(stage ./python-cuda renewable-huber-native-cuda)"
+  src="$(stage ./python-cuda rhuber-native-cuda)"
   # The wheel's run path names only $ORIGIN-relative directories, never this machine's toolkit.
   "$python" -m build --outdir "$scratch/cuda" \
     --config-setting=cmake.define.RH_CUDA_TOOLKIT_RPATH=OFF "$src"
@@ -80,7 +80,7 @@ if [[ -x "$CUDACXX" ]]; then
     --exclude 'libcudart.so.*' --exclude 'libcublas.so.*' --exclude 'libcublasLt.so.*' \
     --exclude 'libcusolver.so.*' --exclude 'libcusparse.so.*' --exclude 'libnvJitLink.so.*'
 else
-  echo "no nvcc at $CUDACXX: renewable-huber-native-cuda is not built (set CUDACXX)" >&2
+  echo "no nvcc at $CUDACXX: rhuber-native-cuda is not built (set CUDACXX)" >&2
 fi
 
 echo "== $out/"

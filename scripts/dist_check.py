@@ -25,10 +25,10 @@ def _fail(message: str) -> None:
 def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
     import importlib
 
-    names = ["renewable_huber", "_renewable_huber_native_cpu"]
-    # The CUDA module by itself, before renewable_huber preloads anything: its run path alone
+    names = ["rhuber", "_rhuber_native_cpu"]
+    # The CUDA module by itself, before rhuber preloads anything: its run path alone
     # must find NVIDIA's libraries.
-    names += ["_renewable_huber_native_cuda"] if cuda else []
+    names += ["_rhuber_native_cuda"] if cuda else []
     for module in map(importlib.import_module, names):
         path = Path(module.__file__).resolve()
         if path.is_relative_to(source_tree) or not path.is_relative_to(Path(sys.prefix)):
@@ -52,7 +52,7 @@ def check_blas_from_its_wheel(cuda: bool) -> None:
     loaded = _loaded("libscipy_openblas.so")
     if not loaded or any(not p.is_relative_to(wheel_lib) for p in loaded):
         _fail(f"libscipy_openblas.so loaded from {sorted(loaded)}, not from {wheel_lib}")
-    wheels = ["renewable_huber_native_cpu"] + (["renewable_huber_native_cuda"] if cuda else [])
+    wheels = ["rhuber_native_cpu"] + (["rhuber_native_cuda"] if cuda else [])
     for name in wheels:
         bundled = sorted(p.name for p in (site / f"{name}.libs").glob("*"))
         if any("blas" in b or "lapack" in b for b in bundled):
@@ -61,8 +61,8 @@ def check_blas_from_its_wheel(cuda: bool) -> None:
 
 
 def check_golden(corpus_path: Path) -> None:
-    from renewable_huber.backends import make_engine
-    from renewable_huber.golden import RUNG_CHECKED, compare_batch, replay_case
+    from rhuber.backends import make_engine
+    from rhuber.golden import RUNG_CHECKED, compare_batch, replay_case
 
     corpus = json.loads(corpus_path.read_text())
     for backend in ("numpy", "native_cpu"):
@@ -79,8 +79,8 @@ def check_golden(corpus_path: Path) -> None:
 
 
 def check_cuda_without_gpu() -> None:
-    from renewable_huber import RenewableHuberRegressor
-    from renewable_huber.errors import EngineNotAvailableError
+    from rhuber import RenewableHuberRegressor
+    from rhuber.errors import EngineNotAvailableError
 
     nvidia_dir = _site_packages() / "nvidia" / "cu13" / "lib"
     if not nvidia_dir.is_dir():

@@ -5,7 +5,7 @@
 #
 # Two ways to get the packages under test:
 #   - default (a machine with the .venv of `make setup` and a registry): builds
-#     renewable-huber-native-cuda (warnings as errors) and, when missing, native_cpu into the
+#     rhuber-native-cuda (warnings as errors) and, when missing, native_cpu into the
 #     .venv (scripts/build_native_*.sh), and installs cupy-cuda13x and torch when missing;
 #   - --offline (the borrowed GPU machine: no registry, no .venv; docs/cuda.md, "Running gpu-check
 #     on the borrowed GPU machine"): uses the machine's own python3 ($PYTHON) and its packages,
@@ -196,11 +196,11 @@ import sys
 from pathlib import Path
 
 blas_source, blas_prefix = sys.argv[1], sys.argv[2]
-import renewable_huber
-import _renewable_huber_native_cpu as cpu
-import _renewable_huber_native_cuda as cuda
+import rhuber
+import _rhuber_native_cpu as cpu
+import _rhuber_native_cuda as cuda
 
-print("renewable_huber", renewable_huber.__file__)
+print("rhuber", rhuber.__file__)
 print("native_cpu", cpu.__version__, cpu.__file__)
 print("native_cuda", cuda.__version__, "ABI", hex(cuda.abi_version()), cuda.__file__)
 bad = []
@@ -272,7 +272,7 @@ if (( offline )); then
   fi
 else
   step build_cuda 240 env RH_JOBS="$jobs" RH_WERROR=1 bash scripts/build_native_cuda.sh || build=1
-  if ! "$python" -c "import _renewable_huber_native_cpu" 2>/dev/null; then
+  if ! "$python" -c "import _rhuber_native_cpu" 2>/dev/null; then
     step build_cpu 150 env RH_JOBS="$jobs" bash scripts/build_native_cpu.sh || build=1
   fi
   for package in cupy-cuda13x torch; do

@@ -14,7 +14,7 @@
 # bundle's binary wheels are cp312), else python3; RH_REHEARSAL_PYTHON names another. It lacks
 # the packages that the GPU image has (numpy, scipy, scikit-learn, nanobind, scikit-build-core,
 # pytest, ...): they are installed from the registry, BEFORE the network is cut, into a cache
-# folder outside the tree (~/.cache/renewable-huber/gpu-rehearsal/) that stands in for the
+# folder outside the tree (~/.cache/rhuber/gpu-rehearsal/) that stands in for the
 # image's site-packages. What the bundle carries (jsonschema, hatchling, ...) is left out of it,
 # so that it really comes from the bundle. docs/cuda.md says what this proves and what it cannot.
 set -euo pipefail
@@ -50,7 +50,7 @@ fi
 # The GPU image's packages that the build, install and import steps use, from the registry.
 image_packages=(numpy scipy scikit-learn "nanobind>=2.0" "scikit-build-core>=0.10" packaging
                 pathspec pluggy attrs typing-extensions pytest hypothesis threadpoolctl)
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/renewable-huber/gpu-rehearsal"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/rhuber/gpu-rehearsal"
 site="$cache/site-cp$version"
 if [[ "$(cat "$site/.packages" 2>/dev/null)" != "${image_packages[*]}" ]]; then
   echo "gpu-rehearsal: installing the image's packages into $site (registry; network still up)"

@@ -10,10 +10,10 @@ root="$PWD"
 dist="${DIST_DIR:-dist}"
 [[ "$dist" == /* ]] || dist="$root/$dist"
 
-version="$(python3 -c 'import runpy; print(runpy.run_path("python/renewable_huber/_version.py")["__version__"])')"
-pure="$dist/renewable_huber-$version-py3-none-any.whl"
-wheels=("$pure" "$dist"/renewable_huber_native_cpu-"$version"-*manylinux*.whl)
-cuda_wheel=("$dist"/renewable_huber_native_cuda-"$version"-*manylinux*.whl)
+version="$(python3 -c 'import runpy; print(runpy.run_path("python/rhuber/_version.py")["__version__"])')"
+pure="$dist/rhuber-$version-py3-none-any.whl"
+wheels=("$pure" "$dist"/rhuber_native_cpu-"$version"-*manylinux*.whl)
+cuda_wheel=("$dist"/rhuber_native_cuda-"$version"-*manylinux*.whl)
 cuda_checks=(--cuda)
 if [[ -f "${cuda_wheel[0]}" ]]; then
   wheels+=("${cuda_wheel[0]}")
@@ -59,4 +59,4 @@ venv="$scratch/venv"
   [[ "$out" == *"$version"* ]] || { echo "test-dist: rhuber --version says '$out'" >&2; exit 1; }
   rhuber demo
 )
-echo "test-dist: passed (renewable-huber $version from wheels)"
+echo "test-dist: passed (rhuber $version from wheels)"

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 
-from renewable_huber.golden import CORPUS_FILE
+from rhuber.golden import CORPUS_FILE
 
 #: The native CPU engine's module and the distribution that installs it.
-NATIVE_CPU = ("_renewable_huber_native_cpu", "renewable-huber-native-cpu")
+NATIVE_CPU = ("_rhuber_native_cpu", "rhuber-native-cpu")
 
 
 def golden_corpus() -> dict:
@@ -63,8 +63,8 @@ def stream_updates(engine_update, batches, config):
 def corpus_subset(step: int = 12):
     """Every ``step``-th workload of the shipped tuner corpus (its measurements) and the corpus's
     fingerprints: enough for every tuner model, quick to train on."""
-    from renewable_huber.tuner.models import default_models_dir
-    from renewable_huber.tuner.store import Store
+    from rhuber.tuner.models import default_models_dir
+    from rhuber.tuner.store import Store
 
     with Store(default_models_dir().parent / "corpus.sqlite", read_only=True) as store:
         rows, fingerprints = list(store.measurements()), store.hardware()
@@ -76,7 +76,7 @@ def other_machine(fingerprints: dict, cpu_model: str):
     """The corpus's one measured fingerprint renamed: another machine, its own hardware id."""
     import dataclasses
 
-    from renewable_huber.tuner.hardware import Hardware
+    from rhuber.tuner.hardware import Hardware
 
     (fingerprint,) = fingerprints.values()
     hw = dataclasses.replace(Hardware.from_dict(fingerprint), cpu_model=cpu_model)

@@ -370,8 +370,8 @@ def test_peers_are_timed_through_their_public_estimators(document):
 def test_estimator_subject_times_partial_fit_on_the_users_arrays(monkeypatch):
     """Cold: a fresh estimator per pass; steady: the primed state adopted outside the clock;
     each batch goes to partial_fit as is (the same C-contiguous ndarray, no copy)."""
-    from renewable_huber import RenewableHuberRegressor
-    from renewable_huber.core import Config
+    from rhuber import RenewableHuberRegressor
+    from rhuber.core import Config
 
     rng = np.random.default_rng(0)
     batches = [(np.ascontiguousarray(rng.normal(size=(50, 3))), rng.normal(size=50))

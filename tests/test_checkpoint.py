@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from helpers import make_problem, state_dicts_equal
-from renewable_huber import CheckpointError, RenewableHuberRegressor
+from rhuber import CheckpointError, RenewableHuberRegressor
 
 
 def fitted_model(seed=0, dtype=np.float64, alpha=0.0, intercept=True, batches=2):

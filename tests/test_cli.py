@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from helpers import NATIVE_CPU, require_module
-from renewable_huber import RenewableHuberRegressor, __version__
-from renewable_huber.cli import main
-from renewable_huber.datasets import make_contaminated_stream
+from rhuber import RenewableHuberRegressor, __version__
+from rhuber.cli import main
+from rhuber.datasets import make_contaminated_stream
 
 # The reference engine, so that the figures checked do not depend on which engines are built.
 SMALL_DEMO = [
@@ -220,9 +220,9 @@ def test_usage_errors_help_and_version(capsys):
 
 
 def test_as_a_real_process(tmp_path):
-    """The installed console script (else ``python -m renewable_huber.cli``) in a subprocess."""
+    """The installed console script (else ``python -m rhuber.cli``) in a subprocess."""
     script = Path(sys.executable).with_name("rhuber")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "renewable_huber.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "rhuber.cli"]
     python_dir = Path(__file__).resolve().parents[1] / "python"
     env = {
         **os.environ,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import NATIVE_CPU, require_module
-from renewable_huber.cli import main
+from rhuber.cli import main
 
 require_module(*NATIVE_CPU)
 
@@ -61,7 +61,7 @@ def test_top_in_a_real_terminal(tmp_path):
     session = f"rhuber-top-{os.getpid()}"
     status_file = tmp_path / "status"
     command = (
-        f"{sys.executable} -m renewable_huber.cli top demo --rows 20000 --n-features 10 "
+        f"{sys.executable} -m rhuber.cli top demo --rows 20000 --n-features 10 "
         f"--batch-size 2000 --duration 4 --interval 0.2; echo $? > {status_file}; sleep 30"
     )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
@@ -100,7 +100,7 @@ def _capture(session: str) -> str:
 
 def test_top_without_a_terminal_prints_the_final_frame(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "renewable_huber.cli", "top", *SMALL, "--batches", "4"],
+        [sys.executable, "-m", "rhuber.cli", "top", *SMALL, "--batches", "4"],
         capture_output=True, text=True, timeout=120, cwd=Path(tmp_path), check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -13,14 +13,14 @@ import types
 import numpy as np
 import pytest
 
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.profiling import _top
-from renewable_huber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
-from renewable_huber.tuner.hardware import Hardware
-from renewable_huber.tuner.models import Ensemble
-from renewable_huber.tuner.plans import Plan
-from renewable_huber.tuner.recommend import panel_lines, rate, top_panel
-from renewable_huber.tuner.workload import Workload
+from rhuber import RenewableHuberRegressor
+from rhuber.profiling import _top
+from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
+from rhuber.tuner.hardware import Hardware
+from rhuber.tuner.models import Ensemble
+from rhuber.tuner.plans import Plan
+from rhuber.tuner.recommend import panel_lines, rate, top_panel
+from rhuber.tuner.workload import Workload
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from statsmodels.datasets import longley
 
 from helpers import NATIVE_CPU, require_module
-from renewable_huber import IllConditionedWarning, RenewableHuberRegressor
-from renewable_huber.cli import main
+from rhuber import IllConditionedWarning, RenewableHuberRegressor
+from rhuber.cli import main
 
 # NIST StRD, Longley (https://www.itl.nist.gov/div898/strd/lls/data/Longley.shtml): certified
 # least-squares values, intercept first, then GNPDEFL, GNP, UNEMP, ARMED, POP, YEAR.

@@ -192,8 +192,8 @@ def test_the_soname_follows_the_major_version(contract):
 
 def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
     """rh_cuda_diagnostics reports all of rh::Diagnostics (contract v2 added rcond, a double
-    appended last) and everything renewable_huber.core.Diagnostics.as_dict() has."""
-    from renewable_huber.core import Diagnostics
+    appended last) and everything rhuber.core.Diagnostics.as_dict() has."""
+    from rhuber.core import Diagnostics
 
     fields = next(s for s in contract["structs"] if s["name"] == "rh_cuda_diagnostics")["fields"]
     names = [f["name"] for f in fields]
@@ -208,15 +208,15 @@ def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
 
 
 def test_built_module_reports_the_contract_version(contract):
-    native = pytest.importorskip("_renewable_huber_native_cuda")
+    native = pytest.importorskip("_rhuber_native_cuda")
     version = contract["abi_version"]
     assert native.abi_version() == native.ABI_VERSION == version["major"] << 16 | version["minor"]
 
 
 def test_cuda_backend_without_a_gpu_says_so():
-    native = pytest.importorskip("_renewable_huber_native_cuda")
-    from renewable_huber.backends import make_engine
-    from renewable_huber.errors import EngineNotAvailableError
+    native = pytest.importorskip("_rhuber_native_cuda")
+    from rhuber.backends import make_engine
+    from rhuber.errors import EngineNotAvailableError
 
     try:
         native.device_count()
@@ -231,7 +231,7 @@ def test_cuda_backend_without_a_gpu_says_so():
 def test_state_load_takes_read_only_arrays():
     """CudaEngine returns states with read-only arrays and loads them again (another engine, a
     second stream): State.load must accept them, State.read must still want writable ones."""
-    native = pytest.importorskip("_renewable_huber_native_cuda")
+    native = pytest.importorskip("_rhuber_native_cuda")
     load = native.State.load.__doc__.splitlines()[0]
     read = native.State.read.__doc__.splitlines()[0]
     assert re.search(r"coef: ndarray\[[^]]*writable=False", load), load
@@ -242,7 +242,7 @@ def test_state_load_takes_read_only_arrays():
 def test_gpu_tests_fail_without_a_device_when_a_gpu_is_required():
     """scripts/gpu_check.sh sets RH_REQUIRE_GPU=1: there, a machine where the engine cannot run
     (a driver older than the runtime, say) fails the GPU tests instead of skipping them."""
-    native = pytest.importorskip("_renewable_huber_native_cuda")
+    native = pytest.importorskip("_rhuber_native_cuda")
     try:
         native.device_count()
     except Exception:  # EngineNotAvailableError: what this test is about
@@ -277,7 +277,7 @@ def _ctypes_struct(struct: dict) -> type[ctypes.Structure]:
 
 @pytest.fixture(scope="module")
 def library(contract):
-    native = pytest.importorskip("_renewable_huber_native_cuda")
+    native = pytest.importorskip("_rhuber_native_cuda")
     path = Path(native.__file__).with_name(f"librh_cuda.so.{contract['abi_version']['major']}")
     lib = ctypes.CDLL(str(path))
     lib.rh_cuda_last_error.restype = ctypes.c_char_p
@@ -387,10 +387,10 @@ def test_profiling_without_a_gpu_starts_at_engine_creation(contract, library):
 
 
 def test_cuda_engine_wrapper_exposes_the_profile(monkeypatch):
-    """CudaEngine switches the engine's profiling with the active renewable_huber.profile(), and
+    """CudaEngine switches the engine's profiling with the active rhuber.profile(), and
     profile_report() parses the engine's JSON; checked here on a stand-in native engine."""
-    from renewable_huber.cuda.engine import CudaEngine
-    from renewable_huber.profiling import _hooks
+    from rhuber.cuda.engine import CudaEngine
+    from rhuber.profiling import _hooks
 
     calls = []
 

@@ -1,4 +1,4 @@
-"""renewable_huber.dask on a real LocalCluster (2 worker processes, 1 thread each): the in-order
+"""rhuber.dask on a real LocalCluster (2 worker processes, 1 thread each): the in-order
 stream equals partial_fit bit for bit, restarts after a killed worker, feeds DataFrames and lazily
 read Parquet files; the parallel combine stays within its documented bound (docs/scale-out.md);
 dask_ml's Incremental drives the estimator too.
@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 
 from helpers import NATIVE_CPU, require_module, state_dicts_equal
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.datasets import make_contaminated_stream
+from rhuber import RenewableHuberRegressor
+from rhuber.datasets import make_contaminated_stream
 
 da = pytest.importorskip("dask.array", reason="the [dask] extra is not installed")
 dd = pytest.importorskip("dask.dataframe", reason="the [dask] extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
 
-from renewable_huber.dask import fit_parallel, fit_stream  # noqa: E402
+from rhuber.dask import fit_parallel, fit_stream  # noqa: E402
 
 #: docs/scale-out.md, "How far the combine is": with groups of at least 2,000 rows, the combined
 #: slopes are within this fraction of the sequential stream's own error (against the generating

@@ -1,4 +1,4 @@
-"""renewable_huber.dask without a cluster (Dask's local scheduler): the same results, the
+"""rhuber.dask without a cluster (Dask's local scheduler): the same results, the
 checkpoint and resume rules, and a clear error for every bad input, the estimator untouched."""
 
 import numpy as np
@@ -6,13 +6,13 @@ import pandas as pd
 import pytest
 
 from helpers import NATIVE_CPU, require_module, state_dicts_equal
-from renewable_huber import CheckpointError, RenewableHuberRegressor
+from rhuber import CheckpointError, RenewableHuberRegressor
 
 da = pytest.importorskip("dask.array", reason="the [dask] extra is not installed")
 dd = pytest.importorskip("dask.dataframe", reason="the [dask] extra is not installed")
 dask = pytest.importorskip("dask", reason="the [dask] extra is not installed")
 
-from renewable_huber.dask import fit_parallel, fit_stream  # noqa: E402
+from rhuber.dask import fit_parallel, fit_stream  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +59,7 @@ def test_checkpoint_every_k_and_resume_after_the_last_one(tmp_path):
     path = tmp_path / "ckpt.npz"
     fit_stream(RenewableHuberRegressor(backend="numpy"), Xd[:1_200], yd[:1_200],
                checkpoint=path, every=2)  # 3 partitions: checkpoints after 2 and 3
-    from renewable_huber.checkpoint import read_checkpoint
+    from rhuber.checkpoint import read_checkpoint
 
     assert read_checkpoint(path)["partitions_consumed"] == 3
     # Resuming on the whole collection continues after partition 3, with est's parameters.
@@ -131,7 +131,7 @@ def test_dataframe_needs_series_targets_and_a_free_column_name():
     ddf = dd.from_pandas(df, npartitions=2)
     with pytest.raises(TypeError, match="Dask Series"):
         fit_stream(RenewableHuberRegressor(), ddf, da.ones(10, chunks=5))
-    clash = ddf.rename(columns={"b": "__renewable_huber_y__"})
+    clash = ddf.rename(columns={"b": "__rhuber_y__"})
     with pytest.raises(ValueError, match="reserved"):
         fit_stream(RenewableHuberRegressor(), clash, ddf["a"])
 

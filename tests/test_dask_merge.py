@@ -9,10 +9,10 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from helpers import make_problem, state_dicts_equal
-from renewable_huber import IllConditionedWarning, RenewableHuberRegressor
-from renewable_huber.checkpoint import validate_payload
-from renewable_huber.datasets import make_contaminated_stream
-from renewable_huber.errors import CheckpointError
+from rhuber import IllConditionedWarning, RenewableHuberRegressor
+from rhuber.checkpoint import validate_payload
+from rhuber.datasets import make_contaminated_stream
+from rhuber.errors import CheckpointError
 
 
 def stream(seed, batches=2, n=300, p=4, **params):

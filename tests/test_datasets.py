@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from renewable_huber.datasets import make_contaminated_stream
+from rhuber.datasets import make_contaminated_stream
 
 
 def test_default_is_the_reference_shape_without_generating_it():

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import renewable_huber
-from renewable_huber import _native
-from renewable_huber.backends import make_engine
-from renewable_huber.errors import EngineNotAvailableError, NativeVersionError
+import rhuber
+from rhuber import _native
+from rhuber.backends import make_engine
+from rhuber.errors import EngineNotAvailableError, NativeVersionError
 
 ROOT = Path(__file__).resolve().parent.parent
-VERSION_FILE = "python/renewable_huber/_version.py"
+VERSION_FILE = "python/rhuber/_version.py"
 
 
 def _pyproject(path: str) -> dict:
@@ -38,7 +38,7 @@ def test_native_distributions_read_the_version_file_and_pin_the_pure_one(dist_di
     assert set(project["project"]["dynamic"]) == {"version", "dependencies"}
     metadata = project["tool"]["scikit-build"]["metadata"]
     assert metadata["version"]["input"] == f"../{VERSION_FILE}"
-    assert metadata["dependencies"]["result"][0] == "renewable-huber=={project[version]}"
+    assert metadata["dependencies"]["result"][0] == "rhuber=={project[version]}"
     # The CMake projects read the same file (native/cmake/RhVersion.cmake).
     cmake = (ROOT / "native" / "cmake" / "RhVersion.cmake").read_text()
     assert f"../../{VERSION_FILE}" in cmake
@@ -84,13 +84,13 @@ def test_the_installed_native_module_has_this_version():
     try:
         module = _native.load("native_cpu")
     except EngineNotAvailableError as exc:
-        pytest.skip(f"renewable-huber-native-cpu is not installed: {exc}")
-    assert module.__version__ == renewable_huber.__version__
+        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
+    assert module.__version__ == rhuber.__version__
 
 
 def _old_module(monkeypatch, version="0.0.1"):
-    fake = types.SimpleNamespace(__name__="_renewable_huber_native_cpu", __version__=version,
-                                 __file__="/elsewhere/_renewable_huber_native_cpu.so")
+    fake = types.SimpleNamespace(__name__="_rhuber_native_cpu", __version__=version,
+                                 __file__="/elsewhere/_rhuber_native_cpu.so")
     monkeypatch.setattr(_native.importlib, "import_module", lambda name: fake)
     return fake
 
@@ -100,8 +100,8 @@ def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch):
     with pytest.raises(NativeVersionError) as info:
         _native.load("native_cpu")
     message = str(info.value)
-    assert "renewable-huber-native-cpu 0.0.1" in message
-    assert f"renewable-huber {renewable_huber.__version__}" in message
+    assert "rhuber-native-cpu 0.0.1" in message
+    assert f"rhuber {rhuber.__version__}" in message
     assert "/elsewhere/" in message
 
 

@@ -1,5 +1,5 @@
 """DLPack ownership for the CUDA engine, on the CPU: capsules made here by producer objects that
-count their deleter calls, so every path of renewable_huber.cuda.dlpack (claim once, deleter
+count their deleter calls, so every path of rhuber.cuda.dlpack (claim once, deleter
 exactly once, each refusal) and of the engine wrapper around it runs without a GPU."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import types
 import numpy as np
 import pytest
 
-from renewable_huber.core import Config, State
-from renewable_huber.cuda import CudaEngine, DLPackError, claim, export, is_device_tensor
-from renewable_huber.cuda import dlpack as dl
+from rhuber.core import Config, State
+from rhuber.cuda import CudaEngine, DLPackError, claim, export, is_device_tensor
+from rhuber.cuda import dlpack as dl
 
 _api = ctypes.pythonapi
 _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,

@@ -7,9 +7,9 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.backends import make_engine
-from renewable_huber.golden import (
+from rhuber import RenewableHuberRegressor
+from rhuber.backends import make_engine
+from rhuber.golden import (
     RUNG_CHECKED,
     case_config,
     compare_batch,

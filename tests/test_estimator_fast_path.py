@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import validate_data
 
 from helpers import make_problem, state_dicts_equal
-from renewable_huber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor
 
 
 @pytest.fixture(params=["numpy", "auto"])

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from helpers import golden_corpus
-from renewable_huber.core import update
-from renewable_huber.golden import compare_batch, replay_case
+from rhuber.core import update
+from rhuber.golden import compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = golden_corpus()

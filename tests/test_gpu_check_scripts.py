@@ -56,7 +56,7 @@ def test_bundle_list_is_well_formed():
 
 def test_bundle_carries_what_the_offline_path_needs():
     modules = {module for _, module in bundle_list()["wheel"]}
-    # The benchmark validates its document with jsonschema; renewable-huber builds with hatchling.
+    # The benchmark validates its document with jsonschema; rhuber builds with hatchling.
     assert {"jsonschema", "jsonschema_specifications", "referencing", "rpds", "hatchling",
             "trove_classifiers", "tomlkit"} <= modules
     assert "hatchling" in (ROOT / "pyproject.toml").read_text()

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from helpers import make_problem
-from renewable_huber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(
@@ -61,7 +61,7 @@ def test_torch_cpu_tensors_are_detached_values():
 
 
 def test_device_tensor_is_refused_not_copied():
-    from renewable_huber.adapters import as_host_input
+    from rhuber.adapters import as_host_input
 
     class FakeDevice:
         type = "cuda"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from renewable_huber.io import DataFileError, detect_format, read_batches
+from rhuber.io import DataFileError, detect_format, read_batches
 
 ROWS, BATCH = 23, 5
 

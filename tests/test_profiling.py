@@ -1,4 +1,4 @@
-"""renewable_huber.profile(): both engines report the same bricks through the C++ profiler."""
+"""rhuber.profile(): both engines report the same bricks through the C++ profiler."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import renewable_huber as rh
+import rhuber as rh
 from helpers import NATIVE_CPU, require_module
-from renewable_huber.core import Config, update
-from renewable_huber.datasets import make_contaminated_stream
-from renewable_huber.profiling import _hooks
+from rhuber.core import Config, update
+from rhuber.datasets import make_contaminated_stream
+from rhuber.profiling import _hooks
 
 native = require_module(*NATIVE_CPU)
 

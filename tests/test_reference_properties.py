@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import make_problem
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.core import Config, State, update
-from renewable_huber.core.problem import BatchProblem
+from rhuber import RenewableHuberRegressor
+from rhuber.core import Config, State, update
+from rhuber.core.problem import BatchProblem
 
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 60), p=st.integers(1, 5),
@@ -90,7 +90,7 @@ def test_history_subgradient_uses_previous_lambda():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.filterwarnings("ignore::renewable_huber.IllConditionedWarning")  # 5-row batches
+@pytest.mark.filterwarnings("ignore::rhuber.IllConditionedWarning")  # 5-row batches
 @given(seed=st.integers(0, 2**32 - 1), batch=st.integers(5, 40), alpha=st.sampled_from([0, 0.05]))
 def test_fit_with_batch_size_equals_partial_fit(seed, batch, alpha):
     rng = np.random.default_rng(seed)

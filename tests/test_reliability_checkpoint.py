@@ -16,7 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from renewable_huber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork, flock and rlimits: Linux")
 
@@ -31,7 +31,7 @@ KILL_LOOP = textwrap.dedent(
     from pathlib import Path
 
     import numpy as np
-    from renewable_huber.checkpoint import read_checkpoint, write_checkpoint
+    from rhuber.checkpoint import read_checkpoint, write_checkpoint
 
     def payload(k):
         return {"format_version": np.int64(2), "coef": np.full(2, float(k)),
@@ -103,7 +103,7 @@ DISK_FULL = textwrap.dedent(
     import json, resource, signal, sys
     from pathlib import Path
 
-    from renewable_huber import RenewableHuberRegressor
+    from rhuber import RenewableHuberRegressor
 
     path = Path(sys.argv[1])
     model = RenewableHuberRegressor.load_checkpoint(sys.argv[2])  # the larger state
@@ -180,7 +180,7 @@ def test_a_live_writers_temporary_is_not_removed(tmp_path):
     """The sweep removes only unlocked temporaries: a concurrent writer's file survives."""
     import fcntl
 
-    from renewable_huber.checkpoint import write_checkpoint
+    from rhuber.checkpoint import write_checkpoint
 
     model = _fitted(2, 0)
     live = tmp_path / ".model.npz.live.tmp"

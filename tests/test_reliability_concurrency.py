@@ -11,7 +11,7 @@ import pytest
 from sklearn.base import clone
 
 from helpers import NATIVE_CPU, make_problem, require_module, state_dicts_equal
-from renewable_huber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor
 
 ENGINES = ["numpy", "native_cpu"]
 PREDICT_THREADS = 8

@@ -13,10 +13,10 @@ import scipy.linalg
 from scipy.linalg import lapack
 
 from helpers import NATIVE_CPU, make_problem, require_module, state_dicts_equal
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.backends import make_engine
-from renewable_huber.core import Config
-from renewable_huber.errors import IllConditionedWarning, NumericalError
+from rhuber import RenewableHuberRegressor
+from rhuber.backends import make_engine
+from rhuber.core import Config
+from rhuber.errors import IllConditionedWarning, NumericalError
 
 
 @pytest.fixture

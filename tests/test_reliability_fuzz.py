@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from helpers import NATIVE_CPU, require_module
-from renewable_huber.errors import CheckpointError
-from renewable_huber.io import DataFileError, read_batches
+from rhuber.errors import CheckpointError
+from rhuber.io import DataFileError, read_batches
 
 FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 sys.path.insert(0, str(FUZZ))
@@ -68,7 +68,7 @@ def _body(data: bytes, suffix: str, tmp_path: Path) -> Path:
 def test_checkpoint_that_is_a_single_npy_array(tmp_path):
     path = tmp_path / "m.npz"
     path.write_bytes(_regression("checkpoint", "single_npy_array"))
-    from renewable_huber.checkpoint import read_checkpoint
+    from rhuber.checkpoint import read_checkpoint
 
     with pytest.raises(CheckpointError, match=r"holds a single \.npy array, not a checkpoint"):
         read_checkpoint(path)
@@ -113,7 +113,7 @@ def test_a_checkpoint_member_declaring_an_absurd_shape_is_refused_without_alloca
     path = tmp_path / "m.npz"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("coef.npy", member.getvalue())
-    from renewable_huber.checkpoint import read_checkpoint
+    from rhuber.checkpoint import read_checkpoint
 
     with pytest.raises(CheckpointError, match="truncated or corrupted"):
         read_checkpoint(path)
@@ -121,7 +121,7 @@ def test_a_checkpoint_member_declaring_an_absurd_shape_is_refused_without_alloca
 
 def test_checkpoint_text_field_that_is_not_a_scalar(tmp_path):
     """library_version (or params) as an array crashed validate_payload with ValueError."""
-    from renewable_huber import RenewableHuberRegressor
+    from rhuber import RenewableHuberRegressor
 
     model = RenewableHuberRegressor(backend="numpy").fit(np.eye(3)[:, :2], np.arange(3.0))
     for key in ("library_version", "params"):
@@ -134,7 +134,7 @@ def test_checkpoint_text_field_that_is_not_a_scalar(tmp_path):
 def test_checkpoint_text_beyond_unicode_is_refused(tmp_path, key):
     """Bytes read as text with a code point beyond U+10FFFF made NumPy raise SystemError in
     the error message's repr of the field (checkpoint_fields fuzzing, 7,675th input)."""
-    from renewable_huber import RenewableHuberRegressor
+    from rhuber import RenewableHuberRegressor
 
     model = RenewableHuberRegressor(backend="numpy").fit(np.eye(3)[:, :2], np.arange(3.0))
     text = np.frombuffer(b"a\0\0\0" + b"\x5f\x5f\x5f\x5f", dtype="<U1")  # 'a', U+5F5F5F5F
@@ -151,7 +151,7 @@ def test_checkpoint_with_hostile_parameters_is_refused_when_loaded(tmp_path, par
     failed only at its next partial_fit; loading now checks them and names the checkpoint."""
     import json
 
-    from renewable_huber import RenewableHuberRegressor
+    from rhuber import RenewableHuberRegressor
 
     model = RenewableHuberRegressor(backend="numpy").fit(np.eye(3)[:, :2], np.arange(3.0))
     path = tmp_path / "m.npz"

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import NATIVE_CPU, require_module, state_dicts_equal
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.errors import NumericalError
+from rhuber import RenewableHuberRegressor
+from rhuber.errors import NumericalError
 
 ENGINES = ["numpy", "native_cpu"]
 RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 2e-3}  # method.md, cross-engine

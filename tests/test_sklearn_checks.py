@@ -3,7 +3,7 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from renewable_huber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor
 
 BATCHED = RenewableHuberRegressor(backend="numpy", batch_size=7, alpha=0.01)
 

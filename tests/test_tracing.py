@@ -14,13 +14,13 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from helpers import NATIVE_CPU, make_problem, require_module
-from renewable_huber import NumericalError, RenewableHuberRegressor, precision_report, trace
-from renewable_huber.backends import make_engine
-from renewable_huber.cli import main
-from renewable_huber.core import Config
-from renewable_huber.tracing import Trace
-from renewable_huber.tracing.precision import FLOAT32_RTOL, compare_coefficients
-from renewable_huber.tracing.recorder import traced_update
+from rhuber import NumericalError, RenewableHuberRegressor, precision_report, trace
+from rhuber.backends import make_engine
+from rhuber.cli import main
+from rhuber.core import Config
+from rhuber.tracing import Trace
+from rhuber.tracing.precision import FLOAT32_RTOL, compare_coefficients
+from rhuber.tracing.recorder import traced_update
 
 INTEGER_KEYS = ("phase", "iteration", "solver", "halvings", "search_exhausted", "rows",
                 "quadratic_rows")

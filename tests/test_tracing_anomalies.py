@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from helpers import NATIVE_CPU, make_problem, require_module
-from renewable_huber import RenewableHuberRegressor, trace
-from renewable_huber.tracing import RULES, BatchTrace, IterationRecord, TensorStats
-from renewable_huber.tracing.anomalies import (
+from rhuber import RenewableHuberRegressor, trace
+from rhuber.tracing import RULES, BatchTrace, IterationRecord, TensorStats
+from rhuber.tracing.anomalies import (
     EXPLODING_GROWTH,
     find_anomalies,
 )

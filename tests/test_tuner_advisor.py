@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from helpers import NATIVE_CPU, make_problem, require_module
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.tuner import advisor as adv
-from renewable_huber.tuner.hardware import Hardware
-from renewable_huber.tuner.models import Ensemble
-from renewable_huber.tuner.plans import Plan, plans_for
-from renewable_huber.tuner.workload import Workload
+from rhuber import RenewableHuberRegressor
+from rhuber.tuner import advisor as adv
+from rhuber.tuner.hardware import Hardware
+from rhuber.tuner.models import Ensemble
+from rhuber.tuner.plans import Plan, plans_for
+from rhuber.tuner.workload import Workload
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +238,7 @@ class _Clock:
 
 
 def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
-    from renewable_huber import estimator
+    from rhuber import estimator
 
     chosen = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
     monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))

@@ -1,6 +1,6 @@
 """`rhuber tune calibrate` (issue 15, part 4): the designed subset, the budget, the local store,
 the local models (atomic writes) and `--reset`. Every test writes under a temporary cache
-directory (RENEWABLE_HUBER_CACHE_DIR), never ~/.cache."""
+directory (RHUBER_CACHE_DIR), never ~/.cache."""
 
 import json
 import os
@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from helpers import corpus_subset, other_machine
-from renewable_huber.cli import main
-from renewable_huber.tuner import calibrate, hardware, local, models
-from renewable_huber.tuner.collect import Quality
-from renewable_huber.tuner.plans import default_plan
-from renewable_huber.tuner.store import Store
-from renewable_huber.tuner.workload import Workload
+from rhuber.cli import main
+from rhuber.tuner import calibrate, hardware, local, models
+from rhuber.tuner.collect import Quality
+from rhuber.tuner.plans import default_plan
+from rhuber.tuner.store import Store
+from rhuber.tuner.workload import Workload
 
-DATA = Path(__file__).resolve().parents[1] / "python" / "renewable_huber" / "tuner" / "data"
+DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 #: Small models, so that a test trains in about a second.
 FAST_PARAMS = {"throughput": {"n_estimators": 20}, "plan": {"n_estimators": 8},
                "bottleneck": {"solver": "sag"}}
@@ -184,7 +184,7 @@ def test_cli_calibrate_prints_progress_and_a_final_line(cache, base, machine, mo
 def test_written_and_removed_local_models_reach_the_advisor(cache, base, machine, monkeypatch):
     """After calibration writes (or --reset removes) local models, this process's backend="auto"
     loads them at its next stream, not the models it loaded before."""
-    from renewable_huber.tuner import advisor
+    from rhuber.tuner import advisor
 
     loads = []
     monkeypatch.setattr(advisor.Advisor, "load", classmethod(lambda cls: loads.append(1)))

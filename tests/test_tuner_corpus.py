@@ -1,15 +1,15 @@
-"""The committed measurement corpus (python/renewable_huber/tuner/data/): what its data card
+"""The committed measurement corpus (python/rhuber/tuner/data/): what its data card
 claims holds for the file that ships."""
 
 from collections import defaultdict
 from pathlib import Path
 
-from renewable_huber.tuner.labels import best_plans
-from renewable_huber.tuner.plans import CHUNK_KIB, GRAM_STRATEGIES, L1_SOLVERS
-from renewable_huber.tuner.store import SCHEMA_VERSION, Store
-from renewable_huber.tuner.workload import Workload
+from rhuber.tuner.labels import best_plans
+from rhuber.tuner.plans import CHUNK_KIB, GRAM_STRATEGIES, L1_SOLVERS
+from rhuber.tuner.store import SCHEMA_VERSION, Store
+from rhuber.tuner.workload import Workload
 
-DATA = Path(__file__).resolve().parents[1] / "python" / "renewable_huber" / "tuner" / "data"
+DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 
 
 def test_the_corpus_covers_at_least_300_workloads_with_every_plan_of_its_machine():

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from renewable_huber.cli import main
-from renewable_huber.tuner import falsify, model_files, models
-from renewable_huber.tuner.falsify import FAIL, NA, PASS, REGISTRY, Context, Result
-from renewable_huber.tuner.store import Store
+from rhuber.cli import main
+from rhuber.tuner import falsify, model_files, models
+from rhuber.tuner.falsify import FAIL, NA, PASS, REGISTRY, Context, Result
+from rhuber.tuner.store import Store
 
 CORPUS = falsify.CORPUS
 

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from renewable_huber.tuner import hardware
-from renewable_huber.tuner.hardware import Hardware, ProbeSizes
+from rhuber.tuner import hardware
+from rhuber.tuner.hardware import Hardware, ProbeSizes
 
 FAKE_LIMITS = {"memory_bandwidth_bytes_per_s": 2.5e10, "peak_flops_float64": 8.0e10,
                "peak_flops_float32": 1.6e11}
@@ -151,7 +151,7 @@ def test_real_probes_give_positive_finite_figures(cache):
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv(hardware.CACHE_DIR_VARIABLE, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert hardware.cache_dir() == tmp_path / "renewable-huber"
+    assert hardware.cache_dir() == tmp_path / "rhuber"
     monkeypatch.setenv(hardware.CACHE_DIR_VARIABLE, str(tmp_path / "mine"))
     assert hardware.cache_dir() == tmp_path / "mine"
 
@@ -219,8 +219,8 @@ def test_cache_sizes_parse_sysfs_units():
 
 
 def test_plans_for_reads_the_fingerprint_cores():
-    from renewable_huber.tuner.plans import plans_for
-    from renewable_huber.tuner.workload import Workload
+    from rhuber.tuner.plans import plans_for
+    from rhuber.tuner.workload import Workload
 
     hw = dataclasses.replace(hardware.identify(), logical_cores=1, physical_cores=1)
     plans = plans_for(Workload(rows=1024, features=8), hw)

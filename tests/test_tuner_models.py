@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from renewable_huber.cli import main
-from renewable_huber.tuner import model_files, models, validate
-from renewable_huber.tuner.features import FeatureExtractor
-from renewable_huber.tuner.model_files import ModelFile
-from renewable_huber.tuner.store import Measurement, Store
+from rhuber.cli import main
+from rhuber.tuner import model_files, models, validate
+from rhuber.tuner.features import FeatureExtractor
+from rhuber.tuner.model_files import ModelFile
+from rhuber.tuner.store import Measurement, Store
 
-DATA = Path(__file__).resolve().parents[1] / "python" / "renewable_huber" / "tuner" / "data"
+DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +243,8 @@ def test_split_holds_out_the_latest_workloads():
 def test_ensemble_ranks_and_suggests(trained, corpus):
     ensemble = models.Ensemble(trained[2])
     hardware = models.hardware_of(corpus[1])[HW]
-    from renewable_huber.tuner.plans import Plan
-    from renewable_huber.tuner.workload import Workload
+    from rhuber.tuner.plans import Plan
+    from rhuber.tuner.workload import Workload
 
     w = Workload.from_id("n4096/p32/float64/l1=0/icpt=1/host")
     plans = [Plan.from_id(p) for p in PLANS]

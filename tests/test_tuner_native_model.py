@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-native = pytest.importorskip("_renewable_huber_native_cpu")
+native = pytest.importorskip("_rhuber_native_cpu")
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 ensemble = pytest.importorskip("sklearn.ensemble")
 linear_model = pytest.importorskip("sklearn.linear_model")
@@ -146,12 +146,12 @@ def test_bad_files_are_value_errors(tmp_path: Path) -> None:
         native.tuner.Model.load(str(tmp_path / "missing.safetensors"))
 
 
-SHIPPED = Path(__file__).resolve().parents[1] / "python/renewable_huber/tuner/data/models"
+SHIPPED = Path(__file__).resolve().parents[1] / "python/rhuber/tuner/data/models"
 
 
 @pytest.mark.parametrize("name", ["throughput", "plan", "bottleneck"])
 def test_shipped_models_match_the_numpy_evaluation(name: str) -> None:
-    from renewable_huber.tuner import model_files
+    from rhuber.tuner import model_files
 
     path = SHIPPED / f"{name}.safetensors"
     loaded = model_files.read(path)

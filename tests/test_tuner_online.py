@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import renewable_huber as rh
+import rhuber as rh
 from helpers import NATIVE_CPU, corpus_subset, other_machine, require_module
-from renewable_huber.datasets import make_contaminated_stream
-from renewable_huber.profiling import _hooks
-from renewable_huber.tuner import hardware, learn_online, local, models, online
-from renewable_huber.tuner.plans import Plan
-from renewable_huber.tuner.store import Store
-from renewable_huber.tuner.workload import Workload
+from rhuber.datasets import make_contaminated_stream
+from rhuber.profiling import _hooks
+from rhuber.tuner import hardware, learn_online, local, models, online
+from rhuber.tuner.plans import Plan
+from rhuber.tuner.store import Store
+from rhuber.tuner.workload import Workload
 
-DATA = Path(__file__).resolve().parents[1] / "python" / "renewable_huber" / "tuner" / "data"
+DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 FAST_PARAMS = {"throughput": {"n_estimators": 20}, "plan": {"n_estimators": 8},
                "bottleneck": {"solver": "sag"}}
 #: What one finished (workload, plan) takes at most: the warm-up batch, then 3 rounds of 3.

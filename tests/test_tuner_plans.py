@@ -11,16 +11,16 @@ import pytest
 from sklearn.base import clone
 
 from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.backends import native_cpu_available
-from renewable_huber.golden import (
+from rhuber import RenewableHuberRegressor
+from rhuber.backends import native_cpu_available
+from rhuber.golden import (
     RTOL,
     RUNG_CHECKED,
     case_config,
     compare_batch,
     replay_case,
 )
-from renewable_huber.tuner.plans import (
+from rhuber.tuner.plans import (
     CHUNK_KIB,
     Plan,
     cuda_usable,
@@ -28,7 +28,7 @@ from renewable_huber.tuner.plans import (
     installed_backends,
     plans_for,
 )
-from renewable_huber.tuner.workload import Workload
+from rhuber.tuner.workload import Workload
 
 CORPUS = golden_corpus()
 CORES = os.cpu_count() or 1
@@ -175,7 +175,7 @@ def test_threads_follow_the_hardwares_cores(cores, threads):
 
 
 def test_without_the_native_engine_only_numpy_remains(monkeypatch):
-    import renewable_huber.backends as backends
+    import rhuber.backends as backends
 
     monkeypatch.setattr(backends, "native_cpu_available", lambda: False)
     workload = Workload(1000, 8, penalized=True)

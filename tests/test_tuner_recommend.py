@@ -16,14 +16,14 @@ import unicodedata
 import numpy as np
 import pytest
 
-from renewable_huber.cli import _build_parser, main
-from renewable_huber.tuner import hardware as hardware_module
-from renewable_huber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
-from renewable_huber.tuner.hardware import Hardware
-from renewable_huber.tuner.labels import BOTTLENECKS
-from renewable_huber.tuner.models import Ensemble
-from renewable_huber.tuner.plans import Plan, default_plan, plans_for
-from renewable_huber.tuner.recommend import (
+from rhuber.cli import _build_parser, main
+from rhuber.tuner import hardware as hardware_module
+from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
+from rhuber.tuner.hardware import Hardware
+from rhuber.tuner.labels import BOTTLENECKS
+from rhuber.tuner.models import Ensemble
+from rhuber.tuner.plans import Plan, default_plan, plans_for
+from rhuber.tuner.recommend import (
     ACTIONS,
     action_for,
     neighbours,
@@ -32,7 +32,7 @@ from renewable_huber.tuner.recommend import (
     render_box,
     uncertainty_percent,
 )
-from renewable_huber.tuner.workload import Workload
+from rhuber.tuner.workload import Workload
 
 IN = Workload(4096, 32)
 PENALIZED = Workload(4096, 32, penalized=True)

@@ -13,12 +13,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from renewable_huber.tuner import collect as collecting
-from renewable_huber.tuner.cli import parse_duration, summarize
-from renewable_huber.tuner.labels import best_plans
-from renewable_huber.tuner.plans import Plan
-from renewable_huber.tuner.store import SCHEMA_VERSION, Measurement, Store, StoreError
-from renewable_huber.tuner.workload import Workload
+from rhuber.tuner import collect as collecting
+from rhuber.tuner.cli import parse_duration, summarize
+from rhuber.tuner.labels import best_plans
+from rhuber.tuner.plans import Plan
+from rhuber.tuner.store import SCHEMA_VERSION, Measurement, Store, StoreError
+from rhuber.tuner.workload import Workload
 
 HARDWARE = SimpleNamespace(hardware_id="test-hw", as_dict=lambda: {"cpu": "test"})
 
@@ -160,10 +160,10 @@ def test_a_plan_that_fails_is_stored_as_failed_with_its_error(tmp_path, monkeypa
 KILLED_COLLECTION = textwrap.dedent("""
     import sys
     from types import SimpleNamespace
-    from renewable_huber.tuner import collect as c
-    from renewable_huber.tuner.plans import Plan
-    from renewable_huber.tuner.store import Store
-    from renewable_huber.tuner.workload import Workload
+    from rhuber.tuner import collect as c
+    from rhuber.tuner.plans import Plan
+    from rhuber.tuner.store import Store
+    from rhuber.tuner.workload import Workload
     hw = SimpleNamespace(hardware_id="test-hw", as_dict=lambda: {})
     grid = [Workload(rows=64 + k, features=2) for k in range(400)]
     quality = c.Quality(warmup=0, runs=3, max_cv=1e9, max_remeasure=0, batches_per_run=2,
@@ -223,9 +223,9 @@ def _count(path):
 
 
 def test_cli_collects_a_small_grid_then_summarizes_and_exports(tmp_path, capsys, monkeypatch):
-    from renewable_huber.cli import main
+    from rhuber.cli import main
 
-    monkeypatch.setenv("RENEWABLE_HUBER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path / "cache"))
 
     store = tmp_path / "m.sqlite"
     argv = ["tune", "collect", "--store", str(store), "--rows", "64", "--features", "2,3"]
@@ -247,9 +247,9 @@ def test_cli_collects_a_small_grid_then_summarizes_and_exports(tmp_path, capsys,
 
 
 def test_cli_names_a_bad_store_and_prints_the_fingerprint(tmp_path, capsys, monkeypatch):
-    from renewable_huber.cli import main
+    from rhuber.cli import main
 
-    monkeypatch.setenv("RENEWABLE_HUBER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path / "cache"))
 
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"garbage" * 1000)
@@ -292,7 +292,7 @@ def test_a_store_opens_read_only_after_sealing_and_refuses_writes(tmp_path):
 
 def test_stats_read_a_sealed_store_without_reopening_it_for_writing(tmp_path, capsys):
     """`rhuber tune stats` on the shipped corpus must leave it one sealed file (no WAL mode)."""
-    from renewable_huber.cli import main
+    from rhuber.cli import main
 
     path = tmp_path / "m.sqlite"
     with Store(path) as store:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from helpers import make_problem, state_dicts_equal
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.core import Config, update
+from rhuber import RenewableHuberRegressor
+from rhuber.core import Config, update
 
 rng = np.random.default_rng(0)
 X0, y0, _ = make_problem(rng, 50, 3)
@@ -122,7 +122,7 @@ def test_non_convergence_warns_and_keeps_last_iterate():
 
 
 def test_missing_engine_is_a_clear_error():
-    from renewable_huber import EngineNotAvailableError
+    from rhuber import EngineNotAvailableError
 
-    with pytest.raises(EngineNotAvailableError, match="renewable-huber-native-cuda"):
+    with pytest.raises(EngineNotAvailableError, match="rhuber-native-cuda"):
         RenewableHuberRegressor(backend="cuda").fit(X0, y0)

@@ -1,11 +1,11 @@
-# The one version of all three distributions (renewable-huber, -native-cpu, -native-cuda) is
-# python/renewable_huber/_version.py; the pyproject files read it too (hatch / scikit-build-core
+# The one version of all three distributions (rhuber, -native-cpu, -native-cuda) is
+# python/rhuber/_version.py; the pyproject files read it too (hatch / scikit-build-core
 # regex providers). Sets RH_VERSION_STRING (the full PEP 440 string, what the modules report) and
 # RH_VERSION_NUMERIC (its leading X.Y.Z, what project(VERSION) accepts).
-set(_rh_version_file "${CMAKE_CURRENT_LIST_DIR}/../../python/renewable_huber/_version.py")
+set(_rh_version_file "${CMAKE_CURRENT_LIST_DIR}/../../python/rhuber/_version.py")
 if(NOT EXISTS "${_rh_version_file}")
   message(FATAL_ERROR "the version file ${_rh_version_file} is missing: native/ must sit beside "
-                      "python/renewable_huber/ (as in the repository and in the native sdists)")
+                      "python/rhuber/ (as in the repository and in the native sdists)")
 endif()
 file(STRINGS "${_rh_version_file}" _rh_version_line REGEX "^__version__ *= *\"[^\"]+\"")
 if(NOT _rh_version_line MATCHES "\"([^\"]+)\"")

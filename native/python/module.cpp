@@ -1,4 +1,4 @@
-// _renewable_huber_native_cpu: the CPU engine for Python.
+// _rhuber_native_cpu: the CPU engine for Python.
 //
 //   eng = Engine(threads=0, gram="incremental", chunk_bytes=0)
 //   state_out, diag = eng.update(state, X, y, w, config)
@@ -140,7 +140,7 @@ nb::dict diagnostics_dict(const rh::Diagnostics& diagnostics) {
   return out;
 }
 
-// A tensor's statistics (rh::TensorStats) as renewable_huber.tracing reads them; None for a
+// A tensor's statistics (rh::TensorStats) as rhuber.tracing reads them; None for a
 // tensor that was not formed (count 0).
 nb::object tensor_stats_dict(const rh::TensorStats& stats) {
   if (stats.count == 0) return nb::none();
@@ -525,7 +525,7 @@ void bind_fault_injection(nb::module_& m) {
 
 }  // namespace
 
-NB_MODULE(_renewable_huber_native_cpu, m) {
+NB_MODULE(_rhuber_native_cpu, m) {
   m.doc() = "The renewable Huber CPU engine (C++, OpenBLAS/LAPACK).";
   m.attr("__version__") = RH_VERSION;
 

@@ -25,8 +25,8 @@ from rhbench.sweep import PROFILES, RFC_SHAPES
 CHILD = r"""
 import json, sys, time
 import numpy as np
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.datasets import make_contaminated_stream
+from rhuber import RenewableHuberRegressor
+from rhuber.datasets import make_contaminated_stream
 rows, features, batch, backend, passes = json.loads(sys.argv[1])
 stream = make_contaminated_stream(rows, features, batch_size=batch, seed=0)
 batches = [stream.batch(k) for k in range(stream.n_batches)]

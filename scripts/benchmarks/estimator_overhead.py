@@ -24,8 +24,8 @@ import sys
 import time
 import warnings
 
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.datasets import make_contaminated_stream
+from rhuber import RenewableHuberRegressor
+from rhuber.datasets import make_contaminated_stream
 
 WARMUP_ROUNDS = 5  # not kept
 STREAM_BATCHES = 4  # distinct batches a --stream run takes in turn

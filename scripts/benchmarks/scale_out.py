@@ -3,7 +3,7 @@
 parallel combine (fit_parallel, K groups), and the coefficient error of each, in one run.
 
 The data (the RFC's streaming shape by default: 1,000,000 x 32, partitions of 65,536 rows,
-Student-t noise and 5 % gross outliers from renewable_huber.datasets) is generated on the workers
+Student-t noise and 5 % gross outliers from rhuber.datasets) is generated on the workers
 and persisted there before anything is timed, as data already living on a cluster would be.
 Each estimator uses one engine thread (n_jobs=1), as many as each worker has. Errors follow the
 shape sweep (rhbench.sweep.coef_error): the slopes' relative L2 error against the generating
@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     import dask.array as da
     import distributed
 
-    from renewable_huber import RenewableHuberRegressor
-    from renewable_huber.dask import fit_parallel, fit_stream
-    from renewable_huber.datasets import make_contaminated_stream
+    from rhuber import RenewableHuberRegressor
+    from rhuber.dask import fit_parallel, fit_stream
+    from rhuber.datasets import make_contaminated_stream
 
     stream = make_contaminated_stream(args.rows, args.features, batch_size=args.partition,
                                       seed=0)
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                             for k, p in enumerate(parts)])
         X, y = client.persist([X, y])
         distributed.wait([X, y])
-        # Untimed: the workers' first task imports renewable_huber.dask and builds an engine.
+        # Untimed: the workers' first task imports rhuber.dask and builds an engine.
         fit_parallel(RenewableHuberRegressor(**params), X, y, n_groups=args.workers)
         sequential, *timing = _timed(
             lambda: fit_stream(RenewableHuberRegressor(**params), X, y), args.repetitions,
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "scale_out",
         "shape": {"rows": args.rows, "features": args.features, "partition_rows": args.partition,
                   "partitions": stream.n_batches,
-                  "data": "renewable_huber.datasets.make_contaminated_stream(seed=0): Student-t "
+                  "data": "rhuber.datasets.make_contaminated_stream(seed=0): Student-t "
                           "(df 3) noise, 5 % outliers of 50-100 noise scales"},
         "cluster": {"kind": "distributed.LocalCluster", "workers": args.workers,
                     "threads_per_worker": 1, "processes": True},
@@ -173,9 +173,9 @@ def error_sweep(seeds: int, groups: list[int]) -> dict[str, Any]:
     import dask
     import dask.array as da
 
-    from renewable_huber import RenewableHuberRegressor
-    from renewable_huber.dask import fit_parallel, fit_stream
-    from renewable_huber.datasets import make_contaminated_stream
+    from rhuber import RenewableHuberRegressor
+    from rhuber.dask import fit_parallel, fit_stream
+    from rhuber.datasets import make_contaminated_stream
 
     runs = []
     with dask.config.set(scheduler="sync"):

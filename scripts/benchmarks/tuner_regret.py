@@ -34,11 +34,11 @@ import sys
 import time
 from typing import Any
 
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.tuner import advisor as adv
-from renewable_huber.tuner.collect import PENALTY_ALPHA, workload_batches
-from renewable_huber.tuner.plans import Plan, plans_for
-from renewable_huber.tuner.workload import Workload
+from rhuber import RenewableHuberRegressor
+from rhuber.tuner import advisor as adv
+from rhuber.tuner.collect import PENALTY_ALPHA, workload_batches
+from rhuber.tuner.plans import Plan, plans_for
+from rhuber.tuner.workload import Workload
 
 #: Off the corpus grid (rows 256·√2^k, features 2^k): between its points, both dtypes, some
 #: penalized, a few beyond its sizes or the training batches' bytes (auto keeps the default).
@@ -171,11 +171,11 @@ def offline(margins: list[float]) -> list[dict[str, Any]]:
     """The advisor's rules replayed on the corpus's held-out workloads (the latest 20 % by
     time, which the shipped model never saw), from their stored measurements — no timing, so no
     noise: per gain margin, auto's regret and its time over the default plan's."""
-    from renewable_huber.tuner import validate
-    from renewable_huber.tuner.hardware import Hardware
-    from renewable_huber.tuner.labels import throughput
-    from renewable_huber.tuner.models import Ensemble, default_models_dir
-    from renewable_huber.tuner.store import Store
+    from rhuber.tuner import validate
+    from rhuber.tuner.hardware import Hardware
+    from rhuber.tuner.labels import throughput
+    from rhuber.tuner.models import Ensemble, default_models_dir
+    from rhuber.tuner.store import Store
 
     with Store(default_models_dir().parent / "corpus.sqlite", read_only=True) as store:
         measurements, fingerprints = list(store.measurements()), store.hardware()

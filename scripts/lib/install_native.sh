@@ -1,7 +1,7 @@
 # Sourced by scripts/build_native_*.sh: install_native DIST_DIR DIST_NAME builds the native
 # distribution in DIST_DIR (scikit-build-core) and installs it, non-editable, into the virtual
 # environment (.venv, or $VENV). Warnings are errors when CI=true or RH_WERROR=1. The base
-# distribution renewable-huber must be installed first: a native one depends on exactly its version.
+# distribution rhuber must be installed first: a native one depends on exactly its version.
 # --no-deps: the development build finds the CUDA libraries in the toolkit (RH_CUDA_TOOLKIT_RPATH),
 # not in NVIDIA's PyPI wheels, which the installable CUDA wheel depends on (make dist).
 
@@ -9,8 +9,8 @@ python="${VENV:-.venv}/bin/python"
 
 install_native() {
   local dist_dir="$1" dist_name="$2"
-  if ! "$python" -m pip show --quiet renewable-huber >/dev/null 2>&1; then
-    echo "renewable-huber is not installed in ${VENV:-.venv}; install it first (pip install -e .)" >&2
+  if ! "$python" -m pip show --quiet rhuber >/dev/null 2>&1; then
+    echo "rhuber is not installed in ${VENV:-.venv}; install it first (pip install -e .)" >&2
     exit 1
   fi
   local werror=OFF

@@ -99,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the timings here")
     args = parser.parse_args(argv)
 
-    from renewable_huber.backends import make_engine
-    from renewable_huber.core import Config
-    from renewable_huber.errors import EngineNotAvailableError
+    from rhuber.backends import make_engine
+    from rhuber.core import Config
+    from rhuber.errors import EngineNotAvailableError
 
     nvtx = Nvtx()
     try:

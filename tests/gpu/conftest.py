@@ -1,5 +1,5 @@
 """GPU tests: each one skips itself, with the reason, where the CUDA engine cannot run (the
-module renewable-huber-native-cuda is not installed, or there is no CUDA device or driver).
+module rhuber-native-cuda is not installed, or there is no CUDA device or driver).
 
 With RH_REQUIRE_GPU=1 (scripts/gpu_check.sh sets it) each fails instead: on the GPU machine a
 driver older than the CUDA runtime, say, must not pass as a run where everything skipped.
@@ -19,9 +19,9 @@ import pytest
 def cuda_unavailable() -> str | None:
     """Why the CUDA engine cannot run here, or None when it can."""
     try:
-        import _renewable_huber_native_cuda as native
+        import _rhuber_native_cuda as native
     except ImportError as exc:
-        return f"renewable-huber-native-cuda is not installed ({exc})"
+        return f"rhuber-native-cuda is not installed ({exc})"
     try:
         native.device_count()
     except Exception as exc:  # EngineNotAvailableError: no device, no driver
@@ -48,9 +48,9 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def native():
-    import _renewable_huber_native_cuda
+    import _rhuber_native_cuda
 
-    return _renewable_huber_native_cuda
+    return _rhuber_native_cuda
 
 
 @pytest.fixture

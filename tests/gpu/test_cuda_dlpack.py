@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from helpers import make_problem
-from renewable_huber.core import Config
-from renewable_huber.cuda import DLPackError
+from rhuber.core import Config
+from rhuber.cuda import DLPackError
 
 
 def host_batches(dtype=np.float64):

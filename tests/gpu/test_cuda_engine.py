@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from helpers import make_problem, stream_updates
-from renewable_huber.core import Config, State, update
-from renewable_huber.errors import EngineNotAvailableError
-from renewable_huber.golden import RTOL
+from rhuber.core import Config, State, update
+from rhuber.errors import EngineNotAvailableError
+from rhuber.golden import RTOL
 
 
 def assert_close(a, b, rtol):
@@ -48,8 +48,8 @@ def test_differential_against_the_reference(engine, dtype, alpha):
 
 
 def test_differential_against_native_cpu(engine):
-    native_cpu = pytest.importorskip("_renewable_huber_native_cpu")
-    from renewable_huber.backends import NativeCpuEngine
+    native_cpu = pytest.importorskip("_rhuber_native_cpu")
+    from rhuber.backends import NativeCpuEngine
 
     cpu = NativeCpuEngine(native_cpu)
     config = Config(ridge=1e-3)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from helpers import golden_corpus
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.golden import (
+from rhuber import RenewableHuberRegressor
+from rhuber.golden import (
     RUNG_CHECKED,
     case_batches,
     compare_batch,

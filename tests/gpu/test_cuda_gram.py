@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from helpers import make_problem, require_module, stream_updates
-from renewable_huber.core import Config, update
-from renewable_huber.golden import RTOL
+from rhuber.core import Config, update
+from rhuber.golden import RTOL
 
 
 def assert_close(a, b, rtol):
@@ -19,10 +19,10 @@ def assert_close(a, b, rtol):
 
 
 def native_cpu_engine():
-    from renewable_huber.backends import NativeCpuEngine
+    from rhuber.backends import NativeCpuEngine
 
-    return NativeCpuEngine(require_module("_renewable_huber_native_cpu",
-                                          "renewable-huber-native-cpu"))
+    return NativeCpuEngine(require_module("_rhuber_native_cpu",
+                                          "rhuber-native-cpu"))
 
 
 def constant_column_batches(dtype, count=2, n=500, p=4):

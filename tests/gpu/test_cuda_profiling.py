@@ -1,5 +1,5 @@
 """Per-brick timing of the CUDA engine on CUDA events (docs/cuda.md, "Profiling"): the engine's
-own profiler follows renewable_huber.profile(), its report counts every brick of the shared table
+own profiler follows rhuber.profile(), its report counts every brick of the shared table
 that an update runs, with device-measured durations and the spec's elements, bytes and flops."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-import renewable_huber
+import rhuber
 from helpers import make_problem
-from renewable_huber.core import Config
-from renewable_huber.errors import EngineNotAvailableError
+from rhuber.core import Config
+from rhuber.errors import EngineNotAvailableError
 
 UPDATE_BRICKS = {"validate", "stage", "residual", "huber", "score", "gram", "solve",
                  "line_search", "info_update", "transfer"}
@@ -36,7 +36,7 @@ def run(engine, data, config):
 
 def have_profiler() -> bool:
     try:
-        renewable_huber.profile()
+        rhuber.profile()
     except EngineNotAvailableError:
         return False
     return True
@@ -50,10 +50,10 @@ def test_the_report_needs_a_profile_first(engine):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_update_brick_is_timed_on_the_device(engine, dtype):
     if not have_profiler():
-        pytest.skip("renewable_huber.profile() needs renewable-huber-native-cpu")
+        pytest.skip("rhuber.profile() needs rhuber-native-cpu")
     data = batches(0, dtype=dtype)
     config = Config()
-    with renewable_huber.profile():
+    with rhuber.profile():
         state = run(engine, data, config)
         engine.predict(state, data[0][0])
     report = engine.profile_report()
@@ -83,28 +83,28 @@ def test_every_update_brick_is_timed_on_the_device(engine, dtype):
 
 def test_a_penalized_batch_times_prox(engine):
     if not have_profiler():
-        pytest.skip("renewable_huber.profile() needs renewable-huber-native-cpu")
-    with renewable_huber.profile():
+        pytest.skip("rhuber.profile() needs rhuber-native-cpu")
+    with rhuber.profile():
         run(engine, batches(1, count=2), Config(alpha=0.05))
     assert bricks_of(engine.profile_report())["prox"]["count"] > 0
 
 
 def test_profiling_follows_the_active_profile(engine):
     if not have_profiler():
-        pytest.skip("renewable_huber.profile() needs renewable-huber-native-cpu")
+        pytest.skip("rhuber.profile() needs rhuber-native-cpu")
     data = batches(2, count=2)
-    with renewable_huber.profile():
+    with rhuber.profile():
         run(engine, data[:1], Config())
     first = engine.profile_report()
     run(engine, data, Config())  # outside: nothing more is recorded, the report stays readable
     assert engine.profile_report()["metadata"]["batches"] == first["metadata"]["batches"] == 1
-    with renewable_huber.profile():
+    with rhuber.profile():
         run(engine, data, Config())
     assert engine.profile_report()["metadata"]["batches"] == 2  # a new profile, a new report
 
 
 def test_deferred_mode_and_the_trace_through_the_module(native):
-    from renewable_huber.cuda.engine import CudaEngine
+    from rhuber.cuda.engine import CudaEngine
 
     engine = CudaEngine(native, 0)
     engine._engine.set_profiling(2)  # RH_CUDA_PROFILE_DEFERRED
@@ -122,7 +122,7 @@ def test_deferred_mode_and_the_trace_through_the_module(native):
 
 
 def test_profiling_changes_no_number(native):
-    from renewable_huber.cuda.engine import CudaEngine
+    from rhuber.cuda.engine import CudaEngine
 
     data = batches(4)
     plain = run(CudaEngine(native, 0), data, Config())

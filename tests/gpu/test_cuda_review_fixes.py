@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import make_problem
-from renewable_huber.core import Config, State, update
+from rhuber.core import Config, State, update
 
 DEVICE_CUDA = 2
 FLOAT64 = 2

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from native_cpu_support import batch, empty_state, native
 
-from renewable_huber.core import Config
+from rhuber.core import Config
 
 F64 = np.float64
 F32 = np.float32

@@ -8,7 +8,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from native_cpu_support import native, state_dict
 
-from renewable_huber.core import Config, State, update
+from rhuber.core import Config, State, update
 
 RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 2e-3}
 

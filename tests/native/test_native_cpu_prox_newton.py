@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from native_cpu_support import batch, native  # noqa: F401  (skips or fails without the module)
 
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.backends import make_engine
-from renewable_huber.core import Config, update
+from rhuber import RenewableHuberRegressor
+from rhuber.backends import make_engine
+from rhuber.core import Config, update
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,4 +1,4 @@
-// _renewable_huber_native_cuda: the CUDA engine for Python, on the C ABI of rh_cuda.h alone.
+// _rhuber_native_cuda: the CUDA engine for Python, on the C ABI of rh_cuda.h alone.
 //
 //   engine = Engine(device=0)                 # its own stream
 //   state = engine.new_state("float64", d)    # resident on the device
@@ -6,7 +6,7 @@
 //   scalars = state.read(coef_out, information_out)
 //
 // Arrays arrive as descriptors (data address, rows, cols, row stride, dtype code, device type,
-// device id, stream), built by renewable_huber.cuda from NumPy arrays or claimed DLPack
+// device id, stream), built by rhuber.cuda from NumPy arrays or claimed DLPack
 // capsules, which that layer keeps alive (and releases) around the call. The GIL is released
 // while the engine runs. A failed call raises the Python error its status maps to, with the
 // engine's message.
@@ -52,7 +52,7 @@ nb::object python_error(int status) {
   const auto builtin = [](PyObject* type) -> nb::object { return nb::borrow(type); };
   const auto library = [&](const char* name, PyObject* fallback) -> nb::object {
     try {
-      return nb::module_::import_("renewable_huber.errors").attr(name);
+      return nb::module_::import_("rhuber.errors").attr(name);
     } catch (const nb::python_error&) {
       return builtin(fallback);
     }
@@ -293,8 +293,8 @@ class Engine {
 
 }  // namespace
 
-NB_MODULE(_renewable_huber_native_cuda, m) {
-  m.doc() = "The CUDA engine of renewable-huber (backend=\"cuda\"), over the rh_cuda C ABI.";
+NB_MODULE(_rhuber_native_cuda, m) {
+  m.doc() = "The CUDA engine of rhuber (backend=\"cuda\"), over the rh_cuda C ABI.";
   m.attr("__version__") = RH_VERSION;
   m.attr("ABI_VERSION") = RH_CUDA_ABI_VERSION;
 
@@ -340,8 +340,8 @@ NB_MODULE(_renewable_huber_native_cuda, m) {
   m.def(
       "make_engine",
       [](int device) {
-        const nb::object module = nb::module_::import_("_renewable_huber_native_cuda");
-        return nb::module_::import_("renewable_huber.cuda").attr("CudaEngine")(module, device);
+        const nb::object module = nb::module_::import_("_rhuber_native_cuda");
+        return nb::module_::import_("rhuber.cuda").attr("CudaEngine")(module, device);
       },
-      "device"_a = 0, "The engine behind backend=\"cuda\" (renewable_huber.cuda.CudaEngine).");
+      "device"_a = 0, "The engine behind backend=\"cuda\" (rhuber.cuda.CudaEngine).");
 }

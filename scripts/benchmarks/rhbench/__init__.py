@@ -6,7 +6,7 @@ the machine's limits (:mod:`.limits`), the run metadata (:mod:`.environment`), t
 validation (:mod:`.schema`) and the comparison, gate, tables and plots (:mod:`.report`).
 """
 
-SCHEMA_NAME = "renewable-huber/benchmark-shape-sweep"
+SCHEMA_NAME = "rhuber/benchmark-shape-sweep"
 SCHEMA_VERSION = 2
 #: Compatible revisions of schema v2 (absent in a document: 0). Revision 1 adds the records'
 #: ``path`` ("engine": ``engine.update``; "estimator": a public estimator's ``partial_fit`` or

@@ -161,7 +161,7 @@ class _RenewableSubject(Subject):
 
 
 class EngineSubject(_RenewableSubject):
-    """A renewable Huber engine from :func:`renewable_huber.backends.make_engine`."""
+    """A renewable Huber engine from :func:`rhuber.backends.make_engine`."""
 
     path = "engine"
     operation = "update"
@@ -175,11 +175,11 @@ class EngineSubject(_RenewableSubject):
     def make(self) -> Any:
         import importlib
 
-        from renewable_huber.backends import NativeCpuEngine, make_engine
+        from rhuber.backends import NativeCpuEngine, make_engine
 
         if self.name.startswith("native_cpu"):  # the variants differ in config only
             if self.threads:
-                module = importlib.import_module("_renewable_huber_native_cpu")
+                module = importlib.import_module("_rhuber_native_cpu")
                 return NativeCpuEngine(module, threads=self.threads)
             return make_engine("native_cpu")
         return make_engine(self.name)
@@ -248,7 +248,7 @@ class EstimatorSubject(_RenewableSubject):
                 "n_jobs": self.threads if self.backend == "native_cpu" else None}
 
     def make(self) -> Any:
-        from renewable_huber import RenewableHuberRegressor
+        from rhuber import RenewableHuberRegressor
 
         p = self.parameters()
         return RenewableHuberRegressor(

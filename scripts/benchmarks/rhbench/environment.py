@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from renewable_huber.tuner.hardware import cpu_model, cpuinfo
+from rhuber.tuner.hardware import cpu_model, cpuinfo
 
 #: Environment variables that decide how many threads BLAS, OpenMP and the engines use.
 THREAD_VARIABLES = (
@@ -96,7 +96,7 @@ def _cupy_cuda() -> dict[str, Any]:
 
 def _native_cpu_version() -> str | None:
     try:
-        import _renewable_huber_native_cpu as native  # type: ignore[import-not-found]
+        import _rhuber_native_cpu as native  # type: ignore[import-not-found]
     except ImportError:
         return None
     return str(getattr(native, "__version__", "unknown"))
@@ -111,7 +111,7 @@ def collect_environment() -> dict[str, Any]:
         Python, OS, CPU, NumPy, CuPy, CUDA runtime and GPU metadata, the thread environment,
         the BLAS/LAPACK provider, the package versions and the git revision.
     """
-    import renewable_huber
+    import rhuber
 
     try:
         affinity = len(os.sched_getaffinity(0))
@@ -139,8 +139,8 @@ def collect_environment() -> dict[str, Any]:
             "blas_lapack": blas_provider(),
         },
         "packages": {
-            "renewable_huber": renewable_huber.__version__,
-            "renewable_huber_native_cpu": _native_cpu_version(),
+            "rhuber": rhuber.__version__,
+            "rhuber_native_cpu": _native_cpu_version(),
             "scikit_learn": _version_of("sklearn"),
             "scipy": _version_of("scipy"),
         },

@@ -1,13 +1,13 @@
 """The machine's limits, measured in the run: memory bandwidth, peak flops, roofline bounds.
 
-The probes live in the package (:mod:`renewable_huber.tuner.probes`) because the tuner's
+The probes live in the package (:mod:`rhuber.tuner.probes`) because the tuner's
 hardware fingerprint measures the machine with them too; the benchmark uses the same code, so a
 sweep's ``machine_limits`` and a fingerprint's measured figures are comparable.
 """
 
 from __future__ import annotations
 
-from renewable_huber.tuner.probes import (
+from rhuber.tuner.probes import (
     gemm_flops,
     measure_machine_limits,
     roofline_bound,

@@ -213,7 +213,7 @@ class _Data:
 
 def make_data(shape: Shape, dtype: str, seed: int) -> _Data:
     """Generate the batches of a shape in ``dtype`` and fingerprint them (outside timing)."""
-    from renewable_huber.datasets import make_contaminated_stream
+    from rhuber.datasets import make_contaminated_stream
 
     start = time.perf_counter()
     stream = make_contaminated_stream(shape.n_samples, shape.n_features,
@@ -231,7 +231,7 @@ def make_data(shape: Shape, dtype: str, seed: int) -> _Data:
         sha256=digest.hexdigest(),
         generation_s=time.perf_counter() - start,
         data_seed=seed,
-        stream_parameters={"generator": "renewable_huber.datasets.make_contaminated_stream",
+        stream_parameters={"generator": "rhuber.datasets.make_contaminated_stream",
                            "noise": stream.noise, "df": stream.df,
                            "outlier_fraction": stream.outlier_fraction,
                            "outlier_scale": stream.outlier_scale},
@@ -258,8 +258,8 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
     Each engine comes with a subject per path of the profile (engine first, then estimator);
     peers come once, on the estimator path.
     """
-    from renewable_huber.backends import native_cpu_available
-    from renewable_huber.core import Config
+    from rhuber.backends import native_cpu_available
+    from rhuber.core import Config
 
     config = Config(epsilon=profile.epsilon, alpha=alpha, max_iter=profile.max_iter,
                     tol=profile.tol)
@@ -289,7 +289,7 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
             reason = ""
             if not native_cpu_available():
                 reason = ("native_cpu engine not installed "
-                          "(module _renewable_huber_native_cpu cannot be imported)")
+                          "(module _rhuber_native_cpu cannot be imported)")
             elif variant and alpha == 0:
                 reason = ("l1_solver='prox_newton' solves L1 batches only; without a penalty "
                           "it is native_cpu")
@@ -321,9 +321,9 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
 def _cuda_unavailable() -> str:
     """Why the CUDA engine cannot run here, or "" when it can."""
     try:
-        import _renewable_huber_native_cuda  # type: ignore[import-not-found]  # noqa: F401
+        import _rhuber_native_cuda  # type: ignore[import-not-found]  # noqa: F401
     except ImportError as exc:
-        return f"CUDA engine not installed (_renewable_huber_native_cuda: {exc})"
+        return f"CUDA engine not installed (_rhuber_native_cuda: {exc})"
     try:
         import cupy  # type: ignore[import-not-found]
 
@@ -516,7 +516,7 @@ class Sweep:
     def _base(self, shape: Shape, dtype: str, alpha: float, engine: str, path: str,
               residency: str, subject: Subject | None, data: _Data) -> dict[str, Any]:
         p = self.profile
-        from renewable_huber.core.types import default_tol
+        from rhuber.core.types import default_tol
 
         kind = ("reference" if engine == "numpy" else "native" if engine in ENGINES
                 else "peer")

@@ -14,8 +14,8 @@ import statistics
 import sys
 import time
 
-from renewable_huber import RenewableHuberRegressor
-from renewable_huber.datasets import make_contaminated_stream
+from rhuber import RenewableHuberRegressor
+from rhuber.datasets import make_contaminated_stream
 
 
 def measure(backend: str, rows: int, features: int, rounds: int) -> dict:

@@ -16,6 +16,6 @@ namespace rh::bricks {
 // process and each thread. Events are written sorted by (thread, start, longest first).
 std::string to_chrome_trace(const std::vector<Event>& events, const BrickTable& table,
                             const std::vector<std::pair<std::uint32_t, std::string>>& thread_names,
-                            std::string_view process_name = "renewable-huber");
+                            std::string_view process_name = "rhuber");
 
 }  // namespace rh::bricks

@@ -1,0 +1,24 @@
+"""rhuber: streaming robust (Huber) regression, one batch at a time."""
+
+from ._version import __version__
+from .errors import (
+    CheckpointError,
+    EngineNotAvailableError,
+    IllConditionedWarning,
+    NumericalError,
+)
+from .estimator import RenewableHuberRegressor
+from .profiling import profile
+from .tracing import precision_report, trace
+
+__all__ = [
+    "CheckpointError",
+    "EngineNotAvailableError",
+    "IllConditionedWarning",
+    "NumericalError",
+    "RenewableHuberRegressor",
+    "__version__",
+    "precision_report",
+    "profile",
+    "trace",
+]

@@ -1,0 +1,121 @@
+"""Engines behind the estimator, and how a backend name becomes one.
+
+Every engine has the same call: ``update(state | None, X, y, w, config) -> (state, diagnostics)``,
+pure and transactional. The reference engine is always there; native engines come from their own
+distributions and are imported lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import _native
+from .core import Config, Diagnostics, State, update
+from .core.validation import validate_batch
+from .errors import EngineNotAvailableError, NumericalError
+from .profiling import _hooks as _prof
+
+BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
+
+
+class Engine(Protocol):
+    name: str
+
+    def update(
+        self, state: State | None, X: Any, y: Any, w: Any, config: Config
+    ) -> tuple[State, Diagnostics]: ...
+
+
+class ReferenceEngine:
+    """The NumPy reference (core/update.py)."""
+
+    name = "numpy"
+
+    def update(self, state, X, y, w, config, trace=None):
+        return update(state, X, y, w, config, trace)
+
+
+def native_state(state: State, dtype: np.dtype) -> dict[str, Any]:
+    """A host state as the native CPU binding takes it: C-contiguous arrays of ``dtype``."""
+    return {
+        "coef": np.require(state.coef, dtype=dtype, requirements="CA"),
+        "information": np.require(state.information, dtype=dtype, requirements="CA"),
+        "n_samples_seen": int(state.n_samples_seen),
+        "effective_weight": float(state.effective_weight),
+        "batch_count": int(state.batch_count),
+        "previous_lambda": float(state.previous_lambda),
+        "scale": float(state.scale),
+    }
+
+
+class NativeCpuEngine:
+    """The C++ engine of rhuber-native-cpu.
+
+    C-contiguous arrays of the computation dtype reach C++ without a copy; any other layout or
+    dtype is converted here, once, because the binding refuses to convert anything itself.
+    """
+
+    name = "native_cpu"
+
+    def __init__(self, module: Any, threads: int = 0, gram: str = "incremental",
+                 chunk_bytes: int = 0):
+        # threads 0: all cores; chunk_bytes 0: the engine's 256 KiB (docs/tuner.md, "Plans").
+        self._engine = module.Engine(threads=threads, gram=gram, chunk_bytes=chunk_bytes)
+        self._numerical_error = module.NumericalError
+        self._attached: Any = None  # the native profiler attached to the engine, if any
+
+    def update(self, state, X, y, w, config, trace=None):
+        # trace: None, or a list receiving one dict per solver iteration (docs/tracing.md).
+        config.validate()
+        # The C++ engine scans the values (finiteness, weights) itself; here only shapes, dtypes.
+        X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
+        # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
+        # that is not a multiple of its item size (what unpickling inline data can give).
+        X, y, w = (np.require(a, requirements="CA") for a in (X, y, w))
+        d = X.shape[1] + int(config.fit_intercept)
+        if state is None or state.batch_count == 0:
+            state = State.empty(d, X.dtype)
+        active = _prof.ACTIVE
+        profiler = None if active is None else active.native
+        if profiler is not self._attached:
+            # The active profile's C++ profiler times this engine's bricks (docs/profiling.md).
+            self._engine.set_profiler(profiler)
+            self._attached = profiler
+        try:
+            out, diag = self._engine.update(native_state(state, X.dtype), X, y, w,
+                                            config.native_dict(X.dtype), trace)
+        except self._numerical_error as exc:
+            raise NumericalError(str(exc)) from exc
+        return State(**out), Diagnostics.from_dict(diag)
+
+
+def native_cpu_available() -> bool:
+    try:
+        _native.load("native_cpu")
+    except EngineNotAvailableError:
+        return False
+    return True
+
+
+def make_engine(backend: str, device: int | None = None, *, threads: int | None = None,
+                gram: str | None = None, chunk_kib: int | None = None) -> Engine:
+    """The engine for ``backend``; "auto" prefers native_cpu and falls back to the reference.
+
+    ``threads``, ``gram`` and ``chunk_kib`` configure native_cpu (None: the engine's default:
+    all cores, incremental, 256 KiB; see rhuber.tuner.plans.Plan); the numpy and cuda
+    engines have no such knobs and ignore them.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        backend = "native_cpu" if native_cpu_available() else "numpy"
+    if backend == "numpy":
+        return ReferenceEngine()
+    if backend == "native_cpu":
+        return NativeCpuEngine(_native.load("native_cpu"), threads=threads or 0,
+                               gram=gram or "incremental",
+                               chunk_bytes=0 if chunk_kib is None else int(chunk_kib) * 1024)
+    module = _native.load("cuda")
+    return module.make_engine(device=0 if device is None else int(device))

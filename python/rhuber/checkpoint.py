@@ -1,0 +1,248 @@
+"""Checkpoint format version 2: a ``.npz`` of plain arrays (never pickled), written atomically.
+
+A checkpoint holds the state of method.md plus what the estimator needs to resume: its dtype,
+intercept flag, feature count and names, and its parameters as JSON.
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import CheckpointError
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+FORMAT_VERSION = 2
+STATE_KEYS = (
+    "coef",
+    "information",
+    "n_samples_seen",
+    "effective_weight",
+    "batch_count",
+    "previous_lambda",
+    "scale",
+)
+REQUIRED_KEYS = (
+    "format_version",
+    *STATE_KEYS,
+    "dtype",
+    "fit_intercept",
+    "n_features_in",
+    "params",
+    "library_version",
+)
+#: partitions_consumed: how many partitions of a Dask collection rhuber.dask.fit_stream
+#: had fed into the state when it wrote the checkpoint (where resume=True continues).
+OPTIONAL_KEYS = ("feature_names_in", "partitions_consumed")
+
+
+def write_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """Write ``payload`` to ``path`` atomically: a crash leaves the old file or the new one.
+
+    The bytes go to a temporary ``.<name>.<random>.tmp`` beside ``path``, held under an
+    exclusive ``flock`` while written, then renamed over ``path``. A writer killed mid-write
+    leaves its temporary behind, unlocked; the next write to ``path`` removes it
+    (:func:`_remove_stale_temporaries`), so interrupted writes never pile up. A full disk
+    raises an OSError saying so, with ``path`` as it was.
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    _remove_stale_temporaries(path, directory)  # first: a kill after it leaves one at most
+    fd, tmp = _locked_temporary(path, directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **{k: np.asarray(v) for k, v in payload.items()})
+            f.flush()
+            os.fsync(f.fileno())
+            os.replace(tmp, path)  # before close: the lock is held until the name is gone
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            raise OSError(exc.errno, f"cannot write the checkpoint {path}: the file system is "
+                          f"full or the file size limit is reached ({os.strerror(exc.errno)}); "
+                          "the previous checkpoint, if any, is intact") from exc
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+
+
+#: The errors of a write that found no room: no space, over RLIMIT_FSIZE, over quota.
+_DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def _locked_temporary(path: Path, directory: Path) -> tuple[int, str]:
+    """A new temporary beside ``path``, open and under an exclusive flock (where flock exists).
+
+    A cleaner may remove the file between its creation and the lock; then its name no longer
+    leads to this file, and another is made.
+    """
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        if fcntl is None:
+            return fd, tmp
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: no one else can hold its lock yet
+        try:
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _remove_stale_temporaries(path: Path, directory: Path) -> None:
+    """Remove the temporaries of writes to ``path`` that were interrupted (their writer died,
+    so nothing holds their flock); those of live writers are locked and left alone."""
+    if fcntl is None:  # no flock (Windows): a live writer could not be told from a dead one
+        return
+    for stale in directory.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            fd = os.open(stale, os.O_RDONLY)
+        except OSError:
+            continue  # gone already, or not ours to read
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(stale).st_ino == os.fstat(fd).st_ino:
+                stale.unlink()
+        except OSError:
+            pass  # locked by a live writer, or removed by another cleaner meanwhile
+        finally:
+            os.close(fd)
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and check a checkpoint; raise CheckpointError naming what is wrong."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise CheckpointError(f"{path} holds a single .npy array, not a checkpoint (.npz)")
+        with loaded as archive:
+            raw = {k: archive[k] for k in archive.files}
+    except (FileNotFoundError, CheckpointError):
+        raise
+    except Exception as exc:
+        # NumPy's .npy header parser and zipfile raise a dozen kinds of error on damaged bytes
+        # (ValueError, EOFError, zlib.error, TokenError, NotImplementedError, MemoryError for an
+        # absurd shape, ...; fuzz/): each means the same thing here.
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint (truncated or corrupted .npz): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return validate_payload(raw, source=str(path))
+
+
+def _scalar(raw: dict, key: str, kind: str, source: str) -> Any:
+    a = raw[key]
+    if a.shape != () or a.dtype.kind not in kind:
+        raise CheckpointError(f"{source}: '{key}' must be a scalar of kind {kind!r}, got "
+                              f"shape {a.shape} dtype {a.dtype}")
+    return a.item()
+
+
+def _text(raw: dict, key: str, source: str) -> str:
+    a = raw[key]
+    if a.shape != () or a.dtype.kind != "U":
+        raise CheckpointError(f"{source}: '{key}' must be a text scalar, got shape {a.shape} "
+                              f"dtype {a.dtype}")
+    return str(a.item())
+
+
+def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[str, Any]:
+    """Check every key, shape, dtype and value of a checkpoint or state_dict."""
+    raw = {k: np.asarray(v) for k, v in raw.items()}
+    missing = [k for k in REQUIRED_KEYS if k not in raw]
+    if missing:
+        raise CheckpointError(f"{source} is missing key(s): {', '.join(missing)}")
+    unknown = sorted(set(raw) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise CheckpointError(f"{source} has unknown key(s): {', '.join(unknown)}")
+    for key, a in raw.items():
+        # Bytes read as text can hold code points beyond U+10FFFF, which no Python string can:
+        # NumPy then fails with SystemError on any repr or item of the array (fuzz/).
+        if a.dtype.kind == "U" and np.any(np.ascontiguousarray(a).reshape(-1).view(np.uint32)
+                                          > sys.maxunicode):
+            raise CheckpointError(f"{source}: '{key}' holds text that is not valid Unicode "
+                                  f"(a code point beyond U+10FFFF)")
+
+    version = _scalar(raw, "format_version", "iu", source)
+    if version != FORMAT_VERSION:
+        raise CheckpointError(f"{source} has format_version {version}; this library reads "
+                              f"version {FORMAT_VERSION}")
+    dtype = str(raw["dtype"].item()) if raw["dtype"].shape == () else None
+    if dtype not in ("float32", "float64"):
+        raise CheckpointError(
+            f"{source}: 'dtype' must be 'float32' or 'float64', got {raw['dtype']!r}"
+        )
+    fit_intercept = _scalar(raw, "fit_intercept", "b", source)
+    n_features = _scalar(raw, "n_features_in", "iu", source)
+    if n_features < 1:
+        raise CheckpointError(f"{source}: 'n_features_in' must be >= 1, got {n_features}")
+    d = n_features + int(fit_intercept)
+
+    out: dict[str, Any] = {"format_version": version, "dtype": dtype,
+                           "fit_intercept": bool(fit_intercept), "n_features_in": int(n_features)}
+    for key, shape in (("coef", (d,)), ("information", (d, d))):
+        a = raw[key]
+        if a.shape != shape:
+            raise CheckpointError(f"{source}: '{key}' must have shape {shape} for {n_features} "
+                                  f"features{' plus an intercept' if fit_intercept else ''}, "
+                                  f"got {a.shape}")
+        if a.dtype != np.dtype(dtype):
+            raise CheckpointError(
+                f"{source}: '{key}' has dtype {a.dtype}, but 'dtype' says {dtype}"
+            )
+        if not np.all(np.isfinite(a)):
+            raise CheckpointError(f"{source}: '{key}' contains non-finite values")
+        out[key] = np.array(a, copy=True)
+
+    for key in ("n_samples_seen", "batch_count"):
+        value = _scalar(raw, key, "iu", source)
+        if value < 0:
+            raise CheckpointError(f"{source}: '{key}' must be >= 0, got {value}")
+        out[key] = int(value)
+    for key in ("effective_weight", "previous_lambda", "scale"):
+        value = float(_scalar(raw, key, "fiu", source))
+        if not np.isfinite(value) or value < 0:
+            raise CheckpointError(f"{source}: '{key}' must be a finite number >= 0, got {value}")
+        out[key] = value
+    if (out["batch_count"] == 0) != (out["n_samples_seen"] == 0):
+        raise CheckpointError(f"{source}: batch_count {out['batch_count']} and n_samples_seen "
+                              f"{out['n_samples_seen']} are inconsistent")
+
+    try:
+        params = json.loads(_text(raw, "params", source))
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{source}: 'params' is not valid JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise CheckpointError(f"{source}: 'params' must be a JSON object")
+    out["params"] = params
+    out["library_version"] = _text(raw, "library_version", source)
+
+    if "feature_names_in" in raw:
+        names = raw["feature_names_in"]
+        if names.dtype.kind != "U" or names.shape != (n_features,):
+            raise CheckpointError(f"{source}: 'feature_names_in' must be {n_features} unicode "
+                                  f"strings, got shape {names.shape} dtype {names.dtype}")
+        out["feature_names_in"] = names.astype(object)
+    if "partitions_consumed" in raw:
+        consumed = _scalar(raw, "partitions_consumed", "iu", source)
+        if not 0 <= consumed <= out["batch_count"]:
+            raise CheckpointError(f"{source}: 'partitions_consumed' must be between 0 and "
+                                  f"batch_count {out['batch_count']} (one batch a partition), "
+                                  f"got {consumed}")
+        out["partitions_consumed"] = int(consumed)
+    return out

@@ -1,0 +1,25 @@
+"""Exceptions raised by rhuber beyond the built-in ValueError / TypeError."""
+
+from __future__ import annotations
+
+
+class NumericalError(ArithmeticError):
+    """A batch update produced a non-finite result; the state was left as it was."""
+
+
+class EngineNotAvailableError(ImportError):
+    """An engine asked for by name is not installed or cannot run on this machine."""
+
+
+class NativeVersionError(RuntimeError):
+    """A native engine's module was built for another version of rhuber."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is corrupted, truncated, or inconsistent."""
+
+
+class IllConditionedWarning(UserWarning):
+    """A batch's Newton system was ill-conditioned even after equilibration: digits of the
+    estimate may be lost, or (svd rung) the estimate is not unique. Collinear or constant
+    columns are the usual cause."""

@@ -1,0 +1,797 @@
+"""RenewableHuberRegressor: the public, scikit-learn compatible estimator."""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+import os
+import threading
+import time
+import warnings
+from contextlib import nullcontext
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ._version import __version__
+from .adapters import as_host_input
+from .backends import BACKENDS, make_engine
+from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
+from .core import L1_SOLVERS, Config, State
+from .core.ladder import ill_conditioned, ill_conditioning_message
+from .core.xp import to_host
+from .cuda.dlpack import is_device_tensor
+from .errors import CheckpointError, IllConditionedWarning
+from .profiling import _hooks as _prof
+from .tracing.trace import active as _active_traces
+from .tuner import advisor as _advisor
+from .tuner import online as _online
+from .tuner.plans import Plan, parse_plan
+from .tuner.workload import Workload
+
+#: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
+PLAN_VARIABLE = "RH_PLAN"
+
+_FITTED_ATTRIBUTES = (
+    "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
+    "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
+    "diagnostics_", "backend_",
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
+                solver: str) -> tuple[tuple[Plan, ...], Plan]:
+    """RenewableHuberRegressor._auto_candidates, remembered: enumerating and validating the
+    plans costs ~0.1 ms, paid by every stream otherwise (the installed engines do not change
+    within a process)."""
+    from .backends import native_cpu_available
+    from .tuner.plans import plans_for
+
+    if not native_cpu_available():
+        return (), Plan("numpy")
+    default = Plan("native_cpu", threads=threads, l1_solver=solver).resolved()
+    plans = tuple(p for p in plans_for(workload)
+                  if (not threads_fixed or p.backend != "native_cpu"
+                      or p.threads == default.threads)
+                  and (solver == "lamm" or p.l1_solver == solver))
+    return plans, default
+
+
+#: Creates estimators' update locks, so that two threads never make two for one estimator.
+_LOCK_FACTORY_LOCK = threading.Lock()
+
+
+def _serialized(method):
+    """Run an updating method under the estimator's own lock (docs/reliability.md): calls of
+    fit, partial_fit and load_state_dict from several threads on one estimator take turns, each
+    a whole transaction, so none sees or leaves a torn state (state_dict, and so
+    save_checkpoint, takes it too: a snapshot is never half of an update). predict does not:
+    predicting while another thread updates the same estimator may mix two batches' coefficients
+    (predict from a clone instead). The lock is made on first use (an
+    estimator's __init__ sets only its parameters) and is not pickled; it costs ~0.5 µs a call
+    (docs/perf/experiments.jsonl)."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        lock = self.__dict__.get("_update_lock")
+        if lock is None:
+            with _LOCK_FACTORY_LOCK:
+                lock = self.__dict__.setdefault("_update_lock", threading.RLock())
+        with lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
+    """Streaming Huber regression whose estimate matches a fit on all the data seen so far.
+
+    Each batch is solved once, with the information of earlier batches carried as a quadratic
+    term (the "renewable" update of ``docs/method.md``); the data of past batches is never
+    revisited.
+
+    Parameters
+    ----------
+    fit_intercept : bool, default=True
+        Fit an unpenalized intercept.
+    epsilon : float, default=1.345
+        Huber threshold in units of the running robust scale: τ = epsilon · scale.
+    tau : float or None, default=None
+        A fixed threshold for every batch instead of the adaptive one.
+    alpha : float, default=0.0
+        L1 strength per unit of sample weight; may change between batches.
+    ridge : float, default=0.0
+        Damping added to the Newton matrix only; it does not move the minimizer.
+    max_iter : int, default=500
+        Outer iterations per batch solve.
+    tol : float or None, default=None
+        Step tolerance; None means 1e-8 for float64 and 1e-5 for float32.
+    l1_solver : {"lamm", "prox_newton"}, default="lamm"
+        Solver of batches with alpha > 0. "lamm" is the contract's proximal gradient method;
+        "prox_newton" an opt-in proximal Newton method for the same problem, in a few
+        Newton-like iterations instead of tens (native_cpu only; docs/method.md).
+    batch_size : int or None, default=None
+        Rows per batch in :meth:`fit`; None streams all of X as one batch.
+    backend : {"auto", "numpy", "native_cpu", "cuda"}, default="auto"
+        The engine. "auto" runs native_cpu with its defaults when installed (else the NumPy
+        reference), unless the tuner's advisor predicts another plan at least 10 % faster for
+        the stream's first batch, inside its training distribution; it reverts to the default
+        if that plan's first batches measure slower than promised (``plan_``; docs/tuner.md,
+        "The advisor"). The environment variable ``RH_PLAN=<plan id>`` pins a plan instead.
+    device : int or None, default=None
+        CUDA device ordinal for ``backend="cuda"``.
+    n_jobs : int or None, default=None
+        Threads of the native_cpu engine, the calling thread included. None uses all cores (the
+        engine's default; unlike scikit-learn's None, which means 1), and so does -1; other
+        negative values count back from the cores as in scikit-learn (-2: all but one). The
+        numpy and cuda engines ignore it. Threads change speed only: the row partition, and so
+        the result, does not depend on them.
+    plan : Plan, str or None, default=None
+        A tuner plan (``rhuber.tuner.plans.Plan`` or its id, e.g.
+        ``"native_cpu/t2/gram=full/chunk=256k/l1=lamm"``; docs/tuner.md) that decides the
+        backend, threads, Gram strategy, row chunk size and L1 solver. ``backend``, ``n_jobs``
+        and ``l1_solver`` at their defaults defer to it; set to anything else they must agree
+        with it, or fitting raises ValueError. None: ``backend``, ``n_jobs`` and ``l1_solver``
+        decide, with the engine's defaults for the rest. Checkpoints store the plan's id.
+    precision : {"strict"}, default="strict"
+        Numerical mode; only strict float32/float64 arithmetic exists.
+    profile : bool, default=False
+        Profile this estimator's updates and predictions brick by brick (``profile_``;
+        docs/profiling.md). Needs rhuber-native-cpu, whose C++ profiler records them.
+    trace : bool, default=False
+        Record every solver iteration of every batch in ``trace_`` (objective, step, rung,
+        quadratic-zone rows, residual/score/Hessian-diagonal statistics) and flag anomalies
+        (docs/tracing.md). ``with rhuber.trace() as tr:`` records any estimator's
+        batches without it. The numpy and native_cpu engines trace; with the cuda engine,
+        fitting raises ValueError while tracing.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    scale_ : float
+        Running robust scale of the residuals.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features,)
+        Defined only when X had string column names.
+    n_samples_seen_ : int
+    n_batches_ : int
+    effective_weight_ : float
+        Σ sample weights seen.
+    previous_lambda_ : float
+        The L1 strength of the last batch.
+    information_ : ndarray of shape (d, d)
+        Accumulated curvature J̃ (d = n_features + fit_intercept; intercept last).
+    n_iter_ : int
+        Solver iterations of the last batch.
+    diagnostics_ : list of dict
+        One dict per batch since the last reset.
+    backend_ : str
+        The engine that ran.
+    plan_ : rhuber.tuner.advisor.PlanReport
+        The plan that ran and why: ``plan``, ``reason`` (chosen by the model, a default's
+        reason, reverted, pinned), ``detail``, ``predicted_rows_per_s``,
+        ``measured_rows_per_s`` (median of the stream's first timed batches) and ``model_id``.
+    profile_ : rhuber.profiling.Profile
+        With ``profile=True``: the profile of every update since the last :meth:`fit` and of
+        every prediction (``profile_.report()``, ``profile_.to_chrome_trace(path)``, ...).
+    trace_ : rhuber.tracing.Trace
+        With ``trace=True``: the solver trace of every batch since the last :meth:`fit`
+        (``trace_.report()``, ``trace_.anomalies()``, ``trace_.to_json()``, ``trace_.plot()``).
+        A batch that raises is recorded too, with its error, once a stream has started.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "fit_intercept": ["boolean"],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "tau": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "ridge": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "l1_solver": [StrOptions(set(L1_SOLVERS))],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "backend": [StrOptions(set(BACKENDS))],
+        "device": [Interval(Integral, 0, None, closed="left"), None],
+        "n_jobs": [Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right"), None],
+        "plan": [Plan, str, None],
+        "precision": [StrOptions({"strict"})],
+        "profile": ["boolean"],
+        "trace": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        fit_intercept: bool = True,
+        epsilon: float = 1.345,
+        tau: float | None = None,
+        alpha: float = 0.0,
+        ridge: float = 0.0,
+        max_iter: int = 500,
+        tol: float | None = None,
+        l1_solver: str = "lamm",
+        batch_size: int | None = None,
+        backend: str = "auto",
+        device: int | None = None,
+        n_jobs: int | None = None,
+        plan: Plan | str | None = None,
+        precision: str = "strict",
+        profile: bool = False,
+        trace: bool = False,
+    ):
+        self.fit_intercept = fit_intercept
+        self.epsilon = epsilon
+        self.tau = tau
+        self.alpha = alpha
+        self.ridge = ridge
+        self.max_iter = max_iter
+        self.tol = tol
+        self.l1_solver = l1_solver
+        self.batch_size = batch_size
+        self.backend = backend
+        self.device = device
+        self.n_jobs = n_jobs
+        self.plan = plan
+        self.precision = precision
+        self.profile = profile
+        self.trace = trace
+
+    # ------------------------------------------------------------------ fitting
+
+    @_serialized
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
+        """Forget any earlier state, then stream X in batches of ``batch_size`` rows."""
+        with _Transaction(self), self._profiling(restart=True):
+            self._reset()
+            self._start_trace(restart=True)
+            X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
+            step = X.shape[0] if self.batch_size is None else int(self.batch_size)
+            self._start_session(X[:step])
+            state, diagnostics = None, []
+            for start in range(0, X.shape[0], step):
+                rows = slice(start, start + step)
+                plan = self._plan()
+                engine, config = self._engine(plan), self._config(plan)
+                began = time.perf_counter()
+                state, diag = self._update(
+                    engine, state, X[rows], y[rows], None if w is None else w[rows], config
+                )
+                self._observe(X[rows], time.perf_counter() - began, engine.name)
+                diagnostics.append(diag.as_dict())
+            self._commit(state, diagnostics, engine.name)
+        self._warn_about(diagnostics)
+        return self
+
+    @_serialized
+    def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
+        """Advance the stream by exactly one batch."""
+        # Not under _fit_context like fit: its is-fitted scan and configuration context cost
+        # ~50 µs a batch, and its parameter validation would run only before the first batch.
+        # Every batch pays what runs here (~0.6 ms batches on the latency shape): keep it lean
+        # (docs/perf/experiments.jsonl, estimator-overhead-round-3).
+        self._validate_changed_params()
+        first = "_state" not in self.__dict__
+        if not first and bool(self.fit_intercept) != self._fitted_intercept:
+            raise ValueError(
+                f"fit_intercept is {self.fit_intercept}, but the stream was started with "
+                f"fit_intercept={self._fitted_intercept}; call fit to start a new stream"
+            )
+        with _Transaction(self), self._profiling(restart=False):
+            began = time.perf_counter()
+            plain = not first and self._plain_batch(X, y, sample_weight)
+            X, y, w = ((X, y, _checked_weight(sample_weight, X)) if plain
+                       else self._validate_batch(X, y, sample_weight, reset=first))
+            if first or self.__dict__.get("_session") is None:
+                self._start_session(X)
+            plan = self._plan()
+            engine = self._engine(plan)
+            self._start_trace(restart=False)
+            try:
+                state, diag = self._update(engine, None if first else self._state, X, y, w,
+                                           self._config(plan))
+            except ValueError:
+                if plain:  # its values went unchecked: validate_data's error, as ever
+                    self._raise_validation_error(X, y)
+                raise
+            self._observe(X, time.perf_counter() - began, engine.name)
+            record = diag.as_dict()
+            self._commit(state, [] if first else self.diagnostics_, engine.name, appended=record)
+        self._warn_about([record], first_batch=self.n_batches_)
+        return self
+
+    # --------------------------------------------------------------- prediction
+
+    def predict(self, X: Any) -> np.ndarray:
+        """ŷ = X coef_ + intercept_."""
+        check_is_fitted(self)
+        if is_device_tensor(X):
+            raise ValueError("predict takes host arrays; device-resident prediction is not "
+                             "supported, and X is not copied to the host implicitly")
+        X = validate_data(
+            self, as_host_input(X, "X"), reset=False, dtype=[self._state.dtype, np.float64]
+        )
+        with self._profiling(restart=False):
+            recorder = _prof.ACTIVE
+            if recorder is None:
+                return X @ self.coef_ + self.intercept_
+            start = _prof.now()
+            predictions = X @ self.coef_ + self.intercept_
+            n, p = X.shape
+            recorder.record(_prof.PREDICT, start, n * p, (n * p + p + n) * X.dtype.itemsize,
+                            2 * n * p)
+            return predictions
+
+    # -------------------------------------------------------- state and storage
+
+    @_serialized
+    def state_dict(self) -> dict[str, Any]:
+        """The state and everything needed to resume, as plain arrays (checkpoint keys)."""
+        check_is_fitted(self)
+        s = self._state
+        d = {
+            "format_version": np.int64(FORMAT_VERSION),
+            "coef": to_host(s.coef).copy(),
+            "information": to_host(s.information).copy(),
+            "n_samples_seen": np.int64(s.n_samples_seen),
+            "effective_weight": np.float64(s.effective_weight),
+            "batch_count": np.int64(s.batch_count),
+            "previous_lambda": np.float64(s.previous_lambda),
+            "scale": np.float64(s.scale),
+            "dtype": np.str_(s.dtype.name),
+            "fit_intercept": np.bool_(self._fitted_intercept),
+            "n_features_in": np.int64(self.n_features_in_),
+            "params": np.str_(json.dumps(self._json_params(), sort_keys=True)),
+            "library_version": np.str_(__version__),
+        }
+        if hasattr(self, "feature_names_in_"):
+            d["feature_names_in"] = np.asarray(self.feature_names_in_, dtype=str)
+        return d
+
+    @_serialized
+    def load_state_dict(self, state_dict: dict[str, Any]) -> RenewableHuberRegressor:
+        """Adopt a state written by :meth:`state_dict` (by any engine or device)."""
+        payload = validate_payload(state_dict)
+        self._adopt(payload)
+        return self
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
+        """Write a format-2 ``.npz`` checkpoint atomically (old file or new, never torn)."""
+        write_checkpoint(path, self.state_dict())
+
+    @classmethod
+    def load_checkpoint(cls, path: str | os.PathLike, **overrides: Any) -> RenewableHuberRegressor:
+        """An estimator with the parameters and state of a checkpoint; ``overrides`` replace
+        parameters (``backend="numpy"``, say) before the state is loaded."""
+        payload = read_checkpoint(path)
+        known = cls().get_params()
+        params = {k: v for k, v in payload["params"].items() if k in known}
+        estimator = cls(**{**params, **overrides})
+        try:
+            estimator._validate_params()  # a hostile 'params' must not surface later, or oddly
+            estimator._adopt(payload)
+        except (ValueError, TypeError) as exc:
+            raise CheckpointError(f"{path}: its parameters (with the overrides {overrides}) do "
+                                  f"not make an estimator: {exc}") from exc
+        return estimator
+
+    @_serialized
+    def merge(self, *others: RenewableHuberRegressor) -> RenewableHuberRegressor:
+        """Combine streams fitted independently on other data into this one, in place.
+
+        The information-weighted combination of docs/scale-out.md: information_ = Σ J_k,
+        coef = (Σ J_k)⁻¹ Σ J_k β_k, counts and effective weights summed, scale_ their
+        effective-weight average, previous_lambda_ 0 (``core.merge.combine_states``). It
+        approximates the stream of all the data without equalling it;
+        ``rhuber.dask.fit_parallel`` runs it over a Dask cluster. Streams of another
+        dtype, intercept setting, feature count or names, epsilon or tau, and L1-penalized ones
+        (previous_lambda_ > 0), are refused with a ValueError naming the difference, and the
+        state is left untouched.
+        """
+        from .core.merge import combine_states
+
+        check_is_fitted(self)
+        if not others:
+            raise TypeError("merge takes at least one other fitted RenewableHuberRegressor")
+        mine = (self._state.dtype, self._fitted_intercept, self.n_features_in_,
+                self.epsilon, self.tau)
+        for k, other in enumerate(others):
+            if not isinstance(other, RenewableHuberRegressor):
+                raise TypeError(f"merge takes RenewableHuberRegressor streams, got "
+                                f"{type(other).__name__} (argument {k})")
+            check_is_fitted(other)
+            theirs = (other._state.dtype, other._fitted_intercept, other.n_features_in_,
+                      other.epsilon, other.tau)
+            names = [getattr(e, "feature_names_in_", None) for e in (self, other)]
+            differ = [f"{what} {a!r} here, {b!r} there" for what, a, b in zip(
+                ("dtype", "fit_intercept", "n_features_in_", "epsilon", "tau"), mine, theirs,
+                strict=True) if a != b]
+            if (names[0] is None) != (names[1] is None) or (
+                    names[0] is not None and not np.array_equal(names[0], names[1])):
+                differ.append(f"feature_names_in_ {names[0]!r} here, {names[1]!r} there")
+            if differ:
+                raise ValueError(f"cannot merge stream {k}: it is another model ("
+                                 f"{'; '.join(differ)})")
+        state, solved = combine_states([self._state, *(o._state for o in others)])
+        with _Transaction(self):
+            diagnostics = [*self.diagnostics_, *(d for o in others for d in o.diagnostics_)]
+            self._commit(state, diagnostics, self._engine().name)
+        if ill_conditioned(solved.rcond, state.dtype):
+            warnings.warn(
+                f"merge: the combined information Σ J_k is ill-conditioned even after "
+                f"equilibration (rcond {solved.rcond:.2g}, solver '{solved.rung}'); the merged "
+                "coefficients may have lost digits, or (solver 'svd') are the minimum-norm "
+                "solution. Collinear or constant columns are the usual cause.",
+                IllConditionedWarning, stacklevel=2)
+        return self
+
+    # ----------------------------------------------------------------- plumbing
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
+
+    def __getstate__(self) -> dict:
+        # A copy: BaseEstimator's is the live __dict__ itself, and the pops below must not take
+        # the engine, the lock (another thread may hold it) or the profile from this estimator.
+        state = dict(super().__getstate__())
+        state.pop("_engine_cache", None)  # native engines hold threads and handles
+        state.pop("_update_lock", None)  # a lock is per process; _serialized makes a new one
+        state.pop("profile_", None)  # a live C++ profiler
+        return state
+
+    def _profiling(self, *, restart: bool):
+        """With ``profile=True``, activate ``profile_`` (a new one when ``restart``)."""
+        if not self.profile:
+            return _NOT_PROFILING
+        from .profiling import profile
+
+        if restart or getattr(self, "profile_", None) is None:
+            self.profile_ = profile()
+        return self.profile_
+
+    def _start_trace(self, *, restart: bool) -> None:
+        """With ``trace=True``, the ``trace_`` to record into (a new one when ``restart``)."""
+        if not self.trace:
+            if restart:
+                self.__dict__.pop("trace_", None)
+            return
+        if restart or self.__dict__.get("trace_") is None:
+            from .tracing import Trace
+
+            self.trace_ = Trace()
+
+    def _update(self, engine, state, X, y, w, config):
+        """``engine.update``, traced with ``trace=True`` or inside ``rhuber.trace()``
+        (docs/tracing.md); otherwise the call alone."""
+        sinks = _active_traces()
+        if self.trace:
+            sinks = (self.trace_, *sinks)
+        if not sinks:
+            return engine.update(state, X, y, w, config)
+        from .tracing.recorder import traced_update
+
+        return traced_update(engine, state, X, y, w, config, sinks, owner=self)
+
+    def _json_params(self) -> dict[str, Any]:
+        """get_params() as JSON takes it: a Plan as its id (the estimator takes either)."""
+        params = self.get_params()
+        if isinstance(params["plan"], Plan):
+            params["plan"] = params["plan"].id
+        return params
+
+    def _threads(self) -> int | None:
+        """n_jobs as a thread count; None: all cores."""
+        if self.n_jobs is None or self.n_jobs == -1:
+            return None
+        if self.n_jobs < 0:
+            return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
+        return int(self.n_jobs)
+
+    def _pinned_plan(self) -> tuple[Plan | None, str]:
+        """The plan the user pinned and how: ``plan=``, else ``RH_PLAN`` where the advisor
+        would run (backend="auto"), else (None, "")."""
+        if self.plan is not None:
+            return parse_plan(self.plan), _advisor.PINNED
+        if self.backend != "auto":
+            return None, ""
+        pinned = os.environ.get(PLAN_VARIABLE, "").strip()
+        if pinned:
+            try:
+                return Plan.from_id(pinned), _advisor.PINNED_ENV
+            except ValueError as exc:
+                raise ValueError(f"{PLAN_VARIABLE}={pinned!r}: {exc}") from None
+        return None, ""
+
+    def _plan(self) -> Plan | None:
+        """The plan that runs — ``plan=``, else (backend="auto") this stream's: pinned by
+        ``RH_PLAN`` or the advisor's choice — checked against the settings it overrides; None:
+        ``backend`` and ``n_jobs`` decide."""
+        if self.plan is not None:
+            return self._checked(parse_plan(self.plan), "plan=")
+        if self.backend != "auto":
+            return None
+        session = self.__dict__.get("_session")
+        if session is not None:
+            return session.plan
+        plan, _ = self._pinned_plan()  # before the stream's first batch
+        return None if plan is None else self._checked(plan, f"{PLAN_VARIABLE}=")
+
+    def _checked(self, plan: Plan, source: str) -> Plan:
+        if self.backend == "auto" and self.l1_solver == "lamm" and self.n_jobs is None:
+            return plan  # all deferring to the plan (every batch reads it: keep this cheap)
+        disagree = []
+        if self.backend not in ("auto", plan.backend):
+            disagree.append(f"backend={self.backend!r}")
+        if self.l1_solver not in ("lamm", plan.l1_solver):
+            disagree.append(f"l1_solver={self.l1_solver!r}")
+        cores = os.cpu_count() or 1
+        if plan.backend == "native_cpu" and self.n_jobs is not None and \
+                (self._threads() or cores) != (plan.threads or cores):
+            disagree.append(f"n_jobs={self.n_jobs!r}")
+        if disagree:
+            raise ValueError(
+                f"{source}{plan.id!r} decides the backend, threads and L1 solver, and conflicts "
+                f"with {', '.join(disagree)}; leave those at their defaults (backend='auto', "
+                "n_jobs=None, l1_solver='lamm') or make them agree with the plan")
+        return plan
+
+    def _start_session(self, X: Any) -> None:
+        """Decide this stream's plan from its first batch ``X`` (``plan_``)."""
+        plan, how = self._pinned_plan()
+        if plan is not None:
+            self._checked(plan, "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}=")
+            # plan= is read from the parameter on every batch; RH_PLAN once, here.
+            self._session = _advisor.Session(plan.id, how,
+                                             plan=None if how == _advisor.PINNED else plan)
+            return
+        if self.backend != "auto":
+            self._session = _advisor.Session(self.backend, _advisor.USER_BACKEND,
+                                             f"backend={self.backend!r}")
+            return
+        workload = self._workload(X)
+        candidates, default = self._auto_candidates(workload)
+        advisor = _advisor.shared() if candidates else None
+        if advisor is None:
+            self._session = _advisor.Session(
+                default.id, _advisor.NO_MODEL,
+                "only the NumPy reference is installed" if not candidates else
+                "the tuner's models could not be loaded")
+            return
+        self._session = _advisor.Session.from_advice(
+            advisor.advise(workload, candidates=candidates, default=default))
+
+    def _workload(self, X: Any) -> Workload:
+        return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
+                        dtype=np.dtype(X.dtype).name, penalized=float(self.alpha) > 0,
+                        intercept=bool(self.fit_intercept))
+
+    def _auto_candidates(self, workload: Workload) -> tuple[tuple[Plan, ...], Plan]:
+        """The plans auto may choose from — those agreeing with ``n_jobs`` and a non-default
+        ``l1_solver`` — and the default plan; no candidates without native_cpu."""
+        solver = self.l1_solver if workload.penalized else "lamm"
+        return _auto_plans(workload, self._threads(), self.n_jobs is not None, solver)
+
+    def _observe(self, X: Any, seconds: float, backend: str) -> None:
+        """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
+        plan of the next batch), and online learning's data."""
+        if self.profile and _online.enabled():
+            plan = self._plan() or Plan(backend, **({"threads": self._threads(),
+                                                     "l1_solver": self._config().l1_solver}
+                                                    if backend == "native_cpu" else {}))
+            _online.record_batch(self._workload(X), plan.resolved(), seconds, self.profile_)
+        self._session = self._session.observe(int(X.shape[0]), seconds)
+
+    @property
+    def plan_(self) -> _advisor.PlanReport:
+        """The session's report, made when asked for rather than after every batch (a few µs
+        that the first batches of every stream would pay); undefined before the first batch."""
+        session = self.__dict__.get("_session")
+        if session is None or "_state" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'plan_'")
+        return session.report()
+
+    def _engine_settings(self, plan: Plan | None) -> tuple[str, int | None, int | None,
+                                                           str | None, int | None]:
+        """What the engine is built from under ``plan``: backend, device, threads, gram,
+        chunk_kib."""
+        if plan is None:
+            return (self.backend, self.device, self._threads(), None, None)
+        return (plan.backend, self.device, plan.threads, plan.gram, plan.chunk_kib)
+
+    def _config(self, plan: Plan | None = ...) -> Config:
+        """The Config of the next batch under ``plan`` (default, ``...``: :meth:`_plan`'s).
+        Remembered while its inputs are the very same objects: building the frozen dataclass
+        costs ~3 µs a batch."""
+        if plan is ...:
+            plan = self._plan()
+        key = (*_config_values(self.__dict__),
+               self.l1_solver if plan is None else plan.l1_solver)
+        cached = self.__dict__.get("_config_cache")
+        if cached is None or not all(map(operator.is_, key, cached[0])):
+            fit_intercept, epsilon, tau, alpha, ridge, max_iter, tol, l1_solver = key
+            cached = self._config_cache = (key, Config(
+                fit_intercept=bool(fit_intercept), epsilon=epsilon, tau=tau, alpha=alpha,
+                ridge=ridge, max_iter=max_iter, tol=tol, l1_solver=l1_solver))
+        return cached[1]
+
+    def _engine(self, plan: Plan | None = ...):
+        """The engine under ``plan`` (default, ``...``: :meth:`_plan`'s), made once per
+        settings."""
+        key = self._engine_settings(self._plan() if plan is ... else plan)
+        cached = self.__dict__.get("_engine_cache")
+        if cached is None or cached[0] != key:
+            backend, device, threads, gram, chunk_kib = key
+            self._engine_cache = (key, make_engine(backend, device, threads=threads, gram=gram,
+                                                   chunk_kib=chunk_kib))
+        return self._engine_cache[1]
+
+    def _validate_changed_params(self) -> None:
+        """_validate_params, skipped while the parameters are the ones last validated: they
+        may change between batches, but scikit-learn's validation costs ~0.2 ms, a quarter of
+        a small batch. Unchanged means the very same objects, or equal values of the same
+        types (1, 1.0 and True are equal but not equally valid)."""
+        try:
+            values = _parameter_values(self.__dict__)
+        except KeyError:  # a parameter attribute deleted: get_params' error, as ever
+            values = None
+        validated = self.__dict__.get("_validated_parameters")
+        if values is not None and validated is not None and (
+                all(map(operator.is_, values, validated)) or (
+                    values == validated
+                    and tuple(map(type, values)) == tuple(map(type, validated)))):
+            return
+        self._validate_params()
+        self._validated_parameters = values
+
+    def _validate_batch(self, X, y, sample_weight, *, reset: bool):
+        if self._engine_settings(self._plan())[0] == "cuda" and \
+                any(map(is_device_tensor, (X, y, sample_weight))):
+            return self._validate_device_batch(X, y, sample_weight, reset=reset)
+        X = as_host_input(X, "X")
+        y = as_host_input(y, "y")
+        sample_weight = as_host_input(sample_weight, "sample_weight")
+        dtype = [np.float64, np.float32] if reset else self._state.dtype
+        X, y = validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
+        return X, y, _checked_weight(sample_weight, X)
+
+    def _plain_batch(self, X: Any, y: Any, sample_weight: Any) -> bool:
+        """Whether a later batch is the common case that validate_data would pass unchanged if
+        its values are finite: C-contiguous ndarrays of the stream's dtype and width, y 1-D of
+        matching length, no feature names expected. Such a batch skips validate_data's ~0.3 ms
+        of generality; the engines scan its values in their first pass (they refuse NaN and
+        infinity themselves), and should one refuse the batch, validate_data runs to give its
+        own error (:meth:`_raise_validation_error`). Anything else takes validate_data's path,
+        so every bad input keeps its error."""
+        dtype = self._state.dtype
+        return (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2
+                and y.ndim == 1 and X.dtype == dtype and y.dtype == dtype
+                and X.flags.c_contiguous and 0 < X.shape[0] == y.shape[0]
+                and X.shape[1] == self.n_features_in_
+                and "feature_names_in_" not in self.__dict__
+                and (sample_weight is None or type(sample_weight) is np.ndarray))
+
+    def _raise_validation_error(self, X: Any, y: Any) -> None:
+        """Raise validate_data's error for a plain batch an engine refused, if it has one."""
+        try:
+            validate_data(self, X, y, reset=False, dtype=self._state.dtype, y_numeric=True)
+        except ValueError as exc:
+            raise exc from None
+
+    def _validate_device_batch(self, X, y, sample_weight, *, reset: bool):
+        """Device tensors go to the CUDA engine untouched (it checks values on the device and
+        refuses a wrong dtype, layout or device); only the feature count is checked here."""
+        if len(getattr(X, "shape", ())) != 2:
+            raise ValueError(f"X must be a 2-D tensor (n_samples, n_features), got {X!r:.80}")
+        n_features = int(X.shape[1])
+        if reset:
+            self.n_features_in_ = n_features
+            self.__dict__.pop("feature_names_in_", None)
+        elif n_features != self.n_features_in_:
+            raise ValueError(f"X has {n_features} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        return X, y, sample_weight
+
+    def _reset(self) -> None:
+        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session"):
+            self.__dict__.pop(name, None)
+
+    def _commit(self, state: State, diagnostics: list[dict], backend: str, *,
+                appended: dict | None = None) -> None:
+        """Publish ``state``; ``appended`` (a batch's diagnostics) joins ``diagnostics`` in place,
+        last, when nothing can fail any more (a stream's history is not copied per batch)."""
+        self._state = state
+        self._fitted_intercept = bool(self.fit_intercept)
+        self._publish(state)
+        self.backend_ = backend
+        self.diagnostics_ = diagnostics
+        if appended is not None:
+            diagnostics.append(appended)
+        self.n_iter_ = int(diagnostics[-1]["n_iter"]) if diagnostics else 0
+
+    def _publish(self, state: State) -> None:
+        coef = to_host(state.coef)
+        p = self.n_features_in_
+        self.coef_ = coef[:p].copy()
+        self.intercept_ = coef[p] if self._fitted_intercept else 0.0  # a scalar of the dtype
+        self.scale_ = float(state.scale)
+        self.n_samples_seen_ = int(state.n_samples_seen)
+        self.n_batches_ = int(state.batch_count)
+        self.effective_weight_ = float(state.effective_weight)
+        self.previous_lambda_ = float(state.previous_lambda)
+        self.information_ = to_host(state.information).copy()
+
+    def _adopt(self, payload: dict[str, Any]) -> None:
+        self._reset()
+        self.fit_intercept = payload["fit_intercept"]
+        self.n_features_in_ = payload["n_features_in"]
+        if "feature_names_in" in payload:
+            self.feature_names_in_ = payload["feature_names_in"]
+        state = State(**{k: payload[k] for k in (
+            "coef", "information", "n_samples_seen", "effective_weight", "batch_count",
+            "previous_lambda", "scale")})
+        self._commit(state, [], self._engine().name)
+
+    def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
+        """At most one warning of each kind per batch: not converged, ill-conditioned."""
+        dtype = self.coef_.dtype
+        for k, diag in enumerate(diagnostics, start=first_batch):
+            if ill_conditioned(diag["rcond"], dtype):
+                warnings.warn(ill_conditioning_message(k, diag, dtype), IllConditionedWarning,
+                              stacklevel=3)
+            if not diag["converged"]:
+                warnings.warn(
+                    f"batch {k} did not converge within max_iter={self.max_iter} iterations "
+                    f"(objective {diag['objective']:.6g}); the last iterate was kept. Increase "
+                    "max_iter or tol.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+
+
+#: The estimator's parameter values, from its __dict__ (what _validate_changed_params
+#: compares), and those a Config is made of (what _config compares).
+_parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_names())
+_config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
+                                     "max_iter", "tol")
+
+#: What _profiling returns without profile=True (a nullcontext holds no state: one serves all).
+_NOT_PROFILING = nullcontext()
+
+
+class _Transaction:
+    """On any error restore every attribute of ``estimator``: an update either happens whole or
+    not at all. A class rather than a @contextmanager generator, which costs a few µs more a
+    batch."""
+
+    __slots__ = ("_estimator", "_saved")
+
+    def __init__(self, estimator: Any) -> None:
+        self._estimator = estimator
+        self._saved = estimator.__dict__.copy()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+        if kind is not None:
+            attributes = self._estimator.__dict__
+            attributes.clear()
+            attributes.update(self._saved)
+        return False
+
+
+def _checked_weight(sample_weight: Any, X: np.ndarray) -> Any:
+    return None if sample_weight is None else _check_sample_weight(sample_weight, X,
+                                                                  dtype=X.dtype)
