@@ -46,6 +46,7 @@ native-cuda: venv
 
 lint: venv
 	$(VENV)/bin/ruff check python tests scripts fuzz
+	$(VENV)/bin/lint-imports --config pyproject.toml
 
 # The native tree's CTest suite includes the bricks library's tests (Release -Werror and ASan).
 test-cpp: system-packages

@@ -61,8 +61,8 @@ def check_blas_from_its_wheel(cuda: bool) -> None:
 
 
 def check_golden(corpus_path: Path) -> None:
-    from rhuber.backends import make_engine
-    from rhuber.golden import RUNG_CHECKED, compare_batch, replay_case
+    from rhuber.engines import make_engine
+    from rhuber.lab.golden import RUNG_CHECKED, compare_batch, replay_case
 
     corpus = json.loads(corpus_path.read_text())
     for backend in ("numpy", "native_cpu"):

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from rhuber.golden import CORPUS_FILE, build_corpus, max_relative_difference
+from rhuber.lab.golden import CORPUS_FILE, build_corpus, max_relative_difference
 
 DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "golden" / CORPUS_FILE
 CHECK_RTOL = {"float64": 1e-12, "float32": 1e-5}

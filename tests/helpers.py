@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rhuber.golden import CORPUS_FILE
+from rhuber.lab.golden import CORPUS_FILE
 
 #: The native CPU engine's module and the distribution that installs it.
 NATIVE_CPU = ("_rhuber_native_cpu", "rhuber-native-cpu")

@@ -1,4 +1,4 @@
-"""`rhuber top`'s recommendations panel (profiling/_top.py, tuner/recommend.py panel_lines).
+"""`rhuber top`'s recommendations panel (cli/_top.py, tuner/recommend.py panel_lines).
 
 The pseudo-terminal run of `rhuber top` is in test_cli_profile.py; here the pieces, on the
 machine the shipped model was trained on (its stored fingerprint), so nothing depends on the
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from rhuber import RenewableHuberRegressor
-from rhuber.profiling import _top
+from rhuber.cli import _top
+from rhuber.engines.plans import Plan
+from rhuber.engines.workload import Workload
 from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.models import Ensemble
-from rhuber.tuner.plans import Plan
 from rhuber.tuner.recommend import panel_lines, rate, top_panel
-from rhuber.tuner.workload import Workload
 
 
 @pytest.fixture(scope="module")

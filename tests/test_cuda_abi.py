@@ -215,7 +215,7 @@ def test_built_module_reports_the_contract_version(contract):
 
 def test_cuda_backend_without_a_gpu_says_so():
     native = pytest.importorskip("_rhuber_native_cuda")
-    from rhuber.backends import make_engine
+    from rhuber.engines import make_engine
     from rhuber.errors import EngineNotAvailableError
 
     try:
@@ -389,7 +389,7 @@ def test_profiling_without_a_gpu_starts_at_engine_creation(contract, library):
 def test_cuda_engine_wrapper_exposes_the_profile(monkeypatch):
     """CudaEngine switches the engine's profiling with the active rhuber.profile(), and
     profile_report() parses the engine's JSON; checked here on a stand-in native engine."""
-    from rhuber.cuda.engine import CudaEngine
+    from rhuber.engines.cuda import CudaEngine
     from rhuber.profiling import _hooks
 
     calls = []

@@ -13,7 +13,7 @@ import pytest
 
 import rhuber
 from rhuber import _native
-from rhuber.backends import make_engine
+from rhuber.engines import make_engine
 from rhuber.errors import EngineNotAvailableError, NativeVersionError
 
 ROOT = Path(__file__).resolve().parent.parent

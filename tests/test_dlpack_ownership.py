@@ -1,5 +1,5 @@
 """DLPack ownership for the CUDA engine, on the CPU: capsules made here by producer objects that
-count their deleter calls, so every path of rhuber.cuda.dlpack (claim once, deleter
+count their deleter calls, so every path of rhuber.engines.dlpack (claim once, deleter
 exactly once, each refusal) and of the engine wrapper around it runs without a GPU."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from rhuber.core import Config, State
-from rhuber.cuda import CudaEngine, DLPackError, claim, export, is_device_tensor
-from rhuber.cuda import dlpack as dl
+from rhuber.engines import dlpack as dl
+from rhuber.engines.cuda import CudaEngine
+from rhuber.engines.dlpack import DLPackError, claim, export, is_device_tensor
 
 _api = ctypes.pythonapi
 _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,

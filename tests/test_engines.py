@@ -8,8 +8,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
 from rhuber import RenewableHuberRegressor
-from rhuber.backends import make_engine
-from rhuber.golden import (
+from rhuber.engines import make_engine
+from rhuber.lab.golden import (
     RUNG_CHECKED,
     case_config,
     compare_batch,

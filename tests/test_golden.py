@@ -8,7 +8,7 @@ import pytest
 
 from helpers import golden_corpus
 from rhuber.core import update
-from rhuber.golden import compare_batch, replay_case
+from rhuber.lab.golden import compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = golden_corpus()

@@ -14,8 +14,8 @@ from scipy.linalg import lapack
 
 from helpers import NATIVE_CPU, make_problem, require_module, state_dicts_equal
 from rhuber import RenewableHuberRegressor
-from rhuber.backends import make_engine
 from rhuber.core import Config
+from rhuber.engines import make_engine
 from rhuber.errors import IllConditionedWarning, NumericalError
 
 

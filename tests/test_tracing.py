@@ -15,11 +15,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from helpers import NATIVE_CPU, make_problem, require_module
 from rhuber import NumericalError, RenewableHuberRegressor, precision_report, trace
-from rhuber.backends import make_engine
 from rhuber.cli import main
 from rhuber.core import Config
+from rhuber.engines import make_engine
+from rhuber.lab.precision import FLOAT32_RTOL, compare_coefficients
 from rhuber.tracing import Trace
-from rhuber.tracing.precision import FLOAT32_RTOL, compare_coefficients
 from rhuber.tracing.recorder import traced_update
 
 INTEGER_KEYS = ("phase", "iteration", "solver", "halvings", "search_exhausted", "rows",

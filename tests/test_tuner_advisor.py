@@ -8,11 +8,11 @@ import pytest
 
 from helpers import NATIVE_CPU, make_problem, require_module
 from rhuber import RenewableHuberRegressor
+from rhuber.engines.plans import Plan, plans_for
+from rhuber.engines.workload import Workload
 from rhuber.tuner import advisor as adv
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.models import Ensemble
-from rhuber.tuner.plans import Plan, plans_for
-from rhuber.tuner.workload import Workload
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,12 @@ import pytest
 
 from helpers import corpus_subset, other_machine
 from rhuber.cli import main
-from rhuber.tuner import calibrate, hardware, local, models
-from rhuber.tuner.collect import Quality
-from rhuber.tuner.plans import default_plan
+from rhuber.engines.plans import default_plan
+from rhuber.engines.workload import Workload
+from rhuber.lab import calibrate
+from rhuber.lab.collect import Quality
+from rhuber.tuner import hardware, local, models
 from rhuber.tuner.store import Store
-from rhuber.tuner.workload import Workload
 
 DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 #: Small models, so that a test trains in about a second.

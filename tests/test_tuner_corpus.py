@@ -4,10 +4,10 @@ claims holds for the file that ships."""
 from collections import defaultdict
 from pathlib import Path
 
+from rhuber.engines.plans import CHUNK_KIB, GRAM_STRATEGIES, L1_SOLVERS
+from rhuber.engines.workload import Workload
 from rhuber.tuner.labels import best_plans
-from rhuber.tuner.plans import CHUNK_KIB, GRAM_STRATEGIES, L1_SOLVERS
 from rhuber.tuner.store import SCHEMA_VERSION, Store
-from rhuber.tuner.workload import Workload
 
 DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 

@@ -8,8 +8,9 @@ import shutil
 import pytest
 
 from rhuber.cli import main
-from rhuber.tuner import falsify, model_files, models
-from rhuber.tuner.falsify import FAIL, NA, PASS, REGISTRY, Context, Result
+from rhuber.lab import falsify
+from rhuber.lab.falsify import FAIL, NA, PASS, REGISTRY, Context, Result
+from rhuber.tuner import model_files, models
 from rhuber.tuner.store import Store
 
 CORPUS = falsify.CORPUS

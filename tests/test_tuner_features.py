@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rhuber.engines.plans import BACKENDS, GRAM_STRATEGIES, L1_SOLVERS, Plan, plans_for
+from rhuber.engines.workload import Workload
+from rhuber.lab.collect import GRID_FEATURES, GRID_ROWS, grid
 from rhuber.tuner import features
-from rhuber.tuner.collect import GRID_FEATURES, GRID_ROWS, grid
 from rhuber.tuner.features import BRICKS, SCHEMA_VERSION, FeatureExtractor
 from rhuber.tuner.hardware import Hardware
-from rhuber.tuner.plans import BACKENDS, GRAM_STRATEGIES, L1_SOLVERS, Plan, plans_for
-from rhuber.tuner.workload import Workload
 
 #: The names of SCHEMA_VERSION 1, hashed. A change to the names or their order must bump
 #: SCHEMA_VERSION and this value together: trained models are keyed by it.

@@ -219,8 +219,8 @@ def test_cache_sizes_parse_sysfs_units():
 
 
 def test_plans_for_reads_the_fingerprint_cores():
-    from rhuber.tuner.plans import plans_for
-    from rhuber.tuner.workload import Workload
+    from rhuber.engines.plans import plans_for
+    from rhuber.engines.workload import Workload
 
     hw = dataclasses.replace(hardware.identify(), logical_cores=1, physical_cores=1)
     plans = plans_for(Workload(rows=1024, features=8), hw)

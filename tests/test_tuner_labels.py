@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
+from rhuber.engines.workload import Workload
 from rhuber.tuner import labels
 from rhuber.tuner.store import Measurement
-from rhuber.tuner.workload import Workload
 
 BASE = Measurement(hardware_id="hw", workload_id="n4096/p32/float64/l1=0/icpt=1/host",
                    plan_id="numpy", status="ok", rows_per_run=8192, median_s=1.0,

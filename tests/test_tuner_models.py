@@ -12,7 +12,8 @@ import pytest
 from safetensors.numpy import save_file
 
 from rhuber.cli import main
-from rhuber.tuner import model_files, models, validate
+from rhuber.lab import validate
+from rhuber.tuner import model_files, models
 from rhuber.tuner.features import FeatureExtractor
 from rhuber.tuner.model_files import ModelFile
 from rhuber.tuner.store import Measurement, Store
@@ -243,8 +244,8 @@ def test_split_holds_out_the_latest_workloads():
 def test_ensemble_ranks_and_suggests(trained, corpus):
     ensemble = models.Ensemble(trained[2])
     hardware = models.hardware_of(corpus[1])[HW]
-    from rhuber.tuner.plans import Plan
-    from rhuber.tuner.workload import Workload
+    from rhuber.engines.plans import Plan
+    from rhuber.engines.workload import Workload
 
     w = Workload.from_id("n4096/p32/float64/l1=0/icpt=1/host")
     plans = [Plan.from_id(p) for p in PLANS]

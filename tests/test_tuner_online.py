@@ -13,11 +13,11 @@ import pytest
 import rhuber as rh
 from helpers import NATIVE_CPU, corpus_subset, other_machine, require_module
 from rhuber.datasets import make_contaminated_stream
+from rhuber.engines.plans import Plan
+from rhuber.engines.workload import Workload
 from rhuber.profiling import _hooks
 from rhuber.tuner import hardware, learn_online, local, models, online
-from rhuber.tuner.plans import Plan
 from rhuber.tuner.store import Store
-from rhuber.tuner.workload import Workload
 
 DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
 FAST_PARAMS = {"throughput": {"n_estimators": 20}, "plan": {"n_estimators": 8},

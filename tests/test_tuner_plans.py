@@ -12,15 +12,8 @@ from sklearn.base import clone
 
 from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
 from rhuber import RenewableHuberRegressor
-from rhuber.backends import native_cpu_available
-from rhuber.golden import (
-    RTOL,
-    RUNG_CHECKED,
-    case_config,
-    compare_batch,
-    replay_case,
-)
-from rhuber.tuner.plans import (
+from rhuber.engines import native_cpu_available
+from rhuber.engines.plans import (
     CHUNK_KIB,
     Plan,
     cuda_usable,
@@ -28,7 +21,14 @@ from rhuber.tuner.plans import (
     installed_backends,
     plans_for,
 )
-from rhuber.tuner.workload import Workload
+from rhuber.engines.workload import Workload
+from rhuber.lab.golden import (
+    RTOL,
+    RUNG_CHECKED,
+    case_config,
+    compare_batch,
+    replay_case,
+)
 
 CORPUS = golden_corpus()
 CORES = os.cpu_count() or 1
@@ -175,9 +175,9 @@ def test_threads_follow_the_hardwares_cores(cores, threads):
 
 
 def test_without_the_native_engine_only_numpy_remains(monkeypatch):
-    import rhuber.backends as backends
+    import rhuber.engines.plans as plans
 
-    monkeypatch.setattr(backends, "native_cpu_available", lambda: False)
+    monkeypatch.setattr(plans, "native_cpu_available", lambda: False)
     workload = Workload(1000, 8, penalized=True)
     assert [p for p in plans_for(workload) if p.backend != "cuda"] == [Plan("numpy")]
     assert default_plan(workload) == Plan("numpy")

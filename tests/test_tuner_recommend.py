@@ -17,12 +17,13 @@ import numpy as np
 import pytest
 
 from rhuber.cli import _build_parser, main
+from rhuber.engines.plans import Plan, default_plan, plans_for
+from rhuber.engines.workload import Workload
 from rhuber.tuner import hardware as hardware_module
 from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.labels import BOTTLENECKS
 from rhuber.tuner.models import Ensemble
-from rhuber.tuner.plans import Plan, default_plan, plans_for
 from rhuber.tuner.recommend import (
     ACTIONS,
     action_for,
@@ -32,7 +33,6 @@ from rhuber.tuner.recommend import (
     render_box,
     uncertainty_percent,
 )
-from rhuber.tuner.workload import Workload
 
 IN = Workload(4096, 32)
 PENALIZED = Workload(4096, 32, penalized=True)

@@ -13,12 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from rhuber.tuner import collect as collecting
-from rhuber.tuner.cli import parse_duration, summarize
+from rhuber.cli._common import parse_duration
+from rhuber.cli.tune import summarize
+from rhuber.engines.plans import Plan
+from rhuber.engines.workload import Workload
+from rhuber.lab import collect as collecting
 from rhuber.tuner.labels import best_plans
-from rhuber.tuner.plans import Plan
 from rhuber.tuner.store import SCHEMA_VERSION, Measurement, Store, StoreError
-from rhuber.tuner.workload import Workload
 
 HARDWARE = SimpleNamespace(hardware_id="test-hw", as_dict=lambda: {"cpu": "test"})
 
@@ -160,10 +161,10 @@ def test_a_plan_that_fails_is_stored_as_failed_with_its_error(tmp_path, monkeypa
 KILLED_COLLECTION = textwrap.dedent("""
     import sys
     from types import SimpleNamespace
-    from rhuber.tuner import collect as c
-    from rhuber.tuner.plans import Plan
+    from rhuber.lab import collect as c
+    from rhuber.engines.plans import Plan
     from rhuber.tuner.store import Store
-    from rhuber.tuner.workload import Workload
+    from rhuber.engines.workload import Workload
     hw = SimpleNamespace(hardware_id="test-hw", as_dict=lambda: {})
     grid = [Workload(rows=64 + k, features=2) for k in range(400)]
     quality = c.Quality(warmup=0, runs=3, max_cv=1e9, max_remeasure=0, batches_per_run=2,

@@ -8,8 +8,9 @@ from .errors import (
     NumericalError,
 )
 from .estimator import RenewableHuberRegressor
+from .lab.precision import precision_report
 from .profiling import profile
-from .tracing import precision_report, trace
+from .tracing import trace
 
 __all__ = [
     "CheckpointError",

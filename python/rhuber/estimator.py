@@ -21,19 +21,23 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ._version import __version__
 from .adapters import as_host_input
-from .backends import BACKENDS, make_engine
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
 from .core import L1_SOLVERS, Config, State
 from .core.ladder import ill_conditioned, ill_conditioning_message
+from .core.merge import combine_states
 from .core.xp import to_host
-from .cuda.dlpack import is_device_tensor
+from .engines import BACKENDS, make_engine, native_cpu_available
+from .engines.dlpack import is_device_tensor
+from .engines.plans import Plan, parse_plan, plans_for
+from .engines.workload import Workload
 from .errors import CheckpointError, IllConditionedWarning
 from .profiling import _hooks as _prof
+from .profiling import profile
+from .tracing import Trace
+from .tracing.recorder import traced_update
 from .tracing.trace import active as _active_traces
 from .tuner import advisor as _advisor
 from .tuner import online as _online
-from .tuner.plans import Plan, parse_plan
-from .tuner.workload import Workload
 
 #: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
 PLAN_VARIABLE = "RH_PLAN"
@@ -51,8 +55,6 @@ def _auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
     """RenewableHuberRegressor._auto_candidates, remembered: enumerating and validating the
     plans costs ~0.1 ms, paid by every stream otherwise (the installed engines do not change
     within a process)."""
-    from .backends import native_cpu_available
-    from .tuner.plans import plans_for
 
     if not native_cpu_available():
         return (), Plan("numpy")
@@ -134,7 +136,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         numpy and cuda engines ignore it. Threads change speed only: the row partition, and so
         the result, does not depend on them.
     plan : Plan, str or None, default=None
-        A tuner plan (``rhuber.tuner.plans.Plan`` or its id, e.g.
+        A tuner plan (``rhuber.engines.plans.Plan`` or its id, e.g.
         ``"native_cpu/t2/gram=full/chunk=256k/l1=lamm"``; docs/tuner.md) that decides the
         backend, threads, Gram strategy, row chunk size and L1 solver. ``backend``, ``n_jobs``
         and ``l1_solver`` at their defaults defer to it; set to anything else they must agree
@@ -397,7 +399,6 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         (previous_lambda_ > 0), are refused with a ValueError naming the difference, and the
         state is left untouched.
         """
-        from .core.merge import combine_states
 
         check_is_fitted(self)
         if not others:
@@ -455,7 +456,6 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         """With ``profile=True``, activate ``profile_`` (a new one when ``restart``)."""
         if not self.profile:
             return _NOT_PROFILING
-        from .profiling import profile
 
         if restart or getattr(self, "profile_", None) is None:
             self.profile_ = profile()
@@ -468,8 +468,6 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 self.__dict__.pop("trace_", None)
             return
         if restart or self.__dict__.get("trace_") is None:
-            from .tracing import Trace
-
             self.trace_ = Trace()
 
     def _update(self, engine, state, X, y, w, config):
@@ -480,7 +478,6 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             sinks = (self.trace_, *sinks)
         if not sinks:
             return engine.update(state, X, y, w, config)
-        from .tracing.recorder import traced_update
 
         return traced_update(engine, state, X, y, w, config, sinks, owner=self)
 

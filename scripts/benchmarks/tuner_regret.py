@@ -35,10 +35,10 @@ import time
 from typing import Any
 
 from rhuber import RenewableHuberRegressor
+from rhuber.engines.plans import Plan, plans_for
+from rhuber.engines.workload import Workload
+from rhuber.lab.collect import PENALTY_ALPHA, workload_batches
 from rhuber.tuner import advisor as adv
-from rhuber.tuner.collect import PENALTY_ALPHA, workload_batches
-from rhuber.tuner.plans import Plan, plans_for
-from rhuber.tuner.workload import Workload
 
 #: Off the corpus grid (rows 256·√2^k, features 2^k): between its points, both dtypes, some
 #: penalized, a few beyond its sizes or the training batches' bytes (auto keeps the default).
@@ -171,7 +171,7 @@ def offline(margins: list[float]) -> list[dict[str, Any]]:
     """The advisor's rules replayed on the corpus's held-out workloads (the latest 20 % by
     time, which the shipped model never saw), from their stored measurements — no timing, so no
     noise: per gain margin, auto's regret and its time over the default plan's."""
-    from rhuber.tuner import validate
+    from rhuber.lab import validate
     from rhuber.tuner.hardware import Hardware
     from rhuber.tuner.labels import throughput
     from rhuber.tuner.models import Ensemble, default_models_dir

@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the timings here")
     args = parser.parse_args(argv)
 
-    from rhuber.backends import make_engine
     from rhuber.core import Config
+    from rhuber.engines import make_engine
     from rhuber.errors import EngineNotAvailableError
 
     nvtx = Nvtx()

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import make_problem
 from rhuber.core import Config
-from rhuber.cuda import DLPackError
+from rhuber.engines.dlpack import DLPackError
 
 
 def host_batches(dtype=np.float64):

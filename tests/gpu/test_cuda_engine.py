@@ -11,7 +11,7 @@ import pytest
 from helpers import make_problem, stream_updates
 from rhuber.core import Config, State, update
 from rhuber.errors import EngineNotAvailableError
-from rhuber.golden import RTOL
+from rhuber.lab.golden import RTOL
 
 
 def assert_close(a, b, rtol):
@@ -49,7 +49,7 @@ def test_differential_against_the_reference(engine, dtype, alpha):
 
 def test_differential_against_native_cpu(engine):
     native_cpu = pytest.importorskip("_rhuber_native_cpu")
-    from rhuber.backends import NativeCpuEngine
+    from rhuber.engines import NativeCpuEngine
 
     cpu = NativeCpuEngine(native_cpu)
     config = Config(ridge=1e-3)

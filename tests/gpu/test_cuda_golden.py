@@ -8,7 +8,7 @@ import pytest
 
 from helpers import golden_corpus
 from rhuber import RenewableHuberRegressor
-from rhuber.golden import (
+from rhuber.lab.golden import (
     RUNG_CHECKED,
     case_batches,
     compare_batch,

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import make_problem, require_module, stream_updates
 from rhuber.core import Config, update
-from rhuber.golden import RTOL
+from rhuber.lab.golden import RTOL
 
 
 def assert_close(a, b, rtol):
@@ -19,7 +19,7 @@ def assert_close(a, b, rtol):
 
 
 def native_cpu_engine():
-    from rhuber.backends import NativeCpuEngine
+    from rhuber.engines import NativeCpuEngine
 
     return NativeCpuEngine(require_module("_rhuber_native_cpu",
                                           "rhuber-native-cpu"))

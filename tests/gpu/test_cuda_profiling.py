@@ -104,7 +104,7 @@ def test_profiling_follows_the_active_profile(engine):
 
 
 def test_deferred_mode_and_the_trace_through_the_module(native):
-    from rhuber.cuda.engine import CudaEngine
+    from rhuber.engines.cuda import CudaEngine
 
     engine = CudaEngine(native, 0)
     engine._engine.set_profiling(2)  # RH_CUDA_PROFILE_DEFERRED
@@ -122,7 +122,7 @@ def test_deferred_mode_and_the_trace_through_the_module(native):
 
 
 def test_profiling_changes_no_number(native):
-    from rhuber.cuda.engine import CudaEngine
+    from rhuber.engines.cuda import CudaEngine
 
     data = batches(4)
     plain = run(CudaEngine(native, 0), data, Config())

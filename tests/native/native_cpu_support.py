@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import NATIVE_CPU, require_module
-from rhuber.backends import native_state
 from rhuber.core import State
+from rhuber.engines import native_state
 
 native = require_module(*NATIVE_CPU)
 

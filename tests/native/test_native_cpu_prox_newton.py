@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from native_cpu_support import batch, native  # noqa: F401  (skips or fails without the module)
 
 from rhuber import RenewableHuberRegressor
-from rhuber.backends import make_engine
 from rhuber.core import Config, update
+from rhuber.engines import make_engine
 
 
 @settings(max_examples=25, deadline=None)

@@ -4,15 +4,15 @@ iteration, the anomalies in it, and what float32 costs in accuracy.
 - ``RenewableHuberRegressor(trace=True)`` records its batches in ``trace_``;
   ``with rhuber.trace() as tr:`` records every estimator's inside the block.
 - ``Trace.report()``, ``Trace.to_json()``, ``Trace.plot(path)``, ``Trace.anomalies()``.
-- ``precision_report(X, y, batch_size=...)``: float32 against float64, batch by batch.
+- ``rhuber.precision_report(X, y, batch_size=...)`` (rhuber.lab.precision): float32 against
+  float64, batch by batch; it runs estimators, so it lives in the lab layer above this one.
 """
 
 from .anomalies import RULES, Anomaly, find_anomalies
-from .precision import PrecisionBatch, PrecisionReport, precision_report
 from .records import BatchTrace, IterationRecord, TensorStats
 from .trace import Trace, active, trace
 
 __all__ = [
-    "RULES", "Anomaly", "BatchTrace", "IterationRecord", "PrecisionBatch", "PrecisionReport",
-    "TensorStats", "Trace", "active", "find_anomalies", "precision_report", "trace",
+    "RULES", "Anomaly", "BatchTrace", "IterationRecord", "TensorStats", "Trace", "active",
+    "find_anomalies", "trace",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from .anomalies import Anomaly, find_anomalies
 from .records import BatchTrace, IterationRecord
+from .report import format_report, plot_trace
 
 #: Version of the JSON layout written by Trace.to_json.
 JSON_VERSION = 1
@@ -64,8 +65,6 @@ class Trace:
         return [a for b in self.batches for a in find_anomalies(b)]
 
     def report(self, *, max_rows: int | None = 60) -> str:
-        from .report import format_report
-
         return format_report(self, max_rows=max_rows)
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,7 +91,6 @@ class Trace:
 
     def plot(self, path: str | os.PathLike, *, dpi: int = 120) -> None:
         """A PNG of the objective and the step norm per iteration, batch by batch."""
-        from .report import plot_trace
 
         plot_trace(self, path, dpi=dpi)
 

@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.plans import Plan, default_plan, plans_for
+from ..engines.workload import Workload
+from . import local
 from .hardware import Hardware, cached_limits, identify
 from .models import MODEL_FILES, Ensemble, Ranked, default_models_dir, load
-from .plans import Plan, default_plan, plans_for
-from .workload import Workload
 
 #: The predicted gain over the default plan needed to leave it (10 %).
 GAIN_MARGIN = 0.10
@@ -132,7 +133,6 @@ class Advisor:
              models_dir: str | Path | None = None) -> Advisor:
         """The models of ``models_dir``; by default this machine's local models
         (``rhuber tune calibrate``) when they exist, else the shipped ones."""
-        from .local import models_dir as local_models_dir
 
         hw = hardware if hardware is not None else identify()
         if not hw.measured:
@@ -142,7 +142,7 @@ class Advisor:
         if models_dir is not None:
             directory, source = Path(models_dir), "custom"
         else:
-            directory, source = local_models_dir(hw.hardware_id), "local"
+            directory, source = local.models_dir(hw.hardware_id), "local"
             if not all((directory / f).exists() for f in MODEL_FILES.values()):
                 directory, source = default_models_dir(), "shipped"
         return cls(Ensemble(load(directory)), hw, source=source,
@@ -240,6 +240,9 @@ def shared() -> Advisor | None:
     """This process's advisor for this machine (loaded once); None when no model loads (the
     reason is warned once)."""
     with _SHARED_LOCK:
+        if _SHARED.get("generation") != local.generation():
+            _SHARED.clear()
+            _SHARED["generation"] = local.generation()
         if "advisor" not in _SHARED:
             try:
                 _SHARED["advisor"] = Advisor.load()

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.plans import BACKENDS, GRAM_STRATEGIES, L1_SOLVERS, Plan
+from ..engines.workload import Workload
 from .hardware import Hardware
-from .plans import BACKENDS, GRAM_STRATEGIES, L1_SOLVERS, Plan
 from .probes import roofline_bound
-from .workload import Workload
 
 SCHEMA_VERSION = 1
 

@@ -24,9 +24,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .plans import Plan
+from ..engines.plans import Plan
+from ..engines.workload import Workload
 from .store import Measurement
-from .workload import Workload
 
 BOTTLENECKS = ("memory", "compute", "solve", "overhead", "transfer", "launch")
 #: Plans within this fraction of the best one's throughput count as tied for best.

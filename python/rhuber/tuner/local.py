@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import models
 from .hardware import Hardware, cache_dir
+from .model_files import read
+from .models import MODEL_FILES
 from .store import Measurement, Store
 
 #: The local store's file name, in :func:`hardware.cache_dir`.
@@ -131,7 +134,6 @@ def train(hardware: Hardware, *,
     """Train the local models of ``hardware`` (its measured fingerprint) on the corpus plus the
     local store, and write them atomically into :func:`models_dir`. ``params`` as
     :func:`models.fit` (default :data:`LOCAL_PARAMS`)."""
-    from . import models
 
     start = time.perf_counter()
     rows, fingerprints, local = training_data(hardware, base)
@@ -179,7 +181,6 @@ def _leftovers(parent: Path, hardware_id: str) -> list[Path]:
 
 def write_models(files: dict[str, Any], hardware_id: str, *, card: str | None = None) -> Path:
     """Write a model set into :func:`models_dir` atomically and return that directory."""
-    from . import models
 
     target = models_dir(hardware_id)
     parent = target.parent
@@ -214,16 +215,21 @@ def write_models(files: dict[str, Any], hardware_id: str, *, card: str | None = 
     return target
 
 
+#: How many times this process wrote or removed local models: the advisor, which caches its
+#: models per process, reloads when it changes (the advisor reads this layer, not the reverse).
+_GENERATION = [0]
+
+
+def generation() -> int:
+    return _GENERATION[0]
+
+
 def _forget_advisor() -> None:
     """This process's backend="auto" reloads its models at the next stream."""
-    from .advisor import reset_shared
-
-    reset_shared()
+    _GENERATION[0] += 1
 
 
 def has_models(hardware_id: str) -> bool:
-    from .models import MODEL_FILES
-
     directory = models_dir(hardware_id)
     return all((directory / name).exists() for name in MODEL_FILES.values())
 
@@ -248,8 +254,6 @@ def remove_models(hardware_id: str) -> list[Path]:
 
 def trained_at(hardware_id: str) -> str | None:
     """When the local throughput model was trained (its metadata), or None without one."""
-    from .model_files import read
-    from .models import MODEL_FILES
 
     try:
         return read(models_dir(hardware_id) / MODEL_FILES["throughput"]).metadata["trained_at"]

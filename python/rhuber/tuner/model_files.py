@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native
+from ..errors import EngineNotAvailableError
+
 FORMAT_VERSION = "1"
 TREE_KINDS = ("gbt_regressor", "forest_classifier")
 LINEAR_KINDS = ("logistic",)
@@ -242,8 +245,6 @@ def read(path: str | Path) -> ModelFile:
 
 def native_evaluator(path: Path) -> Any:
     """The native module's reader of the file at ``path`` (None without the module)."""
-    from .. import _native
-    from ..errors import EngineNotAvailableError
 
     try:
         module = _native.load("native_cpu")

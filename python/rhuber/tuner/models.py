@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.plans import Plan, plans_for
+from ..engines.workload import Workload
 from .features import SCHEMA_VERSION, FeatureExtractor
 from .hardware import Hardware
 from .labels import best_plans, measurement_bottleneck, throughput
 from .model_files import ModelFile, from_sklearn, read, write
-from .plans import Plan, plans_for
 from .store import Measurement
-from .workload import Workload
 
 #: The plan whose features stand in for "no plan" in the plan classifier's input.
 REFERENCE_PLAN = Plan("numpy")

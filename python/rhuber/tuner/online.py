@@ -11,11 +11,11 @@ into this machine's local store, and the local models are retrained from time to
   the plan it ran and its wall time. Timings accumulate in memory per (workload, plan): the first
   ``QUALITY.warmup`` batches are dropped (the collector's warm-up; it also drops the first batch
   of a stream, which starts from no estimate), then rounds of ``QUALITY.runs`` (3) timings are
-  judged by the collector's rules (:func:`collect.reject_outliers`,
-  :func:`collect.coefficient_of_variation`): CV under 15 % is ``ok``, else another round, at
+  judged by the collector's rules (:func:`quality.reject_outliers`,
+  :func:`quality.coefficient_of_variation`): CV under 15 % is ``ok``, else another round, at
   most twice, then ``unstable``. A finished (workload, plan) becomes one Measurement — one batch
   is one run, so ``rows_per_run`` is the batch's rows — with the brick fractions of those
-  batches from the estimator's profile, computed as :func:`collect.brick_fractions` does (each
+  batches from the estimator's profile, computed as :func:`quality.brick_fractions` does (each
   brick's time over the batches' wall time, ``unattributed`` the rest; ``predict`` left out,
   since predictions are not part of a batch). Each (workload, plan) is measured once per process
   (:func:`reset` forgets).
@@ -45,7 +45,17 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from .collect import Quality, coefficient_of_variation, reject_outliers, rounded_fractions
+from .._version import __version__
+from . import local
+from .hardware import fingerprint
+from .quality import (
+    Quality,
+    coefficient_of_variation,
+    git_revision,
+    reject_outliers,
+    rounded_fractions,
+)
+from .store import Measurement
 
 #: Retrain the local models after this many new online measurements since the last training.
 RETRAIN_AFTER = 20
@@ -234,18 +244,11 @@ def _machine() -> Any:
     """This machine's measured fingerprint, once per process (in the worker: the probes may
     take seconds the first time on a machine)."""
     if _STATE.hardware is None:
-        from .hardware import fingerprint
-
         _STATE.hardware = fingerprint(measure=True)
     return _STATE.hardware
 
 
 def _write(item: dict[str, Any]) -> None:
-    from .._version import __version__
-    from . import local
-    from .collect import git_revision
-    from .store import Measurement
-
     hw = _machine()
     fields = {k: v for k, v in item.items() if k not in ("workload", "plan")}
     m = Measurement(hardware_id=hw.hardware_id, workload_id=item["workload"].id,
@@ -265,8 +268,6 @@ def _write(item: dict[str, Any]) -> None:
 
 
 def _train(hw: Any) -> None:
-    from . import local
-
     _STATE.training.set()
     try:
         result = local.train(hw)

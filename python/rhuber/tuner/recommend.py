@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engines.plans import Plan, parse_plan, plans_for
+from ..engines.workload import Workload
+from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN, OUT_OF_DISTRIBUTION
 from .features import batch_roofline
-from .plans import Plan, plans_for
-from .workload import Workload
 
 if TYPE_CHECKING:  # the advisor imports the models; keep this module light to import
     from .advisor import Advisor
@@ -239,7 +240,6 @@ def bottleneck_of(advisor: Advisor, workload: Workload, plan: Plan) -> Bottlenec
 def recommend(workload: Workload, advisor: Advisor, *, experiments: int = EXPERIMENTS
               ) -> Recommendation:
     """Everything the recommendations box shows for ``workload`` (see the module docstring)."""
-    from .advisor import OUT_OF_DISTRIBUTION
 
     advice = advisor.advise(workload)
     hw = advisor.hardware
@@ -426,7 +426,6 @@ class TopPanel:
 
 def top_panel(advisor: Advisor, workload: Workload, running: Plan | str | None) -> TopPanel:
     """The recommendation for ``workload`` and the model's view of the ``running`` plan."""
-    from .plans import parse_plan
 
     rec = recommend(workload, advisor)
     if running is None:
@@ -445,7 +444,6 @@ def panel_lines(panel: TopPanel, measured_rows_per_s: float | None, *, width: in
     """The few lines of ``rhuber top``'s recommendations panel, wrapped to ``width``: the
     workload and model, the plan running (measured and predicted rows/s), the advisor's plan
     (predicted, and why), the top suggestion."""
-    from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN
 
     rec = panel.recommendation
     running = panel.running_prediction

@@ -161,7 +161,7 @@ class _RenewableSubject(Subject):
 
 
 class EngineSubject(_RenewableSubject):
-    """A renewable Huber engine from :func:`rhuber.backends.make_engine`."""
+    """A renewable Huber engine from :func:`rhuber.engines.make_engine`."""
 
     path = "engine"
     operation = "update"
@@ -175,7 +175,7 @@ class EngineSubject(_RenewableSubject):
     def make(self) -> Any:
         import importlib
 
-        from rhuber.backends import NativeCpuEngine, make_engine
+        from rhuber.engines import NativeCpuEngine, make_engine
 
         if self.name.startswith("native_cpu"):  # the variants differ in config only
             if self.threads:

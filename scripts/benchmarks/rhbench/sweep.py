@@ -258,8 +258,8 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
     Each engine comes with a subject per path of the profile (engine first, then estimator);
     peers come once, on the estimator path.
     """
-    from rhuber.backends import native_cpu_available
     from rhuber.core import Config
+    from rhuber.engines import native_cpu_available
 
     config = Config(epsilon=profile.epsilon, alpha=alpha, max_iter=profile.max_iter,
                     tol=profile.tol)

@@ -13,13 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import labels, model_files
-from ..features import SCHEMA_VERSION
-from ..hardware import Hardware
-from ..labels import best_plans
-from ..plans import Plan
-from ..store import Store
-from ..workload import Workload
+from ...engines.plans import Plan
+from ...engines.workload import Workload
+from ...tuner import labels, model_files
+from ...tuner.features import SCHEMA_VERSION
+from ...tuner.hardware import Hardware
+from ...tuner.labels import best_plans
+from ...tuner.quality import Quality, coefficient_of_variation, reject_outliers
+from ...tuner.store import SCHEMA_VERSION as STORE_VERSION
+from ...tuner.store import Store
 from .context import EXPERIMENTS, Context, corpus_workloads
 from .registry import Outcome, check, compare, count, holds, not_applicable, pct
 
@@ -37,8 +39,6 @@ def f042(ctx: Context) -> Outcome:
 
 @check("F043", "CV < 15 % per good measurement, recomputed from its stored runs")
 def f043(ctx: Context) -> Outcome:
-    from ..collect import Quality, coefficient_of_variation, reject_outliers
-
     quality = Quality()
     worst, mismatched = 0.0, 0
     for m in ctx.good:
@@ -207,8 +207,6 @@ def f059(ctx: Context) -> Outcome:
 
 @check("F060", "Schemas versioned: store, features and model files match this library")
 def f060(ctx: Context) -> Outcome:
-    from ..store import SCHEMA_VERSION as STORE_VERSION
-
     with Store(ctx.store_path, read_only=True) as store:
         found = {"store": store.schema_version}
     for name, m in ctx.models.items():

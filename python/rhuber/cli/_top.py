@@ -17,6 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.plans import Plan, parse_plan
+from ..engines.workload import Workload
+from ..tuner import advisor as advising
+from ..tuner.recommend import panel_lines, top_panel
+
 CLEAR = "\x1b[H\x1b[2J"
 ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h", "\x1b[?1049l"
 CURSOR_OFF, CURSOR_ON = "\x1b[?25l", "\x1b[?25h"
@@ -117,7 +122,6 @@ def running_plan(estimator: Any, l1_solver: str = "lamm") -> Any:
     """The plan an estimator ran its last batch with: its ``plan_`` report when it has one
     (``backend="auto"`` through the advisor), else its ``plan``, else its backend with the
     engine's defaults. None before the first batch."""
-    from ..tuner.plans import Plan, parse_plan
 
     for given in (getattr(getattr(estimator, "plan_", None), "plan", None),
                   getattr(estimator, "plan_", None), getattr(estimator, "plan", None)):
@@ -137,7 +141,6 @@ def running_plan(estimator: Any, l1_solver: str = "lamm") -> Any:
 def workload_of(X: Any, *, alpha: float, fit_intercept: bool) -> Any:
     """The tuner's Workload of a batch ``X`` (rows per batch, features, dtype, penalty,
     intercept)."""
-    from ..tuner.workload import Workload
 
     dtype = getattr(X, "dtype", None)
     name = np.dtype(dtype).name if dtype is not None else "float64"
@@ -149,8 +152,6 @@ def workload_of(X: Any, *, alpha: float, fit_intercept: bool) -> Any:
 def recommendations(workload: Any, running: Any) -> Any:
     """The tuner's panel for ``workload`` with ``running`` (a :class:`tuner.recommend.TopPanel`),
     or a one-line reason when no model loads or it fails."""
-    from ..tuner import advisor as advising
-    from ..tuner.recommend import top_panel
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -166,7 +167,6 @@ def recommendations(workload: Any, running: Any) -> Any:
 def recommendation_lines(panel: Any, measured_rows_per_s: float | None, width: int
                          ) -> list[str]:
     """The panel's lines (:func:`tuner.recommend.panel_lines`), or its one-line reason."""
-    from ..tuner.recommend import panel_lines
 
     if panel is None:
         return ["waiting for the first batch"]

@@ -9,9 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..lab import falsify
+from . import _top
+
 _ID = re.compile(r"^F(\d{1,3})$")
 #: The shipped corpus (falsify.CORPUS; not imported here so that `rhuber` starts light).
-_CORPUS = Path(__file__).resolve().parent / "data" / "corpus.sqlite"
+_CORPUS = Path(__file__).resolve().parents[1] / "tuner" / "data" / "corpus.sqlite"
 
 
 def _ids(text: str) -> list[str]:
@@ -48,12 +51,10 @@ def add_falsify(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import falsify
-
     if not args.store.exists():
         raise ValueError(f"{args.store}: no such store")
     start = time.perf_counter()
-    results = falsify.run(falsify.Context(args.store, args.models), args.only)
+    results = falsify.run(falsify.Context(args.store, args.models, top=_top), args.only)
     seconds = time.perf_counter() - start
     if args.json:
         print(falsify.to_json(results))

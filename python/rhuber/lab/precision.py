@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..estimator import RenewableHuberRegressor
+
 #: method.md's cross-engine tolerance for float32: |a − b| ≤ rtol · max(1, |b|) on the
 #: coefficients, b the float64 value.
 FLOAT32_RTOL = 2e-3
@@ -99,7 +101,6 @@ def precision_report(X: Any, y: Any, *, batch_size: int | None = None,
     X and y are converted to each dtype first (a float64 X loses its digits below float32's in
     the float32 run: that is part of what float32 costs).
     """
-    from ..estimator import RenewableHuberRegressor
 
     X64 = np.asarray(X, dtype=np.float64)
     y64 = np.asarray(y, dtype=np.float64)

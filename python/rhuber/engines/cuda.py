@@ -1,5 +1,5 @@
 """The CUDA engine as the estimator sees it: ``update(state, X, y, w, config) -> (state, diag)``,
-like every engine in rhuber.backends, over the native module
+like every engine in rhuber.engines, over the native module
 ``_rhuber_native_cuda`` (rhuber-native-cuda).
 
 Host (NumPy) batches are validated and converted here exactly as for the native CPU engine, then

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .labels import BOTTLENECKS, best_plans, measurement_bottleneck, throughput
-from .model_files import ModelFile
-from .models import Ensemble, hardware_of, plan_features
-from .plans import Plan
-from .store import Measurement
-from .workload import Workload
+from ..engines.plans import Plan
+from ..engines.workload import Workload
+from ..tuner.labels import BOTTLENECKS, best_plans, measurement_bottleneck, throughput
+from ..tuner.model_files import ModelFile
+from ..tuner.models import Ensemble, hardware_of, plan_features
+from ..tuner.store import Measurement
 
 HOLDOUT_FRACTION = 0.2
 #: The issue's targets: (figure, bound, how it compares).

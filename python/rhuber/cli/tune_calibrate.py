@@ -1,17 +1,18 @@
 """``rhuber tune calibrate [--reset] [--budget SECONDS]``: measure this machine and train its
-local models (tuner/calibrate.py), or remove them."""
+local models (lab/calibrate.py), or remove them."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from .cli import parse_duration
+from ..lab import calibrate
+from ..lab.calibrate import BUDGET_S
+from ..tuner import hardware, local
+from ._common import parse_duration
 
 
 def add_calibrate(sub: Any) -> None:
-    from .calibrate import BUDGET_S
-
     parser = sub.add_parser(
         "calibrate", help="measure this machine (< 30 s) and train its local models",
         description="Measure a designed subset of workloads x plans on this machine into the "
@@ -28,8 +29,6 @@ def add_calibrate(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import calibrate, hardware, local
-
     if args.reset:
         hardware_id = hardware.identify().hardware_id
         removed = local.remove_models(hardware_id)

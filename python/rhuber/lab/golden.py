@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Config, State, update
+from ..core import Config, State, update
 
 CORPUS_VERSION = 2
 #: The committed corpus, under tests/golden/.

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import models
-from ..plans import Plan
-from ..workload import Workload
+from ...engines.plans import Plan
+from ...engines.workload import Workload
+from ...tuner import models
 from .context import Context, corpus_workloads, held_workloads, ranked_first, workload_series
 from .registry import Outcome, check, compare, count, holds, pct
 

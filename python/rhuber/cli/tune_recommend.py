@@ -10,6 +10,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..engines.workload import Workload
+from ..tuner import hardware as machine
+from ..tuner.advisor import Advisor
+from ..tuner.recommend import recommend, render_box
+
 
 def _rows(text: str) -> int:
     try:
@@ -60,17 +65,11 @@ def add_recommend(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .advisor import Advisor
-    from .recommend import recommend, render_box
-    from .workload import Workload
-
     workload = Workload(rows=args.rows, features=args.features, dtype=args.dtype,
                         penalized=args.alpha > 0, intercept=not args.no_intercept)
     hardware = None
     if not args.no_measure:
-        from .hardware import fingerprint
-
-        hardware = fingerprint(measure=True)  # cached per machine: probes once
+        hardware = machine.fingerprint(measure=True)  # cached per machine: probes once
     advisor = Advisor.load(hardware=hardware, models_dir=args.models)
     rec = recommend(workload, advisor)
     if args.json:

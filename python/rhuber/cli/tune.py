@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .store import Store, StoreError
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*$")
+from ..engines.plans import Plan
+from ..lab import collect as collecting
+from ..lab import validate
+from ..tuner import models
+from ..tuner.hardware import describe, fingerprint
+from ..tuner.labels import best_plans
+from ..tuner.store import Store, StoreError
+from ._common import parse_duration
+from .tune_calibrate import add_calibrate
+from .tune_falsify import add_falsify
+from .tune_recommend import add_recommend
 
 
 def default_store_path() -> Path:
@@ -20,13 +27,6 @@ def default_store_path() -> Path:
     return Path(base) / "rhuber" / "measurements.sqlite"
 
 
-def parse_duration(text: str) -> float:
-    """Seconds from '90', '90s', '10m' or '1.5h'."""
-    match = _DURATION.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 10m or 1h, got "
-                                         f"{text!r}")
-    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
 
 
 def add_tune(commands: Any) -> None:
@@ -88,9 +88,6 @@ def add_tune(commands: Any) -> None:
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(run=_run_validate)
 
-    from .calibrate_cli import add_calibrate
-    from .falsify_cli import add_falsify
-    from .recommend_cli import add_recommend
 
     for add in (add_recommend, add_calibrate, add_falsify):
         add(sub)
@@ -129,16 +126,11 @@ def _open_store(path: Path, *, read_only: bool = False) -> Store:
 
 
 def _run_hardware(args: argparse.Namespace) -> int:
-    from .hardware import describe, fingerprint
-
     print(describe(fingerprint(measure=not args.no_measure)))
     return 0
 
 
 def _run_collect(args: argparse.Namespace) -> int:
-    from . import collect as collecting
-    from .hardware import fingerprint
-
     args.store.parent.mkdir(parents=True, exist_ok=True)
     workloads = collecting.grid(
         args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,
@@ -156,8 +148,6 @@ def _run_collect(args: argparse.Namespace) -> int:
 
 
 def _run_stats(args: argparse.Namespace) -> int:
-    from .labels import best_plans
-
     with _open_store(args.store, read_only=True) as store:
         measurements = list(store.measurements())
         hardware = store.hardware()
@@ -174,8 +164,6 @@ def _read_store(path: Path) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from . import models, validate
-
     holdout = validate.HOLDOUT_FRACTION if args.holdout is None else args.holdout
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"--holdout must be in [0, 1), got {holdout}")
@@ -194,7 +182,6 @@ def _run_train(args: argparse.Namespace) -> int:
 def _run_validate(args: argparse.Namespace) -> int:
     import json
 
-    from . import models, validate
 
     measurements, fingerprints = _read_store(args.store)
     _, held = validate.split(measurements)
@@ -242,7 +229,6 @@ def against_default(measurements: list[Any], hardware: dict[str, Any],
     """How the best plan of each workload compares with the default plan measured beside it:
     native_cpu with the engine's defaults (threads = the machine's cores) where it was measured,
     else numpy."""
-    from .plans import Plan
 
     rate = {(m.hardware_id, m.workload_id, m.plan_id): m.rows_per_s for m in measurements
             if m.status == "ok"}

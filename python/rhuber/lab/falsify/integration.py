@@ -10,6 +10,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,11 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from .. import labels, model_files, models
-from ..features import BRICKS, SCHEMA_VERSION, FeatureExtractor
-from ..hardware import Hardware
-from ..plans import Plan, plans_for
-from ..workload import Workload
+from ..._version import __version__
+from ...engines.plans import Plan, plans_for
+from ...engines.workload import Workload
+from ...estimator import RenewableHuberRegressor
+from ...tuner import labels, model_files, models
+from ...tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
+from ...tuner.features import BRICKS, SCHEMA_VERSION, FeatureExtractor
+from ...tuner.hardware import Hardware
+from ...tuner.model_files import native_evaluator
+from ...tuner.recommend import recommend
+from ...tuner.store import SCHEMA_VERSION as STORE_VERSION
+from ..collect import workload_batches
 from .context import SEED, Context, held_workloads, model_outputs
 from .registry import Outcome, check, compare, count, holds, not_applicable
 
@@ -60,8 +69,10 @@ def f061(ctx: Context) -> Outcome:
 @check("F062", "cbtop integration (here `rhuber top`): a frame shows the profile's bricks and "
                "a bottleneck hint")
 def f062(ctx: Context) -> Outcome:
-    from ...profiling import _top
-
+    _top = ctx.top
+    if _top is None:
+        return holds(False, "no renderer given", "Context(top=rhuber.cli._top), as "
+                     "`rhuber tune falsify` passes it")
     w, prof = ctx.profile_run
     peaks = _top.Peaks(ctx.machine.memory_bandwidth_bytes_per_s / 1e9,
                        ctx.machine.peak_flops_float64 / 1e9)
@@ -85,14 +96,12 @@ not_applicable("F063", "batuta oracle integration",
 @check("F064", "The CLI (the seed's `pmat brick-tune`; here `rhuber tune recommend --json`) "
                "exits 0")
 def f064(ctx: Context) -> Outcome:
-    import contextlib
-
-    from ...cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["tune", "recommend", "--rows", "4096", "--features", "32", "--json",
-                     "--no-measure", "--models", str(ctx.models_dir)])
+    # The command as a user runs it, in its own process (the lab layer does not import the CLI).
+    run = subprocess.run([sys.executable, "-m", "rhuber.cli", "tune", "recommend", "--rows",
+                          "4096", "--features", "32", "--json", "--no-measure", "--models",
+                          str(ctx.models_dir)], capture_output=True, text=True, timeout=300,
+                         check=False)
+    code, out, err = run.returncode, io.StringIO(run.stdout), io.StringIO(run.stderr)
     try:
         json.loads(out.getvalue())
         parsed = "JSON parses"
@@ -118,8 +127,6 @@ RECOMMENDATION_KEYS = {"workload", "hardware_id", "cores", "model", "auto", "def
 
 @check("F066", "Recommendations JSON valid: round-trips with every documented key")
 def f066(ctx: Context) -> Outcome:
-    from ..recommend import recommend
-
     problems = []
     for w in held_workloads(ctx, 3):
         doc = recommend(w, ctx.advisor).as_dict()
@@ -133,9 +140,6 @@ def f066(ctx: Context) -> Outcome:
 
 @check("F067", "Recommendations actionable: the advised plan parses, is valid here and fits")
 def f067(ctx: Context) -> Outcome:
-    from ...estimator import RenewableHuberRegressor
-    from ..collect import workload_batches
-
     bad, fitted = [], 0
     for advice in ctx.held_advice:
         if Plan.from_id(advice.plan.id) != advice.plan or advice.plan not in plans_for(
@@ -256,8 +260,6 @@ def f073(ctx: Context) -> Outcome:
 @check("F074", "Inference memory safe (host memory: no GPU here): RSS grows < 4 MB over 20,000 "
                "predictions and 200 loads")
 def f074(ctx: Context) -> Outcome:
-    from ..model_files import native_evaluator
-
     path = ctx.models_dir / models.MODEL_FILES["bottleneck"]
     native = ctx.models["throughput"].native
     if native is None:
@@ -323,7 +325,6 @@ def f076(ctx: Context) -> Outcome:
             call()
         except ValueError:
             handled += 1
-    from ..advisor import OUT_OF_DISTRIBUTION, Advisor
 
     blind = Advisor(ctx.ensemble, unmeasured)
     handled += blind.advise(Workload(4096, 32)).reason == OUT_OF_DISTRIBUTION
@@ -341,8 +342,6 @@ def _unseen_machine(h: Hardware) -> Hardware:
 
 @check("F077", "Unseen hardware handled: the advisor falls back to the default plan")
 def f077(ctx: Context) -> Outcome:
-    from ..advisor import OUT_OF_DISTRIBUTION
-
     advisor = ctx.advisor_for(_unseen_machine(ctx.machine))
     advice = [advisor.advise(w) for w in held_workloads(ctx, 10)]
     kept = sum(a.reason == OUT_OF_DISTRIBUTION and a.plan == a.default for a in advice)
@@ -372,9 +371,6 @@ SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
 
 @check("F079", "API versioned: semantic library version, integer format and schema versions")
 def f079(ctx: Context) -> Outcome:
-    from ..._version import __version__
-    from ..store import SCHEMA_VERSION as STORE_VERSION
-
     ok = (bool(SEMVER.match(__version__)) and model_files.FORMAT_VERSION.isdigit()
           and isinstance(SCHEMA_VERSION, int) and isinstance(STORE_VERSION, int))
     return holds(ok, f"library {__version__}, model format {model_files.FORMAT_VERSION}, "
@@ -388,8 +384,6 @@ TRAINING_DISTRIBUTION_KEYS = ("feature_min", "feature_max", "rows_range", "featu
 @check("F080", "Backward compatible: a format-1 model without the newer metadata still loads "
                "and predicts the same")
 def f080(ctx: Context) -> Outcome:
-    from ..advisor import Advisor
-
     m = ctx.models["throughput"]
     old = dataclasses.replace(m, metadata={k: v for k, v in m.metadata.items()
                                            if k not in TRAINING_DISTRIBUTION_KEYS}, native=None)

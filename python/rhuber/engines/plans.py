@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _native
+from . import make_engine, native_cpu_available
 from .workload import Workload
 
 BACKENDS = ("numpy", "native_cpu", "cuda")
@@ -140,8 +142,7 @@ class Plan:
                     l1_solver=self.l1_solver)
 
     def make_engine(self, device: int | None = None) -> Any:
-        """An engine configured by this plan (:func:`rhuber.backends.make_engine`)."""
-        from ..backends import make_engine
+        """An engine configured by this plan (:func:`rhuber.engines.make_engine`)."""
 
         return make_engine(self.backend, device, threads=self.threads, gram=self.gram,
                            chunk_kib=self.chunk_kib)
@@ -198,7 +199,6 @@ def _thread_counts(cores: int) -> list[int]:
 
 def cuda_usable() -> bool:
     """Whether the CUDA engine's module imports and sees at least one device."""
-    from .. import _native
 
     try:
         return int(_native.load("cuda").device_count()) > 0
@@ -209,7 +209,6 @@ def cuda_usable() -> bool:
 def installed_backends() -> tuple[str, ...]:
     """The backends this process can run: numpy always, native_cpu if its module imports, cuda
     if a device is usable."""
-    from ..backends import native_cpu_available
 
     return ("numpy",
             *(("native_cpu",) if native_cpu_available() else ()),
@@ -244,7 +243,6 @@ def default_plan(workload: Workload) -> Plan:
     """The safe default plan ``backend="auto"`` runs unless the advisor (advisor.py) picks another:
     native_cpu with the engine's defaults when it is
     installed, else the NumPy reference; a device-resident workload runs on cuda."""
-    from ..backends import native_cpu_available
 
     if workload.location == "device":
         return Plan("cuda")

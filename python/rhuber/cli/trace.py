@@ -10,17 +10,22 @@ from typing import Any
 
 import numpy as np
 
+from ..estimator import RenewableHuberRegressor
+from ..io import DEFAULT_BATCH_SIZE, DataFileError, read_batches
+from ..lab.precision import precision_report
+from ._common import (
+    add_column_options,
+    add_engine_options,
+    add_penalty_options,
+    labelled,
+    positive_int,
+    stream_batches,
+)
+
 
 def add_trace(commands: Any) -> None:
     # The shared option groups and readers of rhuber's other commands (imported here: cli.py
     # imports this module).
-    from ..cli import (
-        _add_column_options,
-        _add_engine_options,
-        _add_penalty_options,
-        _positive_int,
-    )
-    from ..io import DEFAULT_BATCH_SIZE
 
     parser = commands.add_parser(
         "trace",
@@ -32,12 +37,12 @@ def add_trace(commands: Any) -> None:
     parser.add_argument(
         "file", type=Path, metavar="FILE", help="a .csv (.csv.gz, .tsv), .parquet, .npy or .npz"
     )
-    _add_column_options(parser, target_help="the response column (a name, or an index for .npy)")
-    _add_engine_options(parser, DEFAULT_BATCH_SIZE)
-    _add_penalty_options(parser)
+    add_column_options(parser, target_help="the response column (a name, or an index for .npy)")
+    add_engine_options(parser, DEFAULT_BATCH_SIZE)
+    add_penalty_options(parser)
     parser.add_argument("--epsilon", type=float, default=1.345,
                         help="Huber threshold in robust scales (default 1.345)")
-    parser.add_argument("--max-iter", type=_positive_int, default=500, metavar="N",
+    parser.add_argument("--max-iter", type=positive_int, default=500, metavar="N",
                         help="outer iterations per batch solve (default 500)")
     parser.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the trace as JSON")
@@ -45,17 +50,12 @@ def add_trace(commands: Any) -> None:
                         help="also draw objective and step norm per iteration (matplotlib)")
     parser.add_argument("--precision", action="store_true",
                         help="also run the stream in float32 and float64 and compare them")
-    parser.add_argument("--rows", type=_positive_int, default=60, metavar="N",
+    parser.add_argument("--rows", type=positive_int, default=60, metavar="N",
                         help="iteration lines to print at most (head and tail; default 60)")
     parser.set_defaults(run=_run_trace)
 
 
 def _run_trace(args: argparse.Namespace) -> int:
-    from ..cli import _labelled, _stream
-    from ..estimator import RenewableHuberRegressor
-    from ..io import DataFileError, read_batches
-    from .precision import precision_report
-
     reader = read_batches(
         args.file, target=args.target, features=args.features, batch_size=args.batch_size
     )
@@ -71,7 +71,7 @@ def _run_trace(args: argparse.Namespace) -> int:
         if args.precision:
             kept.append((np.asarray(X), np.asarray(y)))
 
-    stats = _stream(estimator, _labelled(reader, reader.feature_names), total=reader.n_rows,
+    stats = stream_batches(estimator, labelled(reader, reader.feature_names), total=reader.n_rows,
                     observe=keep)
     if stats.batches == 0:
         raise DataFileError(args.file, "the file has no data rows")

@@ -12,16 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from .. import model_files, models, validate
-from ..features import FeatureExtractor
-from ..hardware import Hardware
-from ..labels import best_plans, measurement_bottleneck, throughput
-from ..plans import Plan, plans_for
-from ..store import Measurement, Store
-from ..workload import Workload
+from ...engines.plans import Plan, plans_for
+from ...engines.workload import Workload
+from ...estimator import RenewableHuberRegressor
+from ...tuner import model_files, models
+from ...tuner.advisor import Advisor
+from ...tuner.features import FeatureExtractor
+from ...tuner.hardware import Hardware
+from ...tuner.labels import best_plans, measurement_bottleneck, throughput
+from ...tuner.store import Measurement, Store
+from .. import validate
+from ..collect import workload_batches
 
 #: The shipped measurement corpus (the default store of ``rhuber tune falsify``).
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.sqlite"
+CORPUS = Path(__file__).resolve().parents[2] / "tuner" / "data" / "corpus.sqlite"
 #: The performance-experiment archive, the seed's Five-Whys (present in a source checkout).
 EXPERIMENTS = Path(__file__).resolve().parents[4] / "docs" / "perf" / "experiments.jsonl"
 
@@ -60,7 +64,11 @@ def masked(X: np.ndarray, columns: Iterable[int]) -> np.ndarray:
 class Context:
     """Everything the checks read, computed once and only when a check asks for it."""
 
-    def __init__(self, store: str | Path = CORPUS, models_dir: str | Path | None = None) -> None:
+    def __init__(self, store: str | Path = CORPUS, models_dir: str | Path | None = None, *,
+                 top: Any = None) -> None:
+        # top: the `rhuber top` renderer (rhuber.cli._top), handed down by the command that runs
+        # the scorecard, since the lab layer sits below the CLI.
+        self.top = top
         self.store_path = Path(store)
         self.models_dir = Path(models_dir) if models_dir else models.default_models_dir()
         self.extractor = FeatureExtractor()
@@ -154,8 +162,6 @@ class Context:
 
     @cached_property
     def advisor(self) -> Any:
-        from ..advisor import Advisor
-
         return Advisor.load(hardware=self.machine, models_dir=self.models_dir)
 
     @cached_property
@@ -169,8 +175,6 @@ class Context:
         return next((a for a in self.held_advice if a.chosen), None)
 
     def advisor_for(self, hardware: Hardware) -> Any:
-        from ..advisor import Advisor
-
         return Advisor.load(hardware=hardware, models_dir=self.models_dir)
 
     @cached_property
@@ -251,8 +255,6 @@ class Context:
     @cached_property
     def profile_run(self) -> tuple[Workload, Any]:
         """A profiled two-batch stream through the estimator (``profile=True``)."""
-        from ...estimator import RenewableHuberRegressor
-        from ..collect import workload_batches
 
         w = Workload(rows=4096, features=16)
         est = RenewableHuberRegressor(backend="native_cpu", profile=True)

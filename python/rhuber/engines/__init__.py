@@ -11,11 +11,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import _native
-from .core import Config, Diagnostics, State, update
-from .core.validation import validate_batch
-from .errors import EngineNotAvailableError, NumericalError
-from .profiling import _hooks as _prof
+from .. import _native
+from ..core import Config, Diagnostics, State, update
+from ..core.validation import validate_batch
+from ..errors import EngineNotAvailableError, NumericalError
+from ..profiling import _hooks as _prof
+from .cuda import CudaEngine
 
 BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
 
@@ -104,7 +105,7 @@ def make_engine(backend: str, device: int | None = None, *, threads: int | None 
     """The engine for ``backend``; "auto" prefers native_cpu and falls back to the reference.
 
     ``threads``, ``gram`` and ``chunk_kib`` configure native_cpu (None: the engine's default:
-    all cores, incremental, 256 KiB; see rhuber.tuner.plans.Plan); the numpy and cuda
+    all cores, incremental, 256 KiB; see rhuber.engines.plans.Plan); the numpy and cuda
     engines have no such knobs and ignore them.
     """
     if backend not in BACKENDS:
@@ -117,5 +118,4 @@ def make_engine(backend: str, device: int | None = None, *, threads: int | None 
         return NativeCpuEngine(_native.load("native_cpu"), threads=threads or 0,
                                gram=gram or "incremental",
                                chunk_bytes=0 if chunk_kib is None else int(chunk_kib) * 1024)
-    module = _native.load("cuda")
-    return module.make_engine(device=0 if device is None else int(device))
+    return CudaEngine(_native.load("cuda"), device=0 if device is None else int(device))

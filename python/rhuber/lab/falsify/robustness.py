@@ -9,10 +9,16 @@ import math
 
 import numpy as np
 
-from .. import model_files, models, validate
-from ..features import SIMD_ORDINAL
-from ..plans import Plan
-from ..workload import Workload
+from ...engines.plans import Plan, default_plan
+from ...engines.workload import Workload
+from ...estimator import RenewableHuberRegressor
+from ...tuner import advisor as _advisor
+from ...tuner import advisor as adv
+from ...tuner import model_files, models
+from ...tuner.advisor import OUT_OF_DISTRIBUTION
+from ...tuner.features import SIMD_ORDINAL
+from .. import validate
+from ..collect import workload_batches
 from .context import SEED, Context, fit_proxy, mape, model_outputs, r2
 from .registry import Outcome, check, compare, count, holds, not_applicable, pct
 
@@ -107,8 +113,6 @@ def f085(ctx: Context) -> Outcome:
 @check("F086", "Out-of-distribution detection: sizes beyond the corpus are flagged, the "
                "corpus's are not")
 def f086(ctx: Context) -> Outcome:
-    from ..advisor import OUT_OF_DISTRIBUTION
-
     outside = [Workload(rows=10**7, features=32), Workload(rows=64, features=32),
                Workload(rows=4096, features=4096), Workload(rows=4096, features=1)]
     flagged = sum(ctx.advisor.advise(w).reason == OUT_OF_DISTRIBUTION for w in outside)
@@ -122,8 +126,6 @@ def f086(ctx: Context) -> Outcome:
 @check("F087", "Concept drift detection: a chosen plan that measures slower than promised, and "
                "slower than the default, reverts to the default")
 def f087(ctx: Context) -> Outcome:
-    from .. import advisor as adv
-
     advice = ctx.chosen_advice
     if advice is None:
         return holds(False, "the advisor chose no plan on the held-out workloads",
@@ -161,8 +163,6 @@ def f088(ctx: Context) -> Outcome:
 @check("F089", "Feature drift detection: a workload with features the training never saw is "
                "flagged")
 def f089(ctx: Context) -> Outcome:
-    from ..advisor import OUT_OF_DISTRIBUTION
-
     seen = {Workload.from_id(m.workload_id).intercept for m in ctx.split[0]}
     drifted = [Workload(rows=4096, features=32, intercept=not v) for v in seen]
     if len(seen) == 2:  # both seen: drift in the dtype of a machine instead
@@ -189,10 +189,6 @@ def f090(ctx: Context) -> Outcome:
 
 @check("F091", "Cold start: with no model, backend='auto' runs the default plan")
 def f091(ctx: Context) -> Outcome:
-    from ...estimator import RenewableHuberRegressor
-    from .. import advisor as _advisor
-    from ..collect import workload_batches
-
     w = Workload(rows=1024, features=8)
     X, y = workload_batches(w, 1)[0]
     with _advisor._SHARED_LOCK:
@@ -206,7 +202,6 @@ def f091(ctx: Context) -> Outcome:
             _advisor._SHARED.clear()
             _advisor._SHARED.update(saved)
     report = est.plan_
-    from ..plans import default_plan
 
     expected = default_plan(w).resolved().id
     return holds(report.reason == _advisor.NO_MODEL and report.plan == expected

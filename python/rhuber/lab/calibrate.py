@@ -37,12 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from . import local
+from ..engines.plans import Plan, default_plan, plans_for
+from ..engines.workload import Workload
+from ..estimator import RenewableHuberRegressor
+from ..tuner import local
+from ..tuner.hardware import Hardware, fingerprint
+from ..tuner.models import Ensemble
+from ..tuner.store import Measurement
 from .collect import PENALTY_ALPHA, Quality, measure, workload_batches
-from .hardware import Hardware
-from .plans import Plan, default_plan, plans_for
-from .store import Measurement
-from .workload import Workload
 
 #: (rows per batch, features) of the design: corpus grid points spread over its range.
 DESIGN_SIZES: tuple[tuple[int, int], ...] = ((362, 8), (724, 128), (2048, 64), (16384, 16),
@@ -144,7 +146,6 @@ def tasks(ensemble: Any, hardware: Hardware, workloads: Iterable[Workload], *,
 def warm_up(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> float:
     """One warm-up run as the collector makes it (a fresh estimator streaming ``batches``),
     timed; ``inf`` when the plan fails (:func:`collect.measure` then stores the failure)."""
-    from ..estimator import RenewableHuberRegressor
 
     model = RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
                                     alpha=PENALTY_ALPHA if workload.penalized else 0.0)
@@ -160,7 +161,6 @@ def warm_up(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> f
 def model_in_effect(hardware_id: str) -> tuple[Any, str]:
     """The ensemble of this machine's local models when they load, else the shipped one; and
     which it is."""
-    from .models import Ensemble
 
     if local.has_models(hardware_id):
         try:
@@ -172,7 +172,6 @@ def model_in_effect(hardware_id: str) -> tuple[Any, str]:
 
 def machine() -> Hardware:
     """This machine's measured fingerprint (the probes run once; cached in cache_dir())."""
-    from .hardware import fingerprint
 
     return fingerprint(measure=True)
 

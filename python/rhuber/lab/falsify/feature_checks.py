@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import labels
-from ..plans import Plan, plans_for
-from ..workload import Workload
+from ...engines.plans import Plan, plans_for
+from ...engines.workload import Workload
+from ...tuner import labels
+from ...tuner.features import batch_roofline
 from .context import (
     SEED,
     Context,
@@ -74,8 +75,6 @@ def f025(ctx: Context) -> Outcome:
 
 @check("F026", "Roofline bound below measured time for every good measurement")
 def f026(ctx: Context) -> Outcome:
-    from ..features import batch_roofline
-
     worst, violations = 0.0, 0
     for m in ctx.good:
         hw, w = ctx.hardware[m.hardware_id], Workload.from_id(m.workload_id)

@@ -13,23 +13,30 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
-import math
 import random
 import statistics
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._version import __version__
 from ..datasets import make_contaminated_stream
-from .plans import Plan, plans_for
-from .store import Measurement, Store
-from .workload import Workload
+from ..engines.plans import Plan, plans_for
+from ..engines.workload import Workload
+from ..errors import EngineNotAvailableError
+from ..estimator import RenewableHuberRegressor
+from ..profiling import profile
+from ..tuner.quality import (
+    Quality,
+    coefficient_of_variation,
+    git_revision,
+    reject_outliers,
+    rounded_fractions,
+)
+from ..tuner.store import Measurement, Store
 
 #: The L1 strength of a penalized workload: large enough that LAMM / proximal Newton do real
 #: work, small enough that most coefficients stay non-zero on the synthetic streams.
@@ -39,19 +46,6 @@ PENALTY_ALPHA = 0.01
 #: log-spaced, both dtypes, penalty off and on.
 GRID_ROWS = (256, 1024, 4096, 16384, 65536, 262144)
 GRID_FEATURES = (2, 8, 32, 128, 512)
-
-
-@dataclass(frozen=True)
-class Quality:
-    """The seed's data-quality rules (§5.3), as knobs."""
-
-    warmup: int = 1
-    runs: int = 3
-    max_cv: float = 0.15
-    max_remeasure: int = 2
-    outlier_sigma: float = 3.0
-    batches_per_run: int = 3
-    profile: bool = True
 
 
 def grid(rows: Sequence[int] = GRID_ROWS, features: Sequence[int] = GRID_FEATURES, *,
@@ -82,8 +76,6 @@ def workload_batches(workload: Workload, batches: int, seed: int = 0) -> list[tu
 
 
 def _estimator(workload: Workload, plan: Plan) -> Any:
-    from ..estimator import RenewableHuberRegressor
-
     return RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
                                    alpha=PENALTY_ALPHA if workload.penalized else 0.0)
 
@@ -102,28 +94,11 @@ def _timed_run(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -
             gc.enable()
 
 
-def reject_outliers(runs: Sequence[float], sigma: float) -> tuple[list[float], int]:
-    """The runs within ``sigma`` standard deviations of the mean, and how many were rejected."""
-    if len(runs) < 3:
-        return list(runs), 0
-    mean, sd = statistics.fmean(runs), statistics.stdev(runs)
-    kept = [t for t in runs if sd == 0 or abs(t - mean) <= sigma * sd]
-    return kept, len(runs) - len(kept)
-
-
-def coefficient_of_variation(runs: Sequence[float]) -> float:
-    if len(runs) < 2:
-        return math.inf
-    return statistics.stdev(runs) / statistics.fmean(runs)
-
-
 def brick_fractions(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]
                     ) -> tuple[dict[str, float] | None, int | None]:
     """Each brick's share of one profiled run's wall time, and ``unattributed`` for the rest
     (Python, dispatch, whatever no brick times), with the number of brick records; (None, None)
     without the native profiler."""
-    from ..errors import EngineNotAvailableError
-    from ..profiling import profile
 
     try:
         prof = profile(trace_capacity=0)
@@ -139,11 +114,6 @@ def brick_fractions(workload: Workload, plan: Plan, batches: list[tuple[Any, Any
     fractions = {row.brick: row.total_ns / wall for row in rows if row.total_ns > 0}
     fractions["unattributed"] = max(0.0, 1.0 - sum(fractions.values()))
     return rounded_fractions(fractions), sum(row.calls for row in rows)
-
-
-def rounded_fractions(fractions: dict[str, float]) -> dict[str, float]:
-    """Shares to 1e-5: finer than one profiled run resolves, and it keeps a store small."""
-    return {brick: round(share, 5) for brick, share in fractions.items()}
 
 
 def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality = Quality(),
@@ -180,19 +150,6 @@ def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality =
                        brick_fractions=fractions, brick_calls=calls)
 
 
-_REVISION: list[str | None] = []
-
-
-def git_revision() -> str | None:
-    """The checkout's commit when the library runs from one (None for an installed wheel)."""
-    if not _REVISION:
-        try:
-            out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                                 capture_output=True, text=True, timeout=5, check=True)
-            _REVISION.append(out.stdout.strip() or None)
-        except (OSError, subprocess.SubprocessError):
-            _REVISION.append(None)
-    return _REVISION[0]
 
 
 @dataclass(frozen=True)
