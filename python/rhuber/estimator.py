@@ -252,25 +252,22 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     @_serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RenewableHuberRegressor:
-        """Forget any earlier state, then stream X in batches of ``batch_size`` rows."""
+        """Forget any earlier state, then stream X in batches of ``batch_size`` rows: the same
+        per-batch step as ``partial_fit`` (:meth:`_step`), committed once at the end."""
         with _Transaction(self), self._profiling(restart=True):
             self._reset()
             self._start_trace(restart=True)
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
-            step = X.shape[0] if self.batch_size is None else int(self.batch_size)
-            self._start_session(X[:step])
+            rows = X.shape[0] if self.batch_size is None else int(self.batch_size)
+            self._start_session(X[:rows])
             state, diagnostics = None, []
-            for start in range(0, X.shape[0], step):
-                rows = slice(start, start + step)
-                plan = self._plan()
-                engine, config = self._engine(plan), self._config(plan)
-                began = time.perf_counter()
-                state, diag = self._update(
-                    engine, state, X[rows], y[rows], None if w is None else w[rows], config
-                )
-                self._observe(X[rows], time.perf_counter() - began, engine.name)
-                diagnostics.append(diag.as_dict())
-            self._commit(state, diagnostics, engine.name)
+            for start in range(0, X.shape[0], rows):
+                batch = slice(start, start + rows)
+                state, record, backend = self._step(
+                    state, X[batch], y[batch], None if w is None else w[batch],
+                    began=time.perf_counter())
+                diagnostics.append(record)
+            self._commit(state, diagnostics, backend)
         self._warn_about(diagnostics)
         return self
 
@@ -295,21 +292,27 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                        else self._validate_batch(X, y, sample_weight, reset=first))
             if first or self.__dict__.get("_session") is None:
                 self._start_session(X)
-            plan = self._plan()
-            engine = self._engine(plan)
             self._start_trace(restart=False)
             try:
-                state, diag = self._update(engine, None if first else self._state, X, y, w,
-                                           self._config(plan))
+                state, record, backend = self._step(None if first else self._state, X, y, w,
+                                                    began=began)
             except ValueError:
                 if plain:  # its values went unchecked: validate_data's error, as ever
                     self._raise_validation_error(X, y)
                 raise
-            self._observe(X, time.perf_counter() - began, engine.name)
-            record = diag.as_dict()
-            self._commit(state, [] if first else self.diagnostics_, engine.name, appended=record)
+            self._commit(state, [] if first else self.diagnostics_, backend, appended=record)
         self._warn_about([record], first_batch=self.n_batches_)
         return self
+
+    def _step(self, state: State | None, X: Any, y: Any, w: Any, *,
+              began: float) -> tuple[State, dict[str, Any], str]:
+        """One batch of the stream, validated already: the plan for it, the engine's update,
+        the timing the plan's evidence needs. Nothing is committed here."""
+        plan = self._plan()
+        engine = self._engine(plan)
+        state, diag = self._update(engine, state, X, y, w, self._config(plan))
+        self._observe(X, time.perf_counter() - began, engine.name)
+        return state, diag.as_dict(), engine.name
 
     # --------------------------------------------------------------- prediction
 
