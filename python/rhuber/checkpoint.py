@@ -7,22 +7,16 @@ intercept flag, feature count and names, and its parameters as JSON.
 from __future__ import annotations
 
 import errno
-import glob
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._atomic import atomic_write
 from .errors import CheckpointError
-
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
 
 FORMAT_VERSION = 2
 STATE_KEYS = (
@@ -49,79 +43,24 @@ OPTIONAL_KEYS = ("feature_names_in", "partitions_consumed")
 
 
 def write_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """Write ``payload`` to ``path`` atomically: a crash leaves the old file or the new one.
-
-    The bytes go to a temporary ``.<name>.<random>.tmp`` beside ``path``, held under an
-    exclusive ``flock`` while written, then renamed over ``path``. A writer killed mid-write
-    leaves its temporary behind, unlocked; the next write to ``path`` removes it
-    (:func:`_remove_stale_temporaries`), so interrupted writes never pile up. A full disk
-    raises an OSError saying so, with ``path`` as it was.
+    """Write ``payload`` to ``path`` atomically (:mod:`rhuber._atomic`): a crash leaves the
+    old file or the new one, and interrupted writes never pile up. A full disk raises an OSError
+    saying so, with ``path`` as it was.
     """
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    _remove_stale_temporaries(path, directory)  # first: a kill after it leaves one at most
-    fd, tmp = _locked_temporary(path, directory)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(path, "wb") as f:
             np.savez(f, **{k: np.asarray(v) for k, v in payload.items()})
-            f.flush()
-            os.fsync(f.fileno())
-            os.replace(tmp, path)  # before close: the lock is held until the name is gone
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+    except OSError as exc:
+        if exc.errno in _DISK_FULL:
             raise OSError(exc.errno, f"cannot write the checkpoint {path}: the file system is "
                           f"full or the file size limit is reached ({os.strerror(exc.errno)}); "
                           "the previous checkpoint, if any, is intact") from exc
         raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
 
 
 #: The errors of a write that found no room: no space, over RLIMIT_FSIZE, over quota.
 _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
-
-
-def _locked_temporary(path: Path, directory: Path) -> tuple[int, str]:
-    """A new temporary beside ``path``, open and under an exclusive flock (where flock exists).
-
-    A cleaner may remove the file between its creation and the lock; then its name no longer
-    leads to this file, and another is made.
-    """
-    while True:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-        if fcntl is None:
-            return fd, tmp
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: no one else can hold its lock yet
-        try:
-            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
-                return fd, tmp
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-
-
-def _remove_stale_temporaries(path: Path, directory: Path) -> None:
-    """Remove the temporaries of writes to ``path`` that were interrupted (their writer died,
-    so nothing holds their flock); those of live writers are locked and left alone."""
-    if fcntl is None:  # no flock (Windows): a live writer could not be told from a dead one
-        return
-    for stale in directory.glob(f".{glob.escape(path.name)}.*.tmp"):
-        try:
-            fd = os.open(stale, os.O_RDONLY)
-        except OSError:
-            continue  # gone already, or not ours to read
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if os.stat(stale).st_ino == os.fstat(fd).st_ino:
-                stale.unlink()
-        except OSError:
-            pass  # locked by a live writer, or removed by another cleaner meanwhile
-        finally:
-            os.close(fd)
 
 
 def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:

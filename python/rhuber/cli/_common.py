@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -19,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 
+from .._atomic import atomic_write
 from ..core import L1_SOLVERS
 from ..core.ladder import ill_conditioned, ill_conditioning_message
 from ..datasets import make_contaminated_stream
@@ -113,14 +112,8 @@ def output(path: Path | None) -> Iterator[TextIO]:
         sys.stdout.flush()
         return
     check_directory(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as file:
-            yield file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path, newline="") as file:
+        yield file
 
 
 def check_directory(path: Path) -> None:
@@ -170,12 +163,6 @@ def open_source(args: argparse.Namespace, *, seed_offset: int = 0) -> tuple[str,
         raise DataFileError(path, "name the response column with --target")
     description = f"{path} ({reader.format}), {len(reader.feature_columns)} features"
     return description, ((X, y) for X, y, _ in reader), reader.n_rows
-
-
-def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 @dataclass

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._atomic import write_text
 from ..estimator import RenewableHuberRegressor
 from ..profiling import profile
 from ._common import (
@@ -13,7 +14,6 @@ from ._common import (
     check_directory,
     open_source,
     stream_batches,
-    write_text,
 )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _native
+from .._atomic import write_text
 from ..errors import EngineNotAvailableError
 from . import _hooks
 
@@ -256,11 +257,7 @@ class Profile:
 
 
 def _write(path: str | os.PathLike, text: str) -> Path:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text(path, text)
 
 
 def profile(*, sync_mode: str = "immediate", trace_capacity: int = 1 << 16,

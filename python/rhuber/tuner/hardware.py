@@ -9,14 +9,12 @@ measured once per machine and cached, per process and on disk (``cache_dir()``).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import hashlib
 import json
 import os
 import platform
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _native
+from .._atomic import atomic_write
 from ..errors import EngineNotAvailableError
 from . import probes
 
@@ -409,15 +408,8 @@ def _write_cache(path: Path, hardware_id: str, sizes: ProbeSizes,
                 "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(document, out, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with atomic_write(path) as out:
+            json.dump(document, out, indent=1)
     except OSError:
         pass
 
