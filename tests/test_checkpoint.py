@@ -2,6 +2,7 @@
 
 import io
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -158,3 +159,15 @@ def test_corrupted_bytes_are_refused(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(CheckpointError):
         RenewableHuberRegressor.load_checkpoint(path)
+
+
+def test_a_checkpoint_written_before_the_rename_loads():
+    # Written by the last commit that was still called renewable_huber (1eb1471): 300 rows of
+    # X @ [1, -2, 0.5] + 1 + t3 noise (default_rng(7)), numpy backend, batches of 100.
+    path = Path(__file__).parent / "fixtures" / "checkpoint_v2_before_rename.npz"
+    model = RenewableHuberRegressor.load_checkpoint(path)
+    X = np.random.default_rng(7).normal(size=(300, 3))[:5]
+    np.testing.assert_allclose(
+        model.predict(X), [0.28120497, 0.49218265, -1.73635553, -0.38512359, 2.82611108],
+        rtol=1e-7)
+    assert model.n_batches_ == 3 and model.n_samples_seen_ == 300
