@@ -24,6 +24,7 @@ def _fail(message: str) -> None:
 
 def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
     import importlib
+    import importlib.util
 
     names = ["rhuber", "_rhuber_native_cpu"]
     # The CUDA module by itself, before rhuber preloads anything: its run path alone
@@ -34,6 +35,10 @@ def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
         if path.is_relative_to(source_tree) or not path.is_relative_to(Path(sys.prefix)):
             _fail(f"{module.__name__} imported from {path}, not from the environment {sys.prefix}")
         print(f"dist-check: {module.__name__} {getattr(module, '__version__', '')} from {path}")
+    # The seed system's names (renewable-huber on PyPI) are not ours: nothing of theirs came in.
+    for seed in ("renewable_huber", "_renewable_huber_native_cpu", "_renewable_huber_native_cuda"):
+        if importlib.util.find_spec(seed) is not None:
+            _fail(f"{seed} is importable: a seed distribution was installed with ours")
 
 
 def _site_packages() -> Path:

@@ -37,7 +37,12 @@ venv="$scratch/venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 # The pure wheel with the CLI's extra, and both native wheels (which pin it exactly).
 "$venv/bin/python" -m pip install --quiet "$pure[cli]" "${wheels[@]:1}"
-"$venv/bin/python" -m pip list 2>/dev/null | grep -Ei "renewable|nvidia|openblas"
+"$venv/bin/python" -m pip list 2>/dev/null | grep -Ei "rhuber|nvidia|openblas"
+# Our names only: none of the seed system's distributions (renewable-huber*) came along.
+if "$venv/bin/python" -m pip list 2>/dev/null | grep -Ei "renewable"; then
+  echo "test-dist: a renewable-huber distribution was installed with ours" >&2
+  exit 1
+fi
 
 # From here on: only the environment's own programs, and no compiler anywhere on PATH (a
 # subshell, so that the cleanup above still finds rm).
