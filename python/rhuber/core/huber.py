@@ -20,6 +20,14 @@ def rho(r64: Any, tau: float, xp: Any) -> Any:
     return xp.where(a <= tau, 0.5 * r64 * r64, tau * a - 0.5 * tau * tau)
 
 
+def smoothed_curvature(r: Any, tau: float, h: float, xp: Any) -> Any:
+    """The paper's c_h(r) (method.md, contract v3): 1 inside [−τ+h, τ−h], 0 beyond τ+h, linear
+    in between, written as clip(½ + (τ − |r|) / (2h), 0, 1) in r's dtype."""
+    t = xp.asarray(tau, dtype=r.dtype)
+    two_h = xp.asarray(2 * h, dtype=r.dtype)
+    return xp.clip(r.dtype.type(0.5) + (t - xp.abs(r)) / two_h, 0, 1).astype(r.dtype, copy=False)
+
+
 def huber_difference(r: Any, a: Any, tau: float, xp: Any) -> Any:
     """h(r, a) = ρ(r − a) − ρ(r) per row, without cancellation when both lie in one piece."""
     r64, a64 = f64(r, xp), f64(a, xp)

@@ -69,7 +69,8 @@ def _accept(x: np.ndarray, rcond: float, rcond_min: float) -> bool:
 
 
 def _rungs(H: np.ndarray, b: np.ndarray) -> LadderResult:
-    """Cholesky → LU → SVD on an already equilibrated matrix."""
+    """Cholesky → LU → SVD on an already equilibrated matrix; ``b`` has one column per
+    right-hand side and so has the solution."""
     d = H.shape[0]
     rcond_min = d * float(np.finfo(H.dtype).eps)
     anorm = float(np.abs(H).sum(axis=0).max())
@@ -81,7 +82,7 @@ def _rungs(H: np.ndarray, b: np.ndarray) -> LadderResult:
             rcond, _ = pocon(c, anorm, uplo="L")
             x, info = potrs(c, b, lower=1)
             if info == 0 and _accept(x, rcond, rcond_min):
-                return LadderResult(x[:, 0], "cholesky", float(rcond))
+                return LadderResult(x, "cholesky", float(rcond))
 
     getrf, gecon, getrs = lapack.get_lapack_funcs(("getrf", "gecon", "getrs"), (H,))
     lu, piv, info = getrf(H)
@@ -89,14 +90,14 @@ def _rungs(H: np.ndarray, b: np.ndarray) -> LadderResult:
         rcond, _ = gecon(lu, anorm, norm="1")
         x, info = getrs(lu, piv, b)
         if info == 0 and _accept(x, rcond, rcond_min):
-            return LadderResult(x[:, 0], "lu", float(rcond))
+            return LadderResult(x, "lu", float(rcond))
 
     try:
         x = scipy.linalg.lstsq(H, b, cond=rcond_min, lapack_driver="gelsd", check_finite=False)[0]
     except np.linalg.LinAlgError as exc:  # the last rung: nothing left to fall back on
         raise NumericalError("the minimum-norm (SVD) solve of the Newton system failed to "
                              f"converge ({exc})") from exc
-    return LadderResult(x[:, 0].astype(H.dtype, copy=False), "svd", 0.0)
+    return LadderResult(x.astype(H.dtype, copy=False), "svd", 0.0)
 
 
 def _require_finite(values: np.ndarray, what: str) -> None:
@@ -119,4 +120,16 @@ def solve(H: Any, rhs: Any) -> LadderResult:
     b = (s * np.asarray(to_host(rhs), dtype=H.dtype).reshape(-1)).reshape(-1, 1)
     _require_finite(b, "right-hand side")
     z, rung, rcond = _rungs(H_hat, b)
-    return LadderResult(s * z, rung, rcond)
+    return LadderResult(s * z[:, 0], rung, rcond)
+
+
+def solve_matrix(H: Any, rhs: Any) -> LadderResult:
+    """Solve H X = rhs (d × k) through the same equilibrated ladder: X = D Ĥ⁻¹ D rhs."""
+    H = np.asarray(to_host(H))
+    _require_finite(np.diagonal(H), "matrix")
+    s = equilibration_scales(H)
+    H_hat = np.ascontiguousarray(H * (s[:, None] * s[None, :]))
+    B = np.asfortranarray(s[:, None] * np.asarray(to_host(rhs), dtype=H.dtype))
+    _require_finite(B, "right-hand side")
+    z, rung, rcond = _rungs(H_hat, B)
+    return LadderResult(s[:, None] * z, rung, rcond)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .inference import merged_fields
 from .ladder import LadderResult, solve
 from .types import State
 from .xp import to_host
@@ -34,7 +35,9 @@ def combine_states(states: Sequence[State]) -> tuple[State, LadderResult]:
     - ``scale`` = Σ W_k s_k / Σ W_k, the effective-weight average: the running scale of one
       stream is that average of its batches' scales, so the combination keeps its meaning;
     - ``previous_lambda`` = 0: only unpenalized states combine (the L1 subgradient term of
-      the renewable objective has no information-weighted counterpart).
+      the renewable objective has no information-weighted counterpart);
+    - the inference sums (S_ψ², S_c, Σ w c², their weight and batch count): sums; the matrices
+      G and K: sums when every part has them, else None.
 
     Raises ValueError when fewer than two states are given, when their dtypes or sizes differ,
     or when a state is empty or penalized (``previous_lambda`` > 0).
@@ -74,5 +77,6 @@ def combine_states(states: Sequence[State]) -> tuple[State, LadderResult]:
         batch_count=int(sum(s.batch_count for s in states)),
         previous_lambda=0.0,
         scale=float(scale),
+        **merged_fields(list(states)),
     )
     return combined, result

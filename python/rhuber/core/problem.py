@@ -8,9 +8,16 @@ from typing import Any
 import numpy as np
 
 from ..profiling import _hooks as _prof
-from .huber import huber_difference, rho
+from .huber import huber_difference, rho, smoothed_curvature
 from .types import State
 from .xp import f64
+
+
+def weighted_gram(Xt: Any, row_weights: Any, xp: Any) -> Any:
+    """X̃ᵀ diag(row_weights) X̃, lower triangle mirrored so it is exactly symmetric."""
+    G = (Xt * row_weights[:, None]).T @ Xt
+    lower = xp.tril(G)
+    return lower + xp.tril(G, -1).T
 
 
 @dataclass
@@ -94,10 +101,19 @@ class BatchProblem:
 
     def weighted_gram(self, row_weights: Any) -> Any:
         """X̃ᵀ diag(row_weights) X̃, lower triangle mirrored so it is exactly symmetric."""
-        xp = self.xp
-        G = (self.Xt * row_weights[:, None]).T @ self.Xt
-        lower = xp.tril(G)
-        return lower + xp.tril(G, -1).T
+        return weighted_gram(self.Xt, row_weights, self.xp)
+
+    def curvature(self, r: Any, tau: float, bandwidth: float | None = None) -> Any:
+        """c(r) of the information update: 1{|r| ≤ τ}, or c_h(r) with ``bandwidth`` h."""
+        p = _prof.ACTIVE
+        t0 = _prof.now() if p is not None else 0
+        if bandwidth is None:
+            c = (self.xp.abs(r) <= tau).astype(self.dtype)
+        else:
+            c = smoothed_curvature(r, tau, bandwidth, self.xp)
+        if p is not None:
+            p.record(_prof.HUBER, t0, len(c), 3 * len(c) * _prof.itemsize(c), 2 * len(c))
+        return c
 
     def curvature_weights(self, r: Any, tau: float) -> Any:
         """w ∘ c(r), c(r) = 1{|r| ≤ τ}."""

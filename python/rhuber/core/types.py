@@ -32,6 +32,18 @@ def _check_real(name: str, value: Any, *, low: float, strict: bool, allow_none: 
 #: Solvers of L1-penalized batches, the contract's first.
 L1_SOLVERS = ("lamm", "prox_newton")
 
+#: The curvature of the information update (contract v3): the indicator 1{|r| ≤ τ}, or the
+#: paper's smoothed c_h (method.md, "The paper's schedules").
+CURVATURES = ("indicator", "smoothed")
+
+#: The seed system's default bandwidth_scale (renewable-huber 0.7.1, UpdateConfig::default).
+DEFAULT_BANDWIDTH_SCALE = 1.0
+
+
+def log_features(p: int) -> float:
+    """q = log(max(p, 2)), p the feature count without the intercept (both schedules use it)."""
+    return math.log(max(int(p), 2))
+
 
 @dataclass(frozen=True)
 class Config:
@@ -47,6 +59,33 @@ class Config:
     #: The solver of L1-penalized batches: "lamm" (the contract's) or "prox_newton", the opt-in
     #: variant method.md allows, on the native CPU engine only (docs/method.md).
     l1_solver: str = "lamm"
+    #: Contract v3. The λ schedule λ_b = lambda_scale · τ_b · √(q / N_b) instead of alpha.
+    lambda_scale: float | None = None
+    #: Contract v3. "indicator" or "smoothed" (c_h with bandwidth h_b) in the information update.
+    curvature: str = "indicator"
+    #: Contract v3. h_b = min(bandwidth_scale · s / (√N_b · q), τ_b) when curvature="smoothed".
+    bandwidth_scale: float = DEFAULT_BANDWIDTH_SCALE
+    #: Contract v3. Accumulate the d × d inference matrices G and K (the scalars always are).
+    inference_matrices: bool = False
+
+    @property
+    def penalized(self) -> bool:
+        """Whether batches may carry an L1 term (alpha > 0, or a positive λ schedule)."""
+        return self.alpha > 0 or bool(self.lambda_scale)
+
+    def batch_lambda(self, tau: float, n_total: float, p: int) -> float:
+        """The batch's λ: alpha, or lambda_scale · τ · √(q / N_b) under the schedule."""
+        if self.lambda_scale is None:
+            return float(self.alpha)
+        return float(self.lambda_scale) * float(tau) * math.sqrt(log_features(p) / n_total)
+
+    def batch_bandwidth(self, tau: float, scale: float, n_total: float, p: int) -> float:
+        """h_b = min(bandwidth_scale · s / (√N_b · q), τ_b): s = the batch's scale when τ is
+        adaptive (scale-equivariant), 1 when tau is fixed (the seed's absolute units). In
+        float64; the caller rounds it to the computation dtype."""
+        unit = 1.0 if self.tau is not None else float(scale)
+        h = float(self.bandwidth_scale) * unit / (math.sqrt(n_total) * log_features(p))
+        return min(h, float(tau))
 
     def validate(self) -> None:
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
@@ -62,6 +101,18 @@ class Config:
             raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
         if self.l1_solver not in L1_SOLVERS:
             raise ValueError(f"l1_solver must be one of {L1_SOLVERS}, got {self.l1_solver!r}")
+        _check_real("lambda_scale", self.lambda_scale, low=0.0, strict=False, allow_none=True)
+        if self.lambda_scale is not None and self.alpha > 0:
+            raise ValueError(
+                f"alpha={self.alpha!r} and lambda_scale={self.lambda_scale!r} are both set: "
+                "lambda_scale replaces alpha by the schedule λ_b = lambda_scale · τ_b · "
+                "√(log(max(p, 2)) / N_b); set one of them (alpha=0 with the schedule)")
+        if self.curvature not in CURVATURES:
+            raise ValueError(f"curvature must be one of {CURVATURES}, got {self.curvature!r}")
+        _check_real("bandwidth_scale", self.bandwidth_scale, low=0.0, strict=True)
+        if not isinstance(self.inference_matrices, (bool, np.bool_)):
+            raise TypeError(
+                f"inference_matrices must be a bool, got {self.inference_matrices!r}")
 
     def resolved_tol(self, dtype: np.dtype) -> float:
         return default_tol(dtype) if self.tol is None else float(self.tol)
@@ -77,6 +128,10 @@ class Config:
             "max_iter": int(self.max_iter),
             "tol": self.resolved_tol(np.dtype(dtype)),
             "l1_solver": self.l1_solver,
+            "lambda_scale": None if self.lambda_scale is None else float(self.lambda_scale),
+            "curvature": self.curvature,
+            "bandwidth_scale": float(self.bandwidth_scale),
+            "inference_matrices": bool(self.inference_matrices),
         }
 
 
@@ -91,10 +146,27 @@ class State:
     batch_count: int = 0
     previous_lambda: float = 0.0
     scale: float = 0.0
+    # Contract v3, inference (method.md): sums over the batches they cover, each taken at that
+    # batch's final β_b (float64). Zero / None by default, so a native engine that does not
+    # return them yet still makes a State; inference_batches says how many batches they cover
+    # (fewer than batch_count after loading a format-2 checkpoint).
+    score_sq_sum: float = 0.0  # S_ψ² = Σ w ψ(r)²
+    curvature_sum: float = 0.0  # S_c = Σ w c
+    curvature_sq_sum: float = 0.0  # Σ w c² (var(c) for the smoothed curvature)
+    inference_weight: float = 0.0  # Σ w
+    inference_batches: int = 0
+    gram: Any = None  # G = Σ X̃ᵀ diag(w) X̃, (d, d) in the computation dtype, or None
+    score_gram: Any = None  # K = Σ X̃ᵀ diag(w ψ²) X̃, likewise
 
     @classmethod
-    def empty(cls, d: int, dtype: Any = np.float64, xp: Any = np) -> State:
-        return cls(coef=xp.zeros(d, dtype=dtype), information=xp.zeros((d, d), dtype=dtype))
+    def empty(cls, d: int, dtype: Any = np.float64, xp: Any = np,
+              inference_matrices: bool = False) -> State:
+        matrices = {}
+        if inference_matrices:
+            matrices = {"gram": xp.zeros((d, d), dtype=dtype),
+                        "score_gram": xp.zeros((d, d), dtype=dtype)}
+        return cls(coef=xp.zeros(d, dtype=dtype), information=xp.zeros((d, d), dtype=dtype),
+                   **matrices)
 
     @property
     def dtype(self) -> np.dtype:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import NumericalError
 from ..profiling import _hooks as _prof
+from . import inference
 from .huber import robust_scale, weighted_median, weighted_std
 from .problem import BatchProblem
 from .solvers import solve
@@ -80,7 +81,7 @@ def _update(
     p = _prof.ACTIVE
     t0 = _prof.now() if p is not None else 0
     config.validate()
-    if config.alpha > 0 and config.l1_solver != "lamm":
+    if config.penalized and config.l1_solver != "lamm":
         raise ValueError(
             f"l1_solver={config.l1_solver!r} is an opt-in variant of the native CPU engine "
             "(backend='native_cpu'); the reference engine solves L1 batches with the contract's "
@@ -95,8 +96,10 @@ def _update(
     d = X.shape[1] + int(config.fit_intercept)
     state = previous_state
     if state is None or state.batch_count == 0:
-        state = State.empty(d, dtype, xp)
+        state = State.empty(d, dtype, xp, config.inference_matrices)
     problem = BatchProblem.build(state, X, y, w, config, xp)
+    n_total = problem.W + problem.sum_w  # N_b of the schedules
+    n_features = X.shape[1]
     if p is not None:
         n = X.shape[0]
         p.record(_prof.STAGE, t0, n + d, (2 * n * d + n) * _prof.itemsize(X))
@@ -112,7 +115,9 @@ def _update(
     elif first:
         pilot_scale = _pilot_scale(y, w)
         beta0 = _start_point(problem, y, w, config.fit_intercept, xp)
-        pilot = solve(problem, beta0, as_tau(pilot_scale), config.max_iter, tol, trace, "pilot")
+        pilot_tau = as_tau(pilot_scale)
+        problem.lam = config.batch_lambda(pilot_tau, n_total, n_features)
+        pilot = solve(problem, beta0, pilot_tau, config.max_iter, tol, trace, "pilot")
         n_iter, halvings = pilot.n_iter, pilot.halvings
         beta = pilot.beta
         scale = robust_scale(problem.residual(beta), w)
@@ -126,14 +131,19 @@ def _update(
         tau = as_tau(scale)
         beta = state.coef
 
+    lam = problem.lam = config.batch_lambda(tau, n_total, n_features)
     result = solve(problem, beta, tau, config.max_iter, tol, trace)
     beta = result.beta
     if p is not None:
         p.next_iteration()  # the final evaluation, as native_cpu counts it
     r = problem.residual(beta)
-    c = problem.curvature_weights(r, tau)
+    bandwidth = smoothing = None
+    if config.curvature == "smoothed":
+        bandwidth = smoothing = float(dtype.type(
+            config.batch_bandwidth(tau, scale, n_total, n_features)))
+    c = problem.curvature(r, tau, smoothing)
     t0 = _prof.now() if p is not None else 0
-    information = state.information + problem.weighted_gram(c)
+    information = state.information + problem.weighted_gram(w * c)
     if p is not None:
         n = X.shape[0]
         p.record(_prof.INFO_UPDATE, t0, n, (2 * n * d + 2 * d * d) * _prof.itemsize(X),
@@ -144,6 +154,7 @@ def _update(
         raise NumericalError("the batch update produced non-finite coefficients or information")
     if not math.isfinite(objective):
         raise NumericalError("the batch update produced a non-finite objective")
+    sums = inference.accumulate(state, problem.Xt, w, r, tau, c, config.inference_matrices, xp)
 
     next_state = State(
         coef=beta,
@@ -151,15 +162,16 @@ def _update(
         n_samples_seen=int(state.n_samples_seen) + int(X.shape[0]),
         effective_weight=float(state.effective_weight) + problem.sum_w,
         batch_count=int(state.batch_count) + 1,
-        previous_lambda=float(config.alpha),
+        previous_lambda=lam,
         scale=float(scale),
+        **sums,
     )
     diagnostics = Diagnostics(
         converged=result.converged,
         n_iter=n_iter + result.n_iter,
         objective=objective,
-        lambda_=float(config.alpha),
-        bandwidth=tau,
+        lambda_=lam,
+        bandwidth=tau if bandwidth is None else bandwidth,
         solver=result.solver,
         line_search_halvings=halvings + result.halvings,
         rcond=result.rcond,
