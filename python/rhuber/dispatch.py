@@ -1,0 +1,145 @@
+"""A stream's plan: which plan runs each batch of an estimator, and why (docs/tuner.md, "The
+advisor").
+
+The estimator only asks this module: :func:`plan_for` (the plan of the next batch),
+:func:`start` (the stream's session, decided from its first batch) and :func:`observe` (a timed
+batch, the session's evidence). In order of precedence:
+
+1. ``plan=`` pins a plan, read on every batch (``pinned by plan=``);
+2. ``backend`` other than ``"auto"`` runs that engine with its defaults (``set by backend=``);
+3. the environment variable :data:`PLAN_VARIABLE` (``RH_PLAN=<plan id>``), read at the start
+   of each stream of a ``backend="auto"`` estimator (``pinned by RH_PLAN``);
+4. the advisor (:mod:`rhuber.tuner.advisor`): the rule's default plan, the model's choice, or
+   trials of its candidates on the stream's first batches; the session keeps the evidence.
+
+Every plan found here is checked against the settings it overrides (``backend``, ``n_jobs``,
+``l1_solver``): a disagreement is a ``ValueError`` naming them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import numpy as np
+
+from .engines import native_cpu_available
+from .engines.plans import Plan, parse_plan, plans_for
+from .engines.workload import Workload
+from .tuner import advisor as _advisor
+
+#: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
+PLAN_VARIABLE = "RH_PLAN"
+
+
+def threads(n_jobs: int | None) -> int | None:
+    """``n_jobs`` as a thread count; None: all cores (-1 too; -2 all but one, as in
+    scikit-learn)."""
+    if n_jobs is None or n_jobs == -1:
+        return None
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+    return int(n_jobs)
+
+
+@functools.lru_cache(maxsize=1024)
+def auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
+               solver: str) -> tuple[tuple[Plan, ...], Plan]:
+    """The plans auto may choose from for ``workload`` — those agreeing with threads the user
+    fixed and a non-default L1 solver — and the engine's default plan; no candidates without
+    native_cpu. Remembered: enumerating and validating the plans costs ~0.1 ms, paid by every
+    stream otherwise (the installed engines do not change within a process)."""
+
+    if not native_cpu_available():
+        return (), Plan("numpy")
+    default = Plan("native_cpu", threads=threads, l1_solver=solver).resolved()
+    plans = tuple(p for p in plans_for(workload)
+                  if (not threads_fixed or p.backend != "native_cpu"
+                      or p.threads == default.threads)
+                  and (solver == "lamm" or p.l1_solver == solver))
+    return plans, default
+
+
+def pinned(est: Any) -> tuple[Plan | None, str]:
+    """The plan the user pinned and how: ``plan=``, else ``RH_PLAN`` where the advisor would
+    run (backend="auto"), else (None, "")."""
+    if est.plan is not None:
+        return parse_plan(est.plan), _advisor.PINNED
+    if est.backend != "auto":
+        return None, ""
+    text = os.environ.get(PLAN_VARIABLE, "").strip()
+    if text:
+        try:
+            return Plan.from_id(text), _advisor.PINNED_ENV
+        except ValueError as exc:
+            raise ValueError(f"{PLAN_VARIABLE}={text!r}: {exc}") from None
+    return None, ""
+
+
+def checked(est: Any, plan: Plan, source: str) -> Plan:
+    """``plan``, unless it contradicts ``backend``, ``n_jobs`` or ``l1_solver`` set on ``est``."""
+    if est.backend == "auto" and est.l1_solver == "lamm" and est.n_jobs is None:
+        return plan  # all deferring to the plan (every batch reads it: keep this cheap)
+    disagree = []
+    if est.backend not in ("auto", plan.backend):
+        disagree.append(f"backend={est.backend!r}")
+    if est.l1_solver not in ("lamm", plan.l1_solver):
+        disagree.append(f"l1_solver={est.l1_solver!r}")
+    cores = os.cpu_count() or 1
+    if plan.backend == "native_cpu" and est.n_jobs is not None and \
+            (threads(est.n_jobs) or cores) != (plan.threads or cores):
+        disagree.append(f"n_jobs={est.n_jobs!r}")
+    if disagree:
+        raise ValueError(
+            f"{source}{plan.id!r} decides the backend, threads and L1 solver, and conflicts "
+            f"with {', '.join(disagree)}; leave those at their defaults (backend='auto', "
+            "n_jobs=None, l1_solver='lamm') or make them agree with the plan")
+    return plan
+
+
+def plan_for(est: Any, session: _advisor.Session | None) -> Plan | None:
+    """The plan of the next batch — ``plan=``, else (backend="auto") this stream's: pinned by
+    ``RH_PLAN`` or the advisor's — checked; None: ``backend`` and ``n_jobs`` decide."""
+    if est.plan is not None:
+        return checked(est, parse_plan(est.plan), "plan=")
+    if est.backend != "auto":
+        return None
+    if session is not None:
+        return session.plan
+    plan, _ = pinned(est)  # before the stream's first batch
+    return None if plan is None else checked(est, plan, f"{PLAN_VARIABLE}=")
+
+
+def workload(est: Any, X: Any) -> Workload:
+    """The workload a batch ``X`` of ``est``'s stream is."""
+    return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
+                    dtype=np.dtype(X.dtype).name, penalized=float(est.alpha) > 0,
+                    intercept=bool(est.fit_intercept))
+
+
+def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
+    """The session of a stream whose first batch is ``X`` (``batches``: how many the stream
+    has, when known, as in ``fit``; None for ``partial_fit``)."""
+    plan, how = pinned(est)
+    if plan is not None:
+        checked(est, plan, "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}=")
+        # plan= is read from the parameter on every batch; RH_PLAN once, here.
+        return _advisor.Session(plan.id, how, plan=None if how == _advisor.PINNED else plan)
+    if est.backend != "auto":
+        return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
+    w = workload(est, X)
+    solver = est.l1_solver if w.penalized else "lamm"
+    candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
+    advisor = _advisor.shared() if candidates else None
+    if advisor is None:
+        return _advisor.Session(default.id, _advisor.NO_MODEL,
+                                "only the NumPy reference is installed" if not candidates else
+                                "the tuner's models could not be loaded")
+    return _advisor.Session.from_advice(
+        advisor.advise(w, candidates=candidates, default=default), batches=batches)
+
+
+def observe(session: _advisor.Session, rows: int, seconds: float) -> _advisor.Session:
+    """The session after a batch of ``rows`` took ``seconds`` on the plan that ran."""
+    return session.observe(rows, seconds)

@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from . import dispatch
 from ._version import __version__
 from .adapters import as_host_input
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
@@ -26,10 +27,9 @@ from .core import L1_SOLVERS, Config, State
 from .core.ladder import ill_conditioned, ill_conditioning_message
 from .core.merge import combine_states
 from .core.xp import to_host
-from .engines import BACKENDS, make_engine, native_cpu_available
+from .engines import BACKENDS, make_engine
 from .engines.dlpack import is_device_tensor
-from .engines.plans import Plan, parse_plan, plans_for
-from .engines.workload import Workload
+from .engines.plans import Plan
 from .errors import CheckpointError, IllConditionedWarning
 from .profiling import _hooks as _prof
 from .profiling import profile
@@ -39,31 +39,11 @@ from .tracing.trace import active as _active_traces
 from .tuner import advisor as _advisor
 from .tuner import online as _online
 
-#: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
-PLAN_VARIABLE = "RH_PLAN"
-
 _FITTED_ATTRIBUTES = (
     "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
     "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
     "diagnostics_", "backend_",
 )
-
-
-@functools.lru_cache(maxsize=1024)
-def _auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
-                solver: str) -> tuple[tuple[Plan, ...], Plan]:
-    """RenewableHuberRegressor._auto_candidates, remembered: enumerating and validating the
-    plans costs ~0.1 ms, paid by every stream otherwise (the installed engines do not change
-    within a process)."""
-
-    if not native_cpu_available():
-        return (), Plan("numpy")
-    default = Plan("native_cpu", threads=threads, l1_solver=solver).resolved()
-    plans = tuple(p for p in plans_for(workload)
-                  if (not threads_fixed or p.backend != "native_cpu"
-                      or p.threads == default.threads)
-                  and (solver == "lamm" or p.l1_solver == solver))
-    return plans, default
 
 
 #: Creates estimators' update locks, so that two threads never make two for one estimator.
@@ -259,7 +239,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             self._start_trace(restart=True)
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
             rows = X.shape[0] if self.batch_size is None else int(self.batch_size)
-            self._start_session(X[:rows])
+            self._start_session(X[:rows], -(-X.shape[0] // rows))
             state, diagnostics = None, []
             for start in range(0, X.shape[0], rows):
                 batch = slice(start, start + rows)
@@ -493,95 +473,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 
     def _threads(self) -> int | None:
         """n_jobs as a thread count; None: all cores."""
-        if self.n_jobs is None or self.n_jobs == -1:
-            return None
-        if self.n_jobs < 0:
-            return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
-        return int(self.n_jobs)
-
-    def _pinned_plan(self) -> tuple[Plan | None, str]:
-        """The plan the user pinned and how: ``plan=``, else ``RH_PLAN`` where the advisor
-        would run (backend="auto"), else (None, "")."""
-        if self.plan is not None:
-            return parse_plan(self.plan), _advisor.PINNED
-        if self.backend != "auto":
-            return None, ""
-        pinned = os.environ.get(PLAN_VARIABLE, "").strip()
-        if pinned:
-            try:
-                return Plan.from_id(pinned), _advisor.PINNED_ENV
-            except ValueError as exc:
-                raise ValueError(f"{PLAN_VARIABLE}={pinned!r}: {exc}") from None
-        return None, ""
+        return dispatch.threads(self.n_jobs)
 
     def _plan(self) -> Plan | None:
-        """The plan that runs — ``plan=``, else (backend="auto") this stream's: pinned by
-        ``RH_PLAN`` or the advisor's choice — checked against the settings it overrides; None:
-        ``backend`` and ``n_jobs`` decide."""
-        if self.plan is not None:
-            return self._checked(parse_plan(self.plan), "plan=")
-        if self.backend != "auto":
-            return None
-        session = self.__dict__.get("_session")
-        if session is not None:
-            return session.plan
-        plan, _ = self._pinned_plan()  # before the stream's first batch
-        return None if plan is None else self._checked(plan, f"{PLAN_VARIABLE}=")
+        """The plan of the next batch (:func:`dispatch.plan_for`); None: ``backend`` and
+        ``n_jobs`` decide."""
+        return dispatch.plan_for(self, self.__dict__.get("_session"))
 
-    def _checked(self, plan: Plan, source: str) -> Plan:
-        if self.backend == "auto" and self.l1_solver == "lamm" and self.n_jobs is None:
-            return plan  # all deferring to the plan (every batch reads it: keep this cheap)
-        disagree = []
-        if self.backend not in ("auto", plan.backend):
-            disagree.append(f"backend={self.backend!r}")
-        if self.l1_solver not in ("lamm", plan.l1_solver):
-            disagree.append(f"l1_solver={self.l1_solver!r}")
-        cores = os.cpu_count() or 1
-        if plan.backend == "native_cpu" and self.n_jobs is not None and \
-                (self._threads() or cores) != (plan.threads or cores):
-            disagree.append(f"n_jobs={self.n_jobs!r}")
-        if disagree:
-            raise ValueError(
-                f"{source}{plan.id!r} decides the backend, threads and L1 solver, and conflicts "
-                f"with {', '.join(disagree)}; leave those at their defaults (backend='auto', "
-                "n_jobs=None, l1_solver='lamm') or make them agree with the plan")
-        return plan
-
-    def _start_session(self, X: Any) -> None:
+    def _start_session(self, X: Any, batches: int | None = None) -> None:
         """Decide this stream's plan from its first batch ``X`` (``plan_``)."""
-        plan, how = self._pinned_plan()
-        if plan is not None:
-            self._checked(plan, "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}=")
-            # plan= is read from the parameter on every batch; RH_PLAN once, here.
-            self._session = _advisor.Session(plan.id, how,
-                                             plan=None if how == _advisor.PINNED else plan)
-            return
-        if self.backend != "auto":
-            self._session = _advisor.Session(self.backend, _advisor.USER_BACKEND,
-                                             f"backend={self.backend!r}")
-            return
-        workload = self._workload(X)
-        candidates, default = self._auto_candidates(workload)
-        advisor = _advisor.shared() if candidates else None
-        if advisor is None:
-            self._session = _advisor.Session(
-                default.id, _advisor.NO_MODEL,
-                "only the NumPy reference is installed" if not candidates else
-                "the tuner's models could not be loaded")
-            return
-        self._session = _advisor.Session.from_advice(
-            advisor.advise(workload, candidates=candidates, default=default))
-
-    def _workload(self, X: Any) -> Workload:
-        return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
-                        dtype=np.dtype(X.dtype).name, penalized=float(self.alpha) > 0,
-                        intercept=bool(self.fit_intercept))
-
-    def _auto_candidates(self, workload: Workload) -> tuple[tuple[Plan, ...], Plan]:
-        """The plans auto may choose from — those agreeing with ``n_jobs`` and a non-default
-        ``l1_solver`` — and the default plan; no candidates without native_cpu."""
-        solver = self.l1_solver if workload.penalized else "lamm"
-        return _auto_plans(workload, self._threads(), self.n_jobs is not None, solver)
+        self._session = dispatch.start(self, X, batches)
 
     def _observe(self, X: Any, seconds: float, backend: str) -> None:
         """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
@@ -590,8 +491,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             plan = self._plan() or Plan(backend, **({"threads": self._threads(),
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
-            _online.record_batch(self._workload(X), plan.resolved(), seconds, self.profile_)
-        self._session = self._session.observe(int(X.shape[0]), seconds)
+            _online.record_batch(dispatch.workload(self, X), plan.resolved(), seconds,
+                                 self.profile_)
+        self._session = dispatch.observe(self._session, int(X.shape[0]), seconds)
 
     @property
     def plan_(self) -> _advisor.PlanReport:

@@ -309,7 +309,7 @@ class Session:
     settled: bool = False
 
     @classmethod
-    def from_advice(cls, advice: Advice) -> Session:
+    def from_advice(cls, advice: Advice, batches: int | None = None) -> Session:
         return cls(advice.plan.id, advice.reason, advice.detail,
                    advice.plan if advice.chosen else None, advice.predicted_rows_per_s,
                    advice.model_id, advice)
