@@ -1,7 +1,9 @@
-"""Checkpoint format version 2: a ``.npz`` of plain arrays (never pickled), written atomically.
+"""Checkpoint format version 3: a ``.npz`` of plain arrays (never pickled), written atomically.
 
 A checkpoint holds the state of method.md plus what the estimator needs to resume: its dtype,
-intercept flag, feature count and names, and its parameters as JSON.
+intercept flag, feature count and names, and its parameters as JSON. Version 3 (contract v3)
+adds the inference sums and, when the stream accumulates them, the matrices G and K; version 2
+still loads, its inference sums zero: inference then covers only the batches after the load.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from . import seed_checkpoint
 from ._atomic import atomic_write
 from .errors import CheckpointError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: The versions this library reads (a version-2 checkpoint has no inference sums).
+READABLE_VERSIONS = (2, 3)
 STATE_KEYS = (
     "coef",
     "information",
@@ -40,6 +45,10 @@ REQUIRED_KEYS = (
 #: partitions_consumed: how many partitions of a Dask collection rhuber.dask.fit_stream
 #: had fed into the state when it wrote the checkpoint (where resume=True continues).
 OPTIONAL_KEYS = ("feature_names_in", "partitions_consumed")
+#: Version 3: the inference sums (required) and matrices (optional, both or neither).
+INFERENCE_KEYS = ("score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight",
+                  "inference_batches")
+INFERENCE_MATRIX_KEYS = ("gram", "score_gram")
 
 
 def write_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -81,6 +90,8 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
             f"{path} is not a readable checkpoint (truncated or corrupted .npz): "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+    if seed_checkpoint.is_seed_layout(raw):  # the seed system's format: converted, with a warning
+        raw = seed_checkpoint.convert(raw, source=str(path))
     return validate_payload(raw, source=str(path))
 
 
@@ -100,13 +111,56 @@ def _text(raw: dict, key: str, source: str) -> str:
     return str(a.item())
 
 
+def _inference_fields(raw: dict, version: int, dtype: str, d: int, batch_count: int,
+                      source: str) -> dict[str, Any]:
+    """The inference sums of a version-3 payload, checked; zero (covering no batch) for
+    version 2."""
+    out: dict[str, Any] = {k: 0.0 for k in INFERENCE_KEYS}
+    out.update(inference_batches=0, gram=None, score_gram=None)
+    if version < 3:
+        return out
+    for key in INFERENCE_KEYS[:-1]:
+        value = float(_scalar(raw, key, "fiu", source))
+        if not np.isfinite(value) or value < 0:
+            raise CheckpointError(f"{source}: '{key}' must be a finite number >= 0, got {value}")
+        out[key] = value
+    covered = _scalar(raw, "inference_batches", "iu", source)
+    if not 0 <= covered <= batch_count:
+        raise CheckpointError(f"{source}: 'inference_batches' must be between 0 and "
+                              f"batch_count {batch_count}, got {covered}")
+    out["inference_batches"] = int(covered)
+    present = [k for k in INFERENCE_MATRIX_KEYS if k in raw]
+    if present and len(present) != len(INFERENCE_MATRIX_KEYS):
+        raise CheckpointError(f"{source} has '{present[0]}' without "
+                              f"'{(set(INFERENCE_MATRIX_KEYS) - set(present)).pop()}': the "
+                              "inference matrices come as a pair")
+    for key in present:
+        a = raw[key]
+        if a.shape != (d, d) or a.dtype != np.dtype(dtype):
+            raise CheckpointError(f"{source}: '{key}' must be a ({d}, {d}) {dtype} array, got "
+                                  f"shape {a.shape} dtype {a.dtype}")
+        if not np.all(np.isfinite(a)):
+            raise CheckpointError(f"{source}: '{key}' contains non-finite values")
+        out[key] = np.array(a, copy=True)
+    return out
+
+
 def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[str, Any]:
     """Check every key, shape, dtype and value of a checkpoint or state_dict."""
     raw = {k: np.asarray(v) for k, v in raw.items()}
     missing = [k for k in REQUIRED_KEYS if k not in raw]
     if missing:
         raise CheckpointError(f"{source} is missing key(s): {', '.join(missing)}")
-    unknown = sorted(set(raw) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    version = _scalar(raw, "format_version", "iu", source)
+    if version not in READABLE_VERSIONS:
+        raise CheckpointError(f"{source} has format_version {version}; this library reads "
+                              f"versions {', '.join(map(str, READABLE_VERSIONS))}")
+    inference_keys = (*INFERENCE_KEYS, *INFERENCE_MATRIX_KEYS) if version >= 3 else ()
+    missing = [k for k in INFERENCE_KEYS if version >= 3 and k not in raw]
+    if missing:
+        raise CheckpointError(f"{source} (format_version {version}) is missing key(s): "
+                              f"{', '.join(missing)}")
+    unknown = sorted(set(raw) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS) - set(inference_keys))
     if unknown:
         raise CheckpointError(f"{source} has unknown key(s): {', '.join(unknown)}")
     for key, a in raw.items():
@@ -117,10 +171,6 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
             raise CheckpointError(f"{source}: '{key}' holds text that is not valid Unicode "
                                   f"(a code point beyond U+10FFFF)")
 
-    version = _scalar(raw, "format_version", "iu", source)
-    if version != FORMAT_VERSION:
-        raise CheckpointError(f"{source} has format_version {version}; this library reads "
-                              f"version {FORMAT_VERSION}")
     dtype = str(raw["dtype"].item()) if raw["dtype"].shape == () else None
     if dtype not in ("float32", "float64"):
         raise CheckpointError(
@@ -161,6 +211,7 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
     if (out["batch_count"] == 0) != (out["n_samples_seen"] == 0):
         raise CheckpointError(f"{source}: batch_count {out['batch_count']} and n_samples_seen "
                               f"{out['n_samples_seen']} are inconsistent")
+    out.update(_inference_fields(raw, version, dtype, d, out["batch_count"], source))
 
     try:
         params = json.loads(_text(raw, "params", source))
