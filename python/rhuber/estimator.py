@@ -24,10 +24,12 @@ from ._version import __version__
 from .adapters import as_host_input
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
 from .core import L1_SOLVERS, Config, State
+from .core import inference as _inference
 from .core.ladder import ill_conditioned, ill_conditioning_message
 from .core.merge import combine_states
+from .core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
 from .core.xp import to_host
-from .engines import BACKENDS, make_engine
+from .engines import BACKENDS, make_engine, require_features
 from .engines.dlpack import is_device_tensor
 from .engines.plans import Plan
 from .errors import CheckpointError, IllConditionedWarning
@@ -99,6 +101,21 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         Solver of batches with alpha > 0. "lamm" is the contract's proximal gradient method;
         "prox_newton" an opt-in proximal Newton method for the same problem, in a few
         Newton-like iterations instead of tens (native_cpu only; docs/method.md).
+    lambda_scale : float or None, default=None
+        The paper's λ schedule (contract v3; docs/method-v3.md): each batch's L1 strength is
+        λ_b = lambda_scale · τ_b · √(log(max(p, 2)) / N_b), N_b the effective weight including
+        the batch. None: no schedule (``alpha`` decides). Setting it with ``alpha > 0`` raises
+        ValueError. A positive schedule penalizes the stream, so it has no inference.
+    curvature : {"indicator", "smoothed"}, default="indicator"
+        The curvature of the information update: Huber's indicator 1{|r| ≤ τ}, or the paper's
+        smoothed c_h with bandwidth h_b = min(bandwidth_scale · scale_ / (√N_b · log(max(p,
+        2))), τ_b) (scale 1 when ``tau`` is fixed, as the seed system computes it).
+    bandwidth_scale : float, default=1.0
+        The constant of the smoothed curvature's bandwidth (the seed system's default).
+    inference_matrices : bool, default=False
+        Also accumulate the d × d matrices G = Σ X̃ᵀdiag(w)X̃ and K = Σ X̃ᵀdiag(wψ²)X̃ that the
+        H1, H3 and HC0 covariances need (two more Gram products per batch; docs/inference.md).
+        The scalars behind H2 are always accumulated.
     batch_size : int or None, default=None
         Rows per batch in :meth:`fit`; None streams all of X as one batch.
     backend : {"auto", "numpy", "native_cpu", "cuda"}, default="auto"
@@ -179,6 +196,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither"), None],
         "l1_solver": [StrOptions(set(L1_SOLVERS))],
+        "lambda_scale": [Interval(Real, 0, None, closed="left"), None],
+        "curvature": [StrOptions(set(CURVATURES))],
+        "bandwidth_scale": [Interval(Real, 0, None, closed="neither")],
+        "inference_matrices": ["boolean"],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "backend": [StrOptions(set(BACKENDS))],
         "device": [Interval(Integral, 0, None, closed="left"), None],
@@ -201,6 +222,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         max_iter: int = 500,
         tol: float | None = None,
         l1_solver: str = "lamm",
+        lambda_scale: float | None = None,
+        curvature: str = "indicator",
+        bandwidth_scale: float = DEFAULT_BANDWIDTH_SCALE,
+        inference_matrices: bool = False,
         batch_size: int | None = None,
         backend: str = "auto",
         device: int | None = None,
@@ -218,6 +243,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.l1_solver = l1_solver
+        self.lambda_scale = lambda_scale
+        self.curvature = curvature
+        self.bandwidth_scale = bandwidth_scale
+        self.inference_matrices = inference_matrices
         self.batch_size = batch_size
         self.backend = backend
         self.device = device
@@ -290,7 +319,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         the timing the plan's evidence needs. Nothing is committed here."""
         plan = self._plan()
         engine = self._engine(plan)
-        state, diag = self._update(engine, state, X, y, w, self._config(plan))
+        config = self._config(plan)
+        require_features(engine, config)
+        state, diag = self._update(engine, state, X, y, w, config)
         self._observe(X, time.perf_counter() - began, engine.name)
         return state, diag.as_dict(), engine.name
 
@@ -316,6 +347,84 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                             2 * n * p)
             return predictions
 
+    # ---------------------------------------------------------------- inference
+
+    def cov_params(self, cov_type: str | None = None) -> np.ndarray:
+        """The covariance of the coefficients, (d, d) float64, in coef_'s order with the
+        intercept last (docs/inference.md).
+
+        ``cov_type``: "H1", "H2", "H3" (Huber's estimates as statsmodels' RLM computes them)
+        or "HC0" (the heteroscedasticity-robust sandwich J⁻¹KJ⁻¹); None: "H1" when the stream
+        accumulates ``inference_matrices``, else "H2". H1, H3 and HC0 need
+        ``inference_matrices=True``. Raises ValueError (``InferenceError``) for an L1-penalized
+        stream (the formulas do not hold after selection), a singular information matrix, or
+        sums that cover no batch.
+        """
+        check_is_fitted(self)
+        state = self._inference_state()
+        if cov_type is None:
+            cov_type = _inference.default_cov_type(state)
+        return _inference.covariance(state, cov_type)
+
+    def bse(self, cov_type: str | None = None) -> np.ndarray:
+        """Standard errors: the square roots of :meth:`cov_params`'s diagonal."""
+        return _inference.standard_errors(self.cov_params(cov_type))
+
+    def tvalues(self, cov_type: str | None = None) -> np.ndarray:
+        """z statistics coef / std err (statsmodels' RLM calls them tvalues; normal reference)."""
+        return self._wald(cov_type, 0.05).z
+
+    def pvalues(self, cov_type: str | None = None) -> np.ndarray:
+        """Two-sided normal p-values of the z statistics."""
+        return self._wald(cov_type, 0.05).pvalues
+
+    def conf_int(self, alpha: float = 0.05, cov_type: str | None = None) -> np.ndarray:
+        """(d, 2) normal confidence intervals [lower, upper] at level 1 − alpha."""
+        table = self._wald(cov_type, alpha)
+        return np.column_stack([table.lower, table.upper])
+
+    def summary(self, cov_type: str | None = None, alpha: float = 0.05) -> _inference.Summary:
+        """statsmodels' familiar table (coef, std err, z, P>|z|, interval) under a header of
+        counts, scale, covariance type and what the covariance covers. ``print(summary)``;
+        ``.as_dict()`` for JSON, ``.frame()`` for a DataFrame. Rows are named by
+        feature_names_in_ (x0, x1, ... without names), the intercept last."""
+        check_is_fitted(self)
+        state = self._inference_state()
+        cov_type = cov_type or _inference.default_cov_type(state)
+        table = self._wald(cov_type, alpha)
+        names = [str(n) for n in getattr(self, "feature_names_in_",
+                                         [f"x{j}" for j in range(self.n_features_in_)])]
+        if self._fitted_intercept:
+            names.append("intercept")
+        covered = _inference.coverage(state)
+        header = (
+            ("Model", "RenewableHuberRegressor (Huber's T)"),
+            ("Epsilon", f"{self.epsilon:g}" if self.tau is None else f"tau = {self.tau:g}"),
+            ("Observations", f"{state.n_samples_seen} rows, weight {state.effective_weight:.6g}"),
+            ("Batches", str(state.batch_count)),
+            ("Scale", f"{state.scale:.6g}"),
+            ("Curvature", self.curvature),
+            ("Covariance type", cov_type),
+            ("Covariance covers", covered.describe()),
+        )
+        return _inference.Summary(tuple(names), table, cov_type, header, covered)
+
+    def _wald(self, cov_type: str | None, alpha: float) -> _inference.WaldTable:
+        return _inference.wald_table(self._state.coef, self.cov_params(cov_type), alpha)
+
+    def _inference_state(self) -> State:
+        """The state, refused when the stream is L1-penalized now or was in a batch since the
+        last reset (post-selection inference)."""
+        lambdas = [d["lambda"] for d in self.diagnostics_]
+        if self.alpha > 0 or (self.lambda_scale or 0) > 0 or any(x > 0 for x in lambdas):
+            raise _inference.InferenceError(
+                f"inference is refused for an L1-penalized stream (alpha={self.alpha!r}, "
+                f"lambda_scale={self.lambda_scale!r}, largest batch lambda "
+                f"{max(lambdas, default=0.0):.3g}): the covariances assume an unpenalized "
+                "M-estimator, and after L1 selection they are not valid (post-selection "
+                "inference). Fit with alpha=0 and lambda_scale=None for standard errors")
+        return self._state
+
     # -------------------------------------------------------- state and storage
 
     @_serialized
@@ -332,6 +441,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             "batch_count": np.int64(s.batch_count),
             "previous_lambda": np.float64(s.previous_lambda),
             "scale": np.float64(s.scale),
+            "score_sq_sum": np.float64(s.score_sq_sum),
+            "curvature_sum": np.float64(s.curvature_sum),
+            "curvature_sq_sum": np.float64(s.curvature_sq_sum),
+            "inference_weight": np.float64(s.inference_weight),
+            "inference_batches": np.int64(s.inference_batches),
             "dtype": np.str_(s.dtype.name),
             "fit_intercept": np.bool_(self._fitted_intercept),
             "n_features_in": np.int64(self.n_features_in_),
@@ -340,6 +454,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         }
         if hasattr(self, "feature_names_in_"):
             d["feature_names_in"] = np.asarray(self.feature_names_in_, dtype=str)
+        if s.gram is not None and s.score_gram is not None:
+            d["gram"] = to_host(s.gram).copy()
+            d["score_gram"] = to_host(s.score_gram).copy()
         return d
 
     @_serialized
@@ -350,7 +467,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def save_checkpoint(self, path: str | os.PathLike) -> None:
-        """Write a format-2 ``.npz`` checkpoint atomically (old file or new, never torn)."""
+        """Write a format-3 ``.npz`` checkpoint atomically (old file or new, never torn)."""
         write_checkpoint(path, self.state_dict())
 
     @classmethod
@@ -522,10 +639,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                self.l1_solver if plan is None else plan.l1_solver)
         cached = self.__dict__.get("_config_cache")
         if cached is None or not all(map(operator.is_, key, cached[0])):
-            fit_intercept, epsilon, tau, alpha, ridge, max_iter, tol, l1_solver = key
+            (fit_intercept, epsilon, tau, alpha, ridge, max_iter, tol, lambda_scale, curvature,
+             bandwidth_scale, inference_matrices, l1_solver) = key
             cached = self._config_cache = (key, Config(
                 fit_intercept=bool(fit_intercept), epsilon=epsilon, tau=tau, alpha=alpha,
-                ridge=ridge, max_iter=max_iter, tol=tol, l1_solver=l1_solver))
+                ridge=ridge, max_iter=max_iter, tol=tol, l1_solver=l1_solver,
+                lambda_scale=lambda_scale, curvature=curvature,
+                bandwidth_scale=bandwidth_scale, inference_matrices=bool(inference_matrices)))
         return cached[1]
 
     def _engine(self, plan: Plan | None = ...):
@@ -642,7 +762,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             self.feature_names_in_ = payload["feature_names_in"]
         state = State(**{k: payload[k] for k in (
             "coef", "information", "n_samples_seen", "effective_weight", "batch_count",
-            "previous_lambda", "scale")})
+            "previous_lambda", "scale", "score_sq_sum", "curvature_sum", "curvature_sq_sum",
+            "inference_weight", "inference_batches", "gram", "score_gram")})
         self._commit(state, [], self._engine().name)
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
@@ -666,7 +787,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 #: compares), and those a Config is made of (what _config compares).
 _parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_names())
 _config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
-                                     "max_iter", "tol")
+                                     "max_iter", "tol", "lambda_scale", "curvature",
+                                     "bandwidth_scale", "inference_matrices")
 
 #: What _profiling returns without profile=True (a nullcontext holds no state: one serves all).
 _NOT_PROFILING = nullcontext()

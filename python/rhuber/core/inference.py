@@ -256,3 +256,50 @@ def _num(x: float) -> str:
     if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3) and math.isfinite(x):
         return f"{x:.3e}"
     return f"{x:.4f}"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``RenewableHuberRegressor.summary()`` returns: print it, or take it as data."""
+
+    names: tuple[str, ...]
+    table: WaldTable
+    cov_type: str
+    header: tuple[tuple[str, str], ...]
+    coverage: Coverage
+
+    def as_text(self) -> str:
+        return format_summary(self.table, list(self.names), list(self.header))
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: the header, and one record per coefficient."""
+        t = self.table
+        lo, hi = f"{t.alpha / 2:.3g}", f"{1 - t.alpha / 2:.3g}"
+        rows = [{"name": n, "coef": float(t.coef[j]), "std_err": float(t.bse[j]),
+                 "z": float(t.z[j]), "p_value": float(t.pvalues[j]), lo: float(t.lower[j]),
+                 hi: float(t.upper[j])} for j, n in enumerate(self.names)]
+        c = self.coverage
+        return {"cov_type": self.cov_type, "alpha": t.alpha,
+                "header": dict(self.header), "coefficients": rows,
+                "coverage": {"inference_batches": c.inference_batches,
+                             "batch_count": c.batch_count,
+                             "inference_weight": c.inference_weight,
+                             "effective_weight": c.effective_weight,
+                             "complete": c.complete}}
+
+    def frame(self) -> Any:
+        """The coefficient table as a pandas DataFrame (statsmodels' column names)."""
+        import pandas as pd
+
+        t = self.table
+        return pd.DataFrame({"coef": t.coef, "std err": t.bse, "z": t.z, "P>|z|": t.pvalues,
+                             f"[{t.alpha / 2:.3g}": t.lower, f"{1 - t.alpha / 2:.3g}]": t.upper},
+                            index=list(self.names))
+
+
+def default_cov_type(state: State) -> str:
+    """statsmodels' default H1 when the matrices are there, else H2 (needs only J)."""
+    return "H1" if state.gram is not None else "H2"

@@ -40,6 +40,12 @@ CURVATURES = ("indicator", "smoothed")
 DEFAULT_BANDWIDTH_SCALE = 1.0
 
 
+#: Every contract-v3 feature, as an engine declares what it implements (``CONTRACT_FEATURES``):
+#: "inference_sums" is the scalar sums every batch accumulates; the others follow Config.features.
+CONTRACT_FEATURES = ("lambda_schedule", "smoothed_curvature", "inference_sums",
+                     "inference_matrices")
+
+
 def log_features(p: int) -> float:
     """q = log(max(p, 2)), p the feature count without the intercept (both schedules use it)."""
     return math.log(max(int(p), 2))
@@ -72,6 +78,17 @@ class Config:
     def penalized(self) -> bool:
         """Whether batches may carry an L1 term (alpha > 0, or a positive λ schedule)."""
         return self.alpha > 0 or bool(self.lambda_scale)
+
+    def features(self) -> tuple[str, ...]:
+        """The contract-v3 features this config needs of an engine (CONTRACT_FEATURES)."""
+        wanted = []
+        if self.lambda_scale is not None:
+            wanted.append("lambda_schedule")
+        if self.curvature == "smoothed":
+            wanted.append("smoothed_curvature")
+        if self.inference_matrices:
+            wanted.append("inference_matrices")
+        return tuple(wanted)
 
     def batch_lambda(self, tau: float, n_total: float, p: int) -> float:
         """The batch's λ: alpha, or lambda_scale · τ · √(q / N_b) under the schedule."""

@@ -13,6 +13,8 @@ import numpy as np
 
 from .. import _native
 from ..core import Config, Diagnostics, State, update
+from ..core import inference as _inference
+from ..core.types import CONTRACT_FEATURES
 from ..core.validation import validate_batch
 from ..errors import EngineNotAvailableError, NumericalError
 from ..profiling import _hooks as _prof
@@ -33,6 +35,7 @@ class ReferenceEngine:
     """The NumPy reference (core/update.py)."""
 
     name = "numpy"
+    contract_features = frozenset(CONTRACT_FEATURES)
 
     def update(self, state, X, y, w, config, trace=None):
         return update(state, X, y, w, config, trace)
@@ -48,7 +51,40 @@ def native_state(state: State, dtype: np.dtype) -> dict[str, Any]:
         "batch_count": int(state.batch_count),
         "previous_lambda": float(state.previous_lambda),
         "scale": float(state.scale),
+        "score_sq_sum": float(state.score_sq_sum),
+        "curvature_sum": float(state.curvature_sum),
+        "curvature_sq_sum": float(state.curvature_sq_sum),
+        "inference_weight": float(state.inference_weight),
+        "inference_batches": int(state.inference_batches),
+        "gram": None if state.gram is None else np.require(state.gram, dtype=dtype,
+                                                           requirements="CA"),
+        "score_gram": None if state.score_gram is None else np.require(
+            state.score_gram, dtype=dtype, requirements="CA"),
     }
+
+
+def require_features(engine: Any, config: Config) -> None:
+    """A clear error when ``config`` asks for a contract-v3 feature ``engine`` lacks (an engine
+    that ignored it would return another model's numbers, silently)."""
+    have = getattr(engine, "contract_features", frozenset())
+    missing = [f for f in config.features() if f not in have]
+    if missing:
+        raise ValueError(
+            f"the {engine.name} engine does not implement {', '.join(missing)} (contract v3, "
+            "docs/method-v3.md) yet; use backend='numpy' for this configuration")
+
+
+def _host_inference_sums(state: State, new: State, X: np.ndarray, y: np.ndarray, w: Any,
+                         config: Config, tau: float) -> dict[str, Any]:
+    """The inference sums of a batch a native engine solved without them, computed here from
+    its final coefficients (one more pass over the batch; indicator curvature only)."""
+    beta = np.asarray(new.coef)
+    Xt = X
+    if config.fit_intercept:
+        Xt = np.concatenate([X, np.ones((X.shape[0], 1), dtype=X.dtype)], axis=1)
+    r = y - Xt @ beta
+    c = (np.abs(r) <= tau).astype(X.dtype)
+    return _inference.accumulate(state, Xt, w, r, tau, c, config.inference_matrices, np)
 
 
 class NativeCpuEngine:
@@ -64,12 +100,19 @@ class NativeCpuEngine:
                  chunk_bytes: int = 0):
         # threads 0: all cores; chunk_bytes 0: the engine's 256 KiB (docs/tuner.md, "Plans").
         self._engine = module.Engine(threads=threads, gram=gram, chunk_bytes=chunk_bytes)
+        # What of contract v3 the module implements; the inference sums (and matrices) are
+        # computed here from its coefficients when it does not (_host_inference_sums).
+        declared = frozenset(getattr(module, "CONTRACT_FEATURES", ()))
+        self._host_sums = "inference_sums" not in declared
+        self.contract_features = declared | (
+            {"inference_sums", "inference_matrices"} if self._host_sums else set())
         self._numerical_error = module.NumericalError
         self._attached: Any = None  # the native profiler attached to the engine, if any
 
     def update(self, state, X, y, w, config, trace=None):
         # trace: None, or a list receiving one dict per solver iteration (docs/tracing.md).
         config.validate()
+        require_features(self, config)
         # The C++ engine scans the values (finiteness, weights) itself; here only shapes, dtypes.
         X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
         # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
@@ -89,7 +132,11 @@ class NativeCpuEngine:
                                             config.native_dict(X.dtype), trace)
         except self._numerical_error as exc:
             raise NumericalError(str(exc)) from exc
-        return State(**out), Diagnostics.from_dict(diag)
+        new = State(**out)
+        if self._host_sums:
+            new = new.replace(**_host_inference_sums(state, new, X, y, w, config,
+                                                     float(diag["bandwidth"])))
+        return new, Diagnostics.from_dict(diag)
 
 
 def native_cpu_available() -> bool:
