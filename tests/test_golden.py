@@ -8,18 +8,19 @@ import pytest
 
 from helpers import golden_corpus
 from rhuber.core import update
-from rhuber.lab.golden import compare_batch, replay_case
+from rhuber.lab.golden import V3_CASES, compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = golden_corpus()
 
 
-def test_corpus_has_the_five_cases_of_the_contract():
+def test_corpus_has_the_cases_of_the_contract():
     assert CORPUS["version"] == 2
     assert not (ROOT / "tests" / "golden" / "native_core_v1.json").exists()
     names = [c["name"] for c in CORPUS["cases"]]
     assert names == ["weighted_unpenalized", "l1_history", "float32_outliers", "rank_deficient",
-                     "badly_scaled"]
+                     "badly_scaled", "lambda_schedule_l1", "smoothed_curvature",
+                     "inference_matrices_weighted"]
     for case in CORPUS["cases"]:
         assert len(case["batches"]) == 2
         assert all(len(b["X"]) <= 200 and len(b["X"][0]) <= 6 for b in case["batches"])
@@ -29,6 +30,35 @@ def test_corpus_has_the_five_cases_of_the_contract():
     l1 = CORPUS["cases"][1]
     assert l1["batches"][1]["state"]["previous_lambda"] > 0
     assert [b["diagnostics"]["rcond"] for b in l1["batches"]] == [None, None]
+
+
+def test_contract_v3_cases_exercise_what_they_name():
+    """The v3 cases (docs/method-v3.md): the λ schedule is λ_b = lambda_scale · τ_b · √(q/N_b) with
+    τ_b = epsilon · scale (recorded), L1 by LAMM; the smoothed case's h is below τ (not capped)
+    and c_h is fractional for some rows (Σwc² < Σwc); the inference case keeps G and K, weighted,
+    and every v3 record carries the sums."""
+    cases = {c["name"]: c for c in CORPUS["cases"]}
+    lam = cases["lambda_schedule_l1"]
+    for b in lam["batches"]:
+        st, dg = b["state"], b["diagnostics"]
+        tau = lam["config"]["epsilon"] * st["scale"]
+        want = lam["config"]["lambda_scale"] * tau * np.sqrt(np.log(5) / st["effective_weight"])
+        assert dg["lambda"] == pytest.approx(want, rel=1e-12)
+        assert st["previous_lambda"] == dg["lambda"]
+        assert dg["solver"] == "lamm"
+    smooth = cases["smoothed_curvature"]
+    for b in smooth["batches"]:
+        st, dg = b["state"], b["diagnostics"]
+        assert dg["bandwidth"] < smooth["config"]["epsilon"] * st["scale"]
+        assert st["curvature_sq_sum"] < st["curvature_sum"] < st["inference_weight"]
+    weighted = cases["inference_matrices_weighted"]
+    assert len(set(weighted["batches"][0]["sample_weight"])) > 2
+    for k, b in enumerate(weighted["batches"], start=1):
+        assert b["state"]["gram"] is not None and b["state"]["inference_batches"] == k
+        assert b["state"]["inference_weight"] == b["state"]["effective_weight"]
+    for case in CORPUS["cases"]:
+        v3 = case["name"] in V3_CASES
+        assert all(("score_sq_sum" in b["state"]) == v3 for b in case["batches"])
 
 
 def test_badly_scaled_case_takes_cholesky_and_matches_least_squares():

@@ -12,6 +12,7 @@ from rhuber.lab.golden import (
     RUNG_CHECKED,
     case_batches,
     compare_batch,
+    missing_features,
     replay_case,
 )
 
@@ -21,6 +22,9 @@ CORPUS = golden_corpus()
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])
 @pytest.mark.parametrize("feed", ["host", "cupy"])
 def test_cuda_meets_golden(case, feed, engine):
+    missing = missing_features(case, engine)
+    if missing:
+        pytest.xfail(f"the cuda engine does not implement {', '.join(missing)} (contract v3) yet")
     if feed == "cupy":
         records = replay_case(case, engine.update, to_device=pytest.importorskip("cupy").asarray)
     else:

@@ -1,5 +1,7 @@
 """Golden corpus v2 (method.md, contract v2): five small two-batch cases, their inputs and the
-reference's answers, and the comparison every engine is held to.
+reference's answers, and the comparison every engine is held to; contract v3 adds three cases
+(the λ schedule, the smoothed curvature, the inference sums with matrices) whose records also
+carry the v3 configuration and the inference sums (docs/method-v3.md).
 
 The generator script (scripts/generate_native_golden.py) writes what :func:`build_corpus`
 returns; tests replay the inputs through an engine and call :func:`compare_batch`.
@@ -24,6 +26,10 @@ RTOL = {"float64": 1e-7, "float32": 2e-3}
 STATE_FLOATS = ("coef", "information", "effective_weight", "previous_lambda", "scale")
 STATE_COUNTERS = ("n_samples_seen", "batch_count")
 DIAG_FLOATS = ("objective", "lambda", "bandwidth")
+#: Contract v3: the inference sums in a v3 case's state records (matrices None when not kept).
+INFERENCE_FLOATS = ("score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight")
+INFERENCE_MATRICES = ("gram", "score_gram")
+V3_CONFIG = ("lambda_scale", "curvature", "bandwidth_scale", "inference_matrices")
 
 
 def _case_inputs(name: str) -> dict[str, Any]:
@@ -87,6 +93,40 @@ def _case_inputs(name: str) -> dict[str, Any]:
         # tau beyond every residual: Huber is least squares, which the case is checked against.
         config = Config(fit_intercept=True, tau=1e9)
         dtype = np.float64
+    elif name == "lambda_schedule_l1":
+        rng = np.random.default_rng(606)
+        beta, intercept = np.array([1.5, 0.0, -2.0, 0.0, 0.8]), 0.4
+        batches = []
+        for n in (180, 150):
+            X = rng.normal(size=(n, 5))
+            y = X @ beta + intercept + 0.7 * rng.standard_t(4, size=n)
+            batches.append((X, y, None))
+        # The MAD scale: the pilot solve uses the λ of the pilot τ.
+        config = Config(fit_intercept=True, lambda_scale=0.6)
+        dtype = np.float64
+    elif name == "smoothed_curvature":
+        rng = np.random.default_rng(707)
+        beta, intercept = np.array([0.5, -1.0, 2.0]), -0.3
+        batches = []
+        for n in (160, 140):
+            X = rng.normal(size=(n, 3))
+            y = X @ beta + intercept + rng.standard_t(3, size=n)
+            batches.append((X, y, None))
+        # h ≈ 0.5 scale (0.4 in batch 2): below τ = 1.345 scale, so not capped, and wide
+        # enough that many residuals lie on the ramps of c_h.
+        config = Config(fit_intercept=True, curvature="smoothed", bandwidth_scale=8.0)
+        dtype = np.float64
+    elif name == "inference_matrices_weighted":
+        rng = np.random.default_rng(808)
+        beta, intercept = np.array([1.0, -0.5, 0.25, 2.0]), 1.2
+        batches = []
+        for n in (170, 150):
+            X = rng.normal(size=(n, 4))
+            y = X @ beta + intercept + (1 + 0.5 * np.abs(X[:, 0])) * rng.standard_t(5, size=n)
+            w = rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 3.0], size=n)
+            batches.append((X, y, w))
+        config = Config(fit_intercept=True, inference_matrices=True)
+        dtype = np.float64
     else:
         raise KeyError(name)
     probe_rng = np.random.default_rng(999)
@@ -103,7 +143,16 @@ CASES = {
     "rank_deficient": "duplicated column, ridge = 0: both batches take the svd rung",
     "badly_scaled": "column units from 1 to 1e6, two nearly collinear columns, tau = 1e9 (least "
     "squares), float64: the equilibrated ladder takes cholesky",
+    "lambda_schedule_l1": "contract v3: the λ schedule (lambda_scale = 0.6, MAD scale, the "
+    "pilot at the pilot τ's λ), L1 by LAMM, intercept, float64",
+    "smoothed_curvature": "contract v3: the smoothed curvature c_h in the information update "
+    "(bandwidth_scale = 8, scale-equivariant h), unpenalized, intercept, float64",
+    "inference_matrices_weighted": "contract v3: the inference sums and the matrices G and K, "
+    "non-uniform weights (zeros included), heteroscedastic errors, intercept, float64",
 }
+#: The cases of contract v3: their records carry the v3 configuration and the inference sums.
+V3_CASES = frozenset({"lambda_schedule_l1", "smoothed_curvature",
+                      "inference_matrices_weighted"})
 
 
 def predict(state: State, probe: np.ndarray, fit_intercept: bool) -> np.ndarray:
@@ -113,8 +162,9 @@ def predict(state: State, probe: np.ndarray, fit_intercept: bool) -> np.ndarray:
     return probe @ coef
 
 
-def state_record(state: State) -> dict[str, Any]:
-    return {
+def state_record(state: State, v3: bool = False) -> dict[str, Any]:
+    """A state as the corpus records it; ``v3`` adds the inference sums (contract v3 cases)."""
+    record = {
         "coef": np.asarray(state.coef, dtype=np.float64).tolist(),
         "information": np.asarray(state.information, dtype=np.float64).tolist(),
         "n_samples_seen": int(state.n_samples_seen),
@@ -124,11 +174,26 @@ def state_record(state: State) -> dict[str, Any]:
         "scale": float(state.scale),
         "dtype": state.dtype.name,
     }
+    if v3:
+        record.update({k: float(getattr(state, k)) for k in INFERENCE_FLOATS})
+        record["inference_batches"] = int(state.inference_batches)
+        record.update({k: _list(getattr(state, k)) for k in INFERENCE_MATRICES})
+    return record
 
 
-def config_record(config: Config) -> dict[str, Any]:
-    return {k: getattr(config, k) for k in
-            ("fit_intercept", "epsilon", "tau", "alpha", "ridge", "max_iter", "tol")}
+def config_record(config: Config, v3: bool = False) -> dict[str, Any]:
+    keys = ("fit_intercept", "epsilon", "tau", "alpha", "ridge", "max_iter", "tol")
+    return {k: getattr(config, k) for k in (*keys, *(V3_CONFIG if v3 else ()))}
+
+
+def missing_features(case: dict[str, Any], engine: Any) -> list[str]:
+    """The contract-v3 features a case needs that ``engine`` does not declare
+    (``contract_features``): a v3 case needs the inference sums, and what its config asks for."""
+    if case["name"] not in V3_CASES:
+        return []
+    have = getattr(engine, "contract_features", frozenset())
+    wanted = ("inference_sums", *case_config(case).features())
+    return [f for f in wanted if f not in have]
 
 
 def _list(a: Any) -> Any:
@@ -138,17 +203,19 @@ def _list(a: Any) -> Any:
 def build_case(name: str, engine: Callable = update) -> dict[str, Any]:
     inputs = _case_inputs(name)
     config = inputs["config"]
+    v3 = name in V3_CASES
     state, records = None, []
     for X, y, w in inputs["batches"]:
         state, diag = engine(state, X, y, w, config)
         records.append({
             "X": _list(X), "y": _list(y), "sample_weight": _list(w),
-            "state": state_record(state),
+            "state": state_record(state, v3),
             "diagnostics": diag.as_dict(),
             "predictions": predict(state, inputs["probe"], config.fit_intercept).tolist(),
         })
     return {"name": name, "description": CASES[name], "dtype": inputs["dtype"],
-            "config": config_record(config), "probe": _list(inputs["probe"]), "batches": records}
+            "config": config_record(config, v3), "probe": _list(inputs["probe"]),
+            "batches": records}
 
 
 def build_corpus() -> dict[str, Any]:
@@ -182,11 +249,12 @@ def replay_case(case: dict[str, Any], engine: Callable, config: Config | None = 
     ``update`` is; ``config`` defaults to the case's; ``to_device`` moves each input array."""
     config = case_config(case) if config is None else config
     probe = np.asarray(case["probe"], dtype=case["dtype"])
+    v3 = case["name"] in V3_CASES
     state, records = None, []
     for batch in case_batches(case):
         inputs = (None if a is None else to_device(a) for a in batch)
         state, diag = engine(state, *inputs, config)
-        records.append({"state": state_record(state), "diagnostics": diag.as_dict(),
+        records.append({"state": state_record(state, v3), "diagnostics": diag.as_dict(),
                         "predictions": predict(state, probe, config.fit_intercept).tolist()})
     return records
 
@@ -208,6 +276,14 @@ def compare_batch(actual: dict[str, Any], expected: dict[str, Any], dtype: str,
     for key in (*STATE_COUNTERS, "dtype"):
         if actual["state"][key] != expected["state"][key]:
             problems.append(f"state.{key}: {actual['state'][key]} vs {expected['state'][key]}")
+    for key in (k for k in (*INFERENCE_FLOATS, *INFERENCE_MATRICES) if k in expected["state"]):
+        a, b = actual["state"].get(key), expected["state"][key]
+        if (a is None) != (b is None) or (b is not None and not _close(a, b, rtol)):
+            problems.append(f"state.{key}: {_brief(a)} vs {_brief(b)}")
+    if "inference_batches" in expected["state"] and (
+            actual["state"].get("inference_batches") != expected["state"]["inference_batches"]):
+        problems.append(f"state.inference_batches: {actual['state'].get('inference_batches')} "
+                        f"vs {expected['state']['inference_batches']}")
     for key in DIAG_FLOATS:
         a, b = actual["diagnostics"][key], expected["diagnostics"][key]
         if not _close(a, b, rtol):
@@ -220,6 +296,10 @@ def compare_batch(actual: dict[str, Any], expected: dict[str, Any], dtype: str,
     if not _close(actual["predictions"], expected["predictions"], rtol):
         problems.append("predictions differ")
     return problems
+
+
+def _brief(a: Any) -> str:
+    return "None" if a is None else np.array2string(np.asarray(a), threshold=6, precision=6)
 
 
 def max_relative_difference(a: Any, b: Any) -> float:
