@@ -12,12 +12,12 @@ APT_PACKAGES := cmake g++ make python3-venv libopenblas-dev liblapacke-dev \
 OUT ?= out/gpu-check
 .PHONY: demo test setup system-packages venv native native-cuda test-cpp test-python lint \
         test-extras test-bricks golden bench gpu-check gpu-bundle gpu-rehearsal dist test-dist \
-        fuzz test-fuzz
+        fuzz test-fuzz seed-venv test-seed
 
 demo: setup
 	$(VENV)/bin/rhuber demo
 
-test: setup lint test-cpp test-python test-fuzz test-dist
+test: setup seed-venv lint test-cpp test-python test-fuzz test-dist
 
 setup: system-packages venv native native-cuda
 
@@ -59,7 +59,8 @@ test-bricks: system-packages
 
 test-python: native
 	$(PY) scripts/generate_native_golden.py --check
-	RH_REQUIRE_NATIVE=1 $(PY) -m pytest -n 2 tests
+	RH_REQUIRE_NATIVE=1 RH_REQUIRE_SEED=$$(test -x $(SEED_VENV)/bin/python && echo 1) \
+	  $(PY) -m pytest -n 2 tests
 
 # An sdist and a wheel of each distribution into dist/, the native wheels repaired by auditwheel
 # (manylinux; OpenBLAS bundled, CUDA from NVIDIA's PyPI wheels): docs/install.md.
@@ -106,6 +107,23 @@ gpu-bundle:
 # gpu-check's build and install steps on a fresh copy of the tree, offline, against the bundle.
 gpu-rehearsal: gpu-bundle
 	bash scripts/gpu_rehearsal.sh $(if $(filter command line,$(origin OUT)),$(OUT))
+
+# The seed system (renewable-huber on PyPI), the peer of tests/test_seed_differential.py and of
+# make bench, in a venv of its own: never in .venv, where renewable_huber must not import.
+SEED_VENV := .venv-seed
+SEED_VERSION := 0.7.1
+seed-venv:
+	@test -x $(SEED_VENV)/bin/python || $(PYTHON) -m venv $(SEED_VENV)
+	@$(SEED_VENV)/bin/python -c "import importlib.metadata as m, sys; \
+	  sys.exit(any(m.version(d) != '$(SEED_VERSION)' for d in \
+	  ('renewable-huber', 'renewable-huber-native-cpu')))" 2>/dev/null || \
+	  $(SEED_VENV)/bin/python -m pip install -q "renewable-huber==$(SEED_VERSION)" \
+	    "renewable-huber-native-cpu==$(SEED_VERSION)"
+
+# The differential test against the seed and its checkpoints (part of test-python too, about
+# 5 s): here a missing seed venv is a failure, not a skip.
+test-seed: venv seed-venv
+	RH_REQUIRE_SEED=1 $(PY) -m pytest -q tests/test_seed_differential.py tests/test_seed_checkpoint.py
 
 golden: venv
 	$(PY) scripts/generate_native_golden.py
