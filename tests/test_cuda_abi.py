@@ -213,6 +213,13 @@ def test_built_module_reports_the_contract_version(contract):
     assert native.abi_version() == native.ABI_VERSION == version["major"] << 16 | version["minor"]
 
 
+def test_built_module_exports_the_contract_constants(contract):
+    """The Python layer reads rh_cuda.h's codes from the module (CONSTANTS), never restates them:
+    the module exports every constant of the contract, with its value."""
+    native = pytest.importorskip("_rhuber_native_cuda")
+    assert contract["constants"] == native.CONSTANTS
+
+
 def test_cuda_backend_without_a_gpu_says_so():
     native = pytest.importorskip("_rhuber_native_cuda")
     from rhuber.engines import make_engine
@@ -386,23 +393,27 @@ def test_profiling_without_a_gpu_starts_at_engine_creation(contract, library):
     ) == contract["constants"]["RH_CUDA_ERROR_INVALID_ARGUMENT"]
 
 
-def test_cuda_engine_wrapper_exposes_the_profile(monkeypatch):
+def test_cuda_engine_wrapper_exposes_the_profile(monkeypatch, contract):
     """CudaEngine switches the engine's profiling with the active rhuber.profile(), and
     profile_report() parses the engine's JSON; checked here on a stand-in native engine."""
-    from rhuber.engines.cuda import CudaEngine
+    from rhuber.engines.cuda import AbiCodes, CudaEngine
     from rhuber.profiling import _hooks
 
     calls = []
+    codes = contract["constants"]
+    on, off = codes["RH_CUDA_PROFILE_PER_BATCH"], codes["RH_CUDA_PROFILE_OFF"]
 
     class FakeEngine:
         def set_profiling(self, mode):
             calls.append(mode)
 
-        def profile_json(self, format=0):
-            return '{"schema_version": 1, "bricks": []}' if format == 0 else '{"traceEvents": []}'
+        def profile_json(self, format):
+            report = format == codes["RH_CUDA_PROFILE_FORMAT_REPORT"]
+            return '{"schema_version": 1, "bricks": []}' if report else '{"traceEvents": []}'
 
     engine = CudaEngine.__new__(CudaEngine)
     engine._engine = FakeEngine()
+    engine._abi = AbiCodes.from_constants(codes)
     engine._profiled_by = None
     engine._profiling = False
     engine._sync_profiling()
@@ -410,12 +421,12 @@ def test_cuda_engine_wrapper_exposes_the_profile(monkeypatch):
     monkeypatch.setattr(_hooks, "ACTIVE", object())
     engine._sync_profiling()
     engine._sync_profiling()
-    assert calls == [1]  # once per profile, per_batch
+    assert calls == [on]  # once per profile, per_batch
     monkeypatch.setattr(_hooks, "ACTIVE", object())
     engine._sync_profiling()
-    assert calls == [1, 0, 1]  # a new profile starts afresh
+    assert calls == [on, off, on]  # a new profile starts afresh
     monkeypatch.setattr(_hooks, "ACTIVE", None)
     engine._sync_profiling()
-    assert calls == [1, 0, 1, 0]
+    assert calls == [on, off, on, off]
     assert engine.profile_report() == {"schema_version": 1, "bricks": []}
     assert engine.profile_trace() == '{"traceEvents": []}'

@@ -5,8 +5,10 @@ exactly once, each refusal) and of the engine wrapper around it runs without a G
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -271,8 +273,14 @@ def test_tensorflow_without_a_synchronization_boundary_is_refused(monkeypatch, k
 # ------------------------------------------------------------------- the engine wrapper around it
 
 
+_CONTRACT = Path(__file__).resolve().parents[1] / "native" / "contracts" / "rh_cuda_contract.json"
+
+
 class _FakeNative:
-    """The native module's surface (Engine, State), recording calls instead of computing."""
+    """The native module's surface (Engine, State, CONSTANTS), recording calls instead of
+    computing."""
+
+    CONSTANTS = json.loads(_CONTRACT.read_text())["constants"]
 
     def __init__(self, fail_with=None):
         outer = self

@@ -2,20 +2,12 @@
 
 #include <cmath>
 #include <cstddef>
-#include <sstream>
 #include <string>
 
 #include "rh/error.hpp"
 
 namespace rh {
 namespace {
-
-template <class... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream message;
-  (message << ... << parts);
-  throw InvalidArgument(message.str());
-}
 
 void require_at_least(const char* name, double value, double bound) {
   if (!std::isfinite(value) || value < bound) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <span>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,13 +12,6 @@
 
 namespace rh::cuda {
 namespace {
-
-template <class... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream message;
-  (message << ... << parts);
-  throw InvalidArgument(message.str());
-}
 
 std::string where(const rh_cuda_array& array) {
   if (array.device_type == RH_CUDA_DEVICE_CPU) return "the host";

@@ -16,7 +16,7 @@ namespace {
 
 thread_local std::string last_error;
 
-int fail(const std::exception_ptr& failure) noexcept {
+int status_of(const std::exception_ptr& failure) noexcept {
   try {
     auto [status, message] = rh::cuda::classify(failure);
     last_error = std::move(message);
@@ -87,7 +87,7 @@ void check_host_array(const rh_cuda_array& array, const char* name, std::int32_t
 #define RH_API_END                        \
   }                                       \
   catch (...) {                           \
-    return fail(std::current_exception()); \
+    return status_of(std::current_exception()); \
   }                                       \
   return RH_CUDA_OK;
 

@@ -1,4 +1,5 @@
-# The nanobind module _rhuber_native_cuda, a thin Python face of the C ABI, installed
+# The nanobind module _rhuber_native_cuda, a thin Python face of the C ABI (cuda_module.cpp),
+# included by native/cuda/CMakeLists.txt when it builds the Python module, and installed
 # (component "python") at the root of the wheel that python-cuda/pyproject.toml builds, next to
 # librh_cuda, which it finds through its $ORIGIN run path.
 find_package(Python 3.11 REQUIRED COMPONENTS Interpreter Development.Module)
@@ -7,7 +8,10 @@ execute_process(COMMAND ${Python_EXECUTABLE} -m nanobind --cmake_dir
                 COMMAND_ERROR_IS_FATAL ANY)
 find_package(nanobind CONFIG REQUIRED)
 
-nanobind_add_module(_rhuber_native_cuda NB_STATIC module.cpp)
+nanobind_add_module(_rhuber_native_cuda NB_STATIC ${CMAKE_CURRENT_LIST_DIR}/cuda_module.cpp)
+# config.hpp, the config parser shared with the CPU module, and the core headers it reads into.
+target_include_directories(_rhuber_native_cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}
+                           ${CMAKE_CURRENT_LIST_DIR}/../include)
 target_link_libraries(_rhuber_native_cuda PRIVATE rh_cuda)
 target_compile_definitions(_rhuber_native_cuda PRIVATE RH_VERSION="${RH_VERSION_STRING}")
 # No -Wshadow: nanobind's own headers trip it.

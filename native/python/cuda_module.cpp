@@ -6,10 +6,11 @@
 //   scalars = state.read(coef_out, information_out)
 //
 // Arrays arrive as descriptors (data address, rows, cols, row stride, dtype code, device type,
-// device id, stream), built by rhuber.cuda from NumPy arrays or claimed DLPack
-// capsules, which that layer keeps alive (and releases) around the call. The GIL is released
-// while the engine runs. A failed call raises the Python error its status maps to, with the
-// engine's message.
+// device id, stream), built by rhuber.engines.cuda from NumPy arrays or claimed DLPack
+// capsules, which that layer keeps alive (and releases) around the call; the codes they carry
+// come from this module's CONSTANTS (rh_cuda.h's), never restated in Python. The config is read
+// by the parser the CPU module uses (config.hpp). The GIL is released while the engine runs. A
+// failed call raises the Python error its status maps to, with the engine's message.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -24,6 +25,8 @@
 #include <tuple>
 #include <utility>
 
+#include "config.hpp"
+#include "rh/error.hpp"
 #include "rh_cuda.h"
 
 namespace nb = nanobind;
@@ -143,6 +146,55 @@ const char* solver_name(std::int32_t solver) {
   }
 }
 
+// The C ABI's layout of a config. l1_solver is not part of it: the engine solves L1 batches with
+// the contract's LAMM, and rhuber.engines.cuda refuses another solver before the call.
+rh_cuda_config cuda_config(const rh::Config& config) {
+  return rh_cuda_config{.fit_intercept = config.fit_intercept ? 1 : 0,
+                        .has_tau = config.tau ? 1 : 0,
+                        .has_tol = config.tol ? 1 : 0,
+                        .reserved = 0,
+                        .epsilon = config.epsilon,
+                        .tau = config.tau.value_or(0.0),
+                        .alpha = config.alpha,
+                        .ridge = config.ridge,
+                        .tol = config.tol.value_or(0.0),
+                        .max_iter = config.max_iter};
+}
+
+// rh_cuda.h's codes by name, as the contract (native/contracts/rh_cuda_contract.json) lists them.
+nb::dict abi_constants() {
+  nb::dict out;
+#define RH_CONSTANT(name) out[#name] = name
+  RH_CONSTANT(RH_CUDA_ABI_VERSION_MAJOR);
+  RH_CONSTANT(RH_CUDA_ABI_VERSION_MINOR);
+  RH_CONSTANT(RH_CUDA_OK);
+  RH_CONSTANT(RH_CUDA_ERROR_INVALID_ARGUMENT);
+  RH_CONSTANT(RH_CUDA_ERROR_NUMERICAL);
+  RH_CONSTANT(RH_CUDA_ERROR_NO_DEVICE);
+  RH_CONSTANT(RH_CUDA_ERROR_OUT_OF_MEMORY);
+  RH_CONSTANT(RH_CUDA_ERROR_UNSUPPORTED);
+  RH_CONSTANT(RH_CUDA_ERROR_CUDA);
+  RH_CONSTANT(RH_CUDA_ERROR_INTERNAL);
+  RH_CONSTANT(RH_CUDA_FLOAT32);
+  RH_CONSTANT(RH_CUDA_FLOAT64);
+  RH_CONSTANT(RH_CUDA_DEVICE_CPU);
+  RH_CONSTANT(RH_CUDA_DEVICE_CUDA);
+  RH_CONSTANT(RH_CUDA_STREAM_NONE);
+  RH_CONSTANT(RH_CUDA_STREAM_LEGACY);
+  RH_CONSTANT(RH_CUDA_STREAM_PER_THREAD);
+  RH_CONSTANT(RH_CUDA_SOLVER_CHOLESKY);
+  RH_CONSTANT(RH_CUDA_SOLVER_LU);
+  RH_CONSTANT(RH_CUDA_SOLVER_SVD);
+  RH_CONSTANT(RH_CUDA_SOLVER_LAMM);
+  RH_CONSTANT(RH_CUDA_PROFILE_OFF);
+  RH_CONSTANT(RH_CUDA_PROFILE_PER_BATCH);
+  RH_CONSTANT(RH_CUDA_PROFILE_DEFERRED);
+  RH_CONSTANT(RH_CUDA_PROFILE_FORMAT_REPORT);
+  RH_CONSTANT(RH_CUDA_PROFILE_FORMAT_TRACE);
+#undef RH_CONSTANT
+  return out;
+}
+
 class State {
  public:
   explicit State(rh_cuda_state_t handle) : handle_(handle) {}
@@ -246,18 +298,7 @@ class Engine {
 
   nb::dict update(const State& previous, State& next, const Descriptor& X, const Descriptor& y,
                   const std::optional<Descriptor>& w, const nb::dict& config) {
-    const nb::handle tau = config["tau"];
-    const nb::handle tol = config["tol"];
-    const rh_cuda_config c{.fit_intercept = item<bool>(config, "fit_intercept") ? 1 : 0,
-                           .has_tau = tau.is_none() ? 0 : 1,
-                           .has_tol = tol.is_none() ? 0 : 1,
-                           .reserved = 0,
-                           .epsilon = item<double>(config, "epsilon"),
-                           .tau = tau.is_none() ? 0.0 : nb::cast<double>(tau),
-                           .alpha = item<double>(config, "alpha"),
-                           .ridge = item<double>(config, "ridge"),
-                           .tol = tol.is_none() ? 0.0 : nb::cast<double>(tol),
-                           .max_iter = item<std::int64_t>(config, "max_iter")};
+    const rh_cuda_config c = cuda_config(rh::python::config_from_dict(config));
     const rh_cuda_array x = to_array(X);
     const rh_cuda_array yy = to_array(y);
     const std::optional<rh_cuda_array> weights =
@@ -297,12 +338,16 @@ NB_MODULE(_rhuber_native_cuda, m) {
   m.doc() = "The CUDA engine of rhuber (backend=\"cuda\"), over the rh_cuda C ABI.";
   m.attr("__version__") = RH_VERSION;
   m.attr("ABI_VERSION") = RH_CUDA_ABI_VERSION;
+  m.attr("CONSTANTS") = abi_constants();
 
   nb::register_exception_translator([](const std::exception_ptr& failure, void*) {
     try {
       std::rethrow_exception(failure);
     } catch (const StatusError& e) {
       const nb::object type = python_error(e.status());
+      PyErr_SetString(type.ptr(), e.what());
+    } catch (const rh::InvalidArgument& e) {  // the config parser's (config.hpp)
+      const nb::object type = python_error(RH_CUDA_ERROR_INVALID_ARGUMENT);
       PyErr_SetString(type.ptr(), e.what());
     }
   });
@@ -336,12 +381,4 @@ NB_MODULE(_rhuber_native_cuda, m) {
       .def("update", &Engine::update, "previous"_a, "next"_a, "X"_a, "y"_a, "sample_weight"_a,
            "config"_a)
       .def("predict", &Engine::predict, "state"_a, "X"_a, "out"_a);
-
-  m.def(
-      "make_engine",
-      [](int device) {
-        const nb::object module = nb::module_::import_("_rhuber_native_cuda");
-        return nb::module_::import_("rhuber.cuda").attr("CudaEngine")(module, device);
-      },
-      "device"_a = 0, "The engine behind backend=\"cuda\" (rhuber.cuda.CudaEngine).");
 }

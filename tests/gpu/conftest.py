@@ -14,6 +14,8 @@ import os
 
 import pytest
 
+from rhuber.engines.cuda import CudaEngine
+
 
 @functools.cache
 def cuda_unavailable() -> str | None:
@@ -55,4 +57,4 @@ def native():
 
 @pytest.fixture
 def engine(native):
-    return native.make_engine(device=0)
+    return CudaEngine(native, device=0)

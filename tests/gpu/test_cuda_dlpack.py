@@ -10,6 +10,7 @@ import pytest
 
 from helpers import make_problem
 from rhuber.core import Config
+from rhuber.engines.cuda import CudaEngine
 from rhuber.engines.dlpack import DLPackError
 
 
@@ -36,7 +37,7 @@ def test_cupy_on_a_side_stream_matches_the_host_path(engine, native):
     missing wait reads the zeros, or the half-copied data, and the fit differs)."""
     cp = pytest.importorskip("cupy")
     batches = host_batches()
-    want = run(native.make_engine(device=0), batches)
+    want = run(CudaEngine(native, device=0), batches)
     side = cp.cuda.Stream(non_blocking=True)
     state, pending = None, []
     with side:
@@ -65,7 +66,7 @@ def test_torch_on_a_side_stream_matches_the_host_path(engine, native):
     if not torch.cuda.is_available():
         pytest.skip("PyTorch has no CUDA here")
     batches = host_batches()
-    want = run(native.make_engine(device=0), batches)
+    want = run(CudaEngine(native, device=0), batches)
     side = torch.cuda.Stream()
     state, pending, device = None, [], []
     with torch.cuda.stream(side):

@@ -10,6 +10,7 @@ import pytest
 
 from helpers import make_problem, stream_updates
 from rhuber.core import Config, State, update
+from rhuber.engines.cuda import CudaEngine
 from rhuber.errors import EngineNotAvailableError
 from rhuber.lab.golden import RTOL
 
@@ -170,4 +171,4 @@ def test_validation_errors_match_the_cpu_and_leave_the_state(engine):
 
 def test_a_missing_device_ordinal_says_so(native):
     with pytest.raises(EngineNotAvailableError, match="no CUDA device"):
-        native.make_engine(device=native.device_count())
+        CudaEngine(native, device=native.device_count())

@@ -1,4 +1,4 @@
-"""The CUDA engine's Gram and Newton-matrix facts (issue 12, items 5 and 9): the Gram is one SYRK
+"""The CUDA engine's Gram and Newton-matrix facts: the Gram is one SYRK
 over rows scaled by sqrt(w c) with the intercept's column written as sqrt(w c), as on the CPU, so
 a column equal to the intercept's is exactly singular whatever the weights; ‖Ĥ‖₁ is reduced over
 several blocks and still gives the CPU engine's rcond."""

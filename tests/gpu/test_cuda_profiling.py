@@ -107,7 +107,7 @@ def test_deferred_mode_and_the_trace_through_the_module(native):
     from rhuber.engines.cuda import CudaEngine
 
     engine = CudaEngine(native, 0)
-    engine._engine.set_profiling(2)  # RH_CUDA_PROFILE_DEFERRED
+    engine._engine.set_profiling(native.CONSTANTS["RH_CUDA_PROFILE_DEFERRED"])
     run(engine, batches(3, count=2), Config())
     report = engine.profile_report()
     assert report["metadata"]["sync_mode"] == "deferred"
@@ -127,7 +127,7 @@ def test_profiling_changes_no_number(native):
     data = batches(4)
     plain = run(CudaEngine(native, 0), data, Config())
     profiled_engine = CudaEngine(native, 0)
-    profiled_engine._engine.set_profiling(1)
+    profiled_engine._engine.set_profiling(native.CONSTANTS["RH_CUDA_PROFILE_PER_BATCH"])
     profiled = run(profiled_engine, data, Config())
     np.testing.assert_array_equal(plain.coef, profiled.coef)
     np.testing.assert_array_equal(plain.information, profiled.information)

@@ -1,4 +1,4 @@
-"""The CUDA engine's fixes from the static review (issue 12): read-only states used again, device
+"""The CUDA engine on what a static review of it checked: read-only states used again, device
 pointers checked, the validation order, prediction without features, reads during updates, a
 borrowed stream 0 and profiling switched off on another device."""
 
@@ -13,6 +13,7 @@ import pytest
 
 from helpers import make_problem
 from rhuber.core import Config, State, update
+from rhuber.engines.cuda import CudaEngine
 
 DEVICE_CUDA = 2
 FLOAT64 = 2
@@ -31,7 +32,7 @@ def test_a_returned_state_is_used_again(native, engine):
     X, y, _ = make_problem(rng, 300, 4)
     state, _ = engine.update(None, X, y, None, Config())
     assert not state.coef.flags.writeable and not state.information.flags.writeable
-    other = native.make_engine(device=0)
+    other = CudaEngine(native, device=0)
     got, _ = other.update(state, X, y, None, Config())
     want, _ = update(state, X, y, None, Config())
     np.testing.assert_allclose(got.coef, want.coef, rtol=1e-7, atol=1e-9)
@@ -49,7 +50,7 @@ def test_a_host_pointer_described_as_cuda_memory_is_refused(native):
     assert engine.stats()["updates"] == 0  # and the context is still usable:
     rng = np.random.default_rng(2)
     X, y, _ = make_problem(rng, 200, 3)
-    native.make_engine(device=0).update(None, X, y, None, Config())
+    CudaEngine(native, device=0).update(None, X, y, None, Config())
 
 
 def test_parameters_are_checked_before_the_arrays(native):
@@ -125,10 +126,11 @@ def test_a_borrowed_stream_0_is_reported_as_the_legacy_stream(native):
 def test_profiling_switched_off_on_another_device_keeps_the_profile(native):
     if native.device_count() < 2:
         pytest.skip("needs two CUDA devices: the engine's must not be the current one")
-    engine = native.make_engine(device=1)
-    engine._engine.set_profiling(1)
+    engine = CudaEngine(native, device=1)
+    engine._engine.set_profiling(native.CONSTANTS["RH_CUDA_PROFILE_PER_BATCH"])
     rng = np.random.default_rng(4)
     X, y, _ = make_problem(rng, 500, 5)
     engine.update(None, X, y, None, Config())
-    engine._engine.set_profiling(0)  # flushes the events of cuda:1 while cuda:0 is current
+    # Switching off flushes the events of cuda:1 while cuda:0 is current.
+    engine._engine.set_profiling(native.CONSTANTS["RH_CUDA_PROFILE_OFF"])
     assert engine.profile_report()["bricks"]

@@ -2,6 +2,7 @@
 // The error model: every failure a caller can act on is a typed exception whose message speaks
 // the caller's language (argument names, shapes), never a bare status code.
 
+#include <sstream>
 #include <stdexcept>
 
 namespace rh {
@@ -23,5 +24,13 @@ class NumericalError : public Error {
  public:
   using Error::Error;
 };
+
+// Throws E with the parts streamed into one message: fail("X has ", n, " rows").
+template <class E = InvalidArgument, class... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  std::ostringstream message;
+  (message << ... << parts);
+  throw E(message.str());
+}
 
 }  // namespace rh

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,19 +35,33 @@ from ..errors import EngineNotAvailableError
 from ..profiling import _hooks as _prof
 from . import dlpack
 
-# rh_cuda.h's codes, as the native module takes them.
-_DTYPE_CODES = {"float32": 1, "float64": 2}
-_DEVICE_CPU = 1
-_DEVICE_CUDA = 2
-# RH_CUDA_PROFILE_* and RH_CUDA_PROFILE_FORMAT_*.
-_PROFILE_OFF, _PROFILE_PER_BATCH = 0, 1
-_FORMAT_REPORT, _FORMAT_TRACE = 0, 1
 
+@dataclass(frozen=True)
+class AbiCodes:
+    """The codes of rh_cuda.h this wrapper passes, read from the module (``CONSTANTS``)."""
 
-def _host_descriptor(a: np.ndarray) -> tuple[int, int, int, int, int, int, int, int]:
-    rows = a.shape[0]
-    cols = 1 if a.ndim == 1 else a.shape[1]
-    return (a.ctypes.data, rows, cols, cols, _DTYPE_CODES[a.dtype.name], _DEVICE_CPU, 0, 0)
+    dtypes: dict[str, int]
+    device_cpu: int
+    device_cuda: int
+    profile_off: int
+    profile_per_batch: int
+    format_report: int
+    format_trace: int
+
+    @classmethod
+    def from_constants(cls, c: dict[str, int]) -> AbiCodes:
+        return cls(dtypes={"float32": c["RH_CUDA_FLOAT32"], "float64": c["RH_CUDA_FLOAT64"]},
+                   device_cpu=c["RH_CUDA_DEVICE_CPU"], device_cuda=c["RH_CUDA_DEVICE_CUDA"],
+                   profile_off=c["RH_CUDA_PROFILE_OFF"],
+                   profile_per_batch=c["RH_CUDA_PROFILE_PER_BATCH"],
+                   format_report=c["RH_CUDA_PROFILE_FORMAT_REPORT"],
+                   format_trace=c["RH_CUDA_PROFILE_FORMAT_TRACE"])
+
+    def host_descriptor(self, a: np.ndarray) -> tuple[int, int, int, int, int, int, int, int]:
+        rows = a.shape[0]
+        cols = 1 if a.ndim == 1 else a.shape[1]
+        return (a.ctypes.data, rows, cols, cols, self.dtypes[a.dtype.name], self.device_cpu, 0,
+                0)
 
 
 class CudaEngine:
@@ -64,6 +79,7 @@ class CudaEngine:
 
     def __init__(self, native: Any, device: int = 0):
         self._native = native
+        self._abi = AbiCodes.from_constants(native.CONSTANTS)
         try:
             self._engine = native.Engine(device=int(device))
         except EngineNotAvailableError as exc:
@@ -91,11 +107,11 @@ class CudaEngine:
         latest profile: the updates and predictions made while a ``rhuber.profile()``
         was active, timed on CUDA events. Reading it synchronizes the engine's stream.
         ValueError if the engine was never profiled."""
-        return json.loads(self._engine.profile_json(_FORMAT_REPORT))
+        return json.loads(self._engine.profile_json(self._abi.format_report))
 
     def profile_trace(self) -> str:
         """The same profile as Chrome trace-event JSON (Perfetto, chrome://tracing)."""
-        return self._engine.profile_json(_FORMAT_TRACE)
+        return self._engine.profile_json(self._abi.format_trace)
 
     def _sync_profiling(self) -> None:
         """Follow the active profile: on (a new engine profile) when one becomes active, off
@@ -104,10 +120,10 @@ class CudaEngine:
         if active is self._profiled_by:
             return
         if self._profiling:
-            self._engine.set_profiling(_PROFILE_OFF)
+            self._engine.set_profiling(self._abi.profile_off)
             self._profiling = False
         if active is not None:
-            self._engine.set_profiling(_PROFILE_PER_BATCH)
+            self._engine.set_profiling(self._abi.profile_per_batch)
             self._profiling = True
         self._profiled_by = active
 
@@ -121,8 +137,8 @@ class CudaEngine:
         X, y, w = validate_batch(X, y, w, state, config.fit_intercept)
         X, y, w = (np.ascontiguousarray(a) for a in (X, y, w))
         previous, following = self._states_for(state, X.dtype.name, X.shape[1], config)
-        diag = self._engine.update(previous, following, _host_descriptor(X),
-                                   _host_descriptor(y), _host_descriptor(w),
+        diag = self._engine.update(previous, following, self._abi.host_descriptor(X),
+                                   self._abi.host_descriptor(y), self._abi.host_descriptor(w),
                                    self._native_config(config, X.dtype))
         d = X.shape[1] + int(config.fit_intercept)
         return self._adopt(following, X.dtype.name, d), Diagnostics.from_dict(diag)
@@ -139,7 +155,7 @@ class CudaEngine:
         d = state.n_coef
         handle = self._states_for(state, state.dtype.name, d, None, dim=d)[0]
         out = np.empty(X.shape[0], dtype=state.dtype)
-        self._engine.predict(handle, _host_descriptor(X), _host_descriptor(out))
+        self._engine.predict(handle, self._abi.host_descriptor(X), self._abi.host_descriptor(out))
         return out
 
     # ----------------------------------------------------------------- plumbing
@@ -171,8 +187,8 @@ class CudaEngine:
                 raise ValueError(f"y must be 1-D or a column (n, 1), got {claimed['y'].shape}")
             descriptors = {
                 name: (info.data, info.shape[0], info.shape[1] if len(info.shape) == 2 else 1,
-                       info.shape[1] if len(info.shape) == 2 else 1, _DTYPE_CODES[info.dtype],
-                       _DEVICE_CUDA, info.device_id, stream)
+                       info.shape[1] if len(info.shape) == 2 else 1, self._abi.dtypes[info.dtype],
+                       self._abi.device_cuda, info.device_id, stream)
                 for name, info in claimed.items()
             }
             previous, following = self._states_for(state, x.dtype, x.shape[1], config)

@@ -1,0 +1,270 @@
+// The Gram X~^T diag(w c) X~ that BatchOps keeps through a batch's solve: formed afresh (by the
+// thin-Gram kernel or SYRK, row blocks summed in block order) or brought to a new point by rank-k
+// corrections over the rows whose curvature flipped. Newton matrices and the information are
+// formed from it (batch_ops.cpp).
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "batch_ops.hpp"
+#include "blas.hpp"
+#include "gram_kernel.hpp"
+#include "rh/bricks/scope.hpp"
+
+namespace rh::cpu {
+
+template <std::floating_point T>
+void BatchOps<T>::scale_row(std::size_t row, T weight, T* out) const {
+  const T root = std::sqrt(weight);
+  const T* x = X_.row(row);
+  for (std::size_t j = 0; j < features_; ++j) out[j] = root * x[j];
+  if (intercept_) out[features_] = root;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::weighted_gram(EngineBrick brick) {
+  if (gram_strategy_ == GramStrategy::full) {
+    // The kept Gram was formed afresh at this curvature set: a new one would be the same bits.
+    if (!gram_valid_ || !gram_at_current_curvature(brick)) full_gram(brick);
+    return;
+  }
+  if (gram_valid_ && incremental_updates_ < max_incremental_updates &&
+      update_gram_incrementally(brick)) {
+    return;
+  }
+  full_gram(brick);
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::gram_at_current_curvature(EngineBrick brick) const {
+  RH_BRICK_SCOPE(prof_, brick, X_.rows, 2 * X_.rows * sizeof(T), 0);
+  return std::equal(ws_.point.weighted_curvature.begin(),
+                    ws_.point.weighted_curvature.begin() + static_cast<std::ptrdiff_t>(X_.rows),
+                    ws_.gram_curvature.begin());
+}
+
+template <std::floating_point T>
+typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) const {
+  // The staged rows go to a buffer of this thread's, one stage long, reused stage after stage
+  // and block after block: it stays in the core's cache, and the batch's rows are not pushed out
+  // of the shared cache by a scaled copy of them (the next passes read X from there).
+  T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
+  if (thin_gram_) {
+    thread_local std::vector<std::size_t> rows;
+    if (rows.size() < chunk_) rows.resize(chunk_);
+    std::fill_n(partial, dim_ * dim_, T{0});  // the kernel adds to it
+    return {.scaled = nullptr, .rows = rows.data(), .partial = partial};
+  }
+  thread_local std::vector<T> staging;
+  const std::size_t needed = gram_stage_rows() * dim_;
+  if (staging.size() < needed) staging.resize(needed);
+  return {.scaled = staging.data(), .rows = nullptr, .partial = partial};
+}
+
+// The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so every
+// entry of the Gram, intercept row included, comes from one kernel with one summation order:
+// exactly duplicated columns then give an exactly singular Gram, as in the reference. Rows
+// outside the quadratic zone have zero curvature and add exactly nothing: only the others are
+// scaled, a chunk at a time (the scaled copy is read back from cache), and multiplied.
+template <std::floating_point T>
+void BatchOps<T>::add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi,
+                                const T* curvature, EngineBrick brick) const {
+  if (thin_gram_) {
+    // The same rule with the thin kernel: the chunk's rows of non-zero curvature, listed, then
+    // added by the kernel straight from X (weights in registers, one pass over the chunk).
+    std::size_t count = 0;
+    for (std::size_t i = lo; i < hi; ++i) {
+      if (curvature[i] != T{0}) gram.rows[count++] = i;
+    }
+    RH_BRICK_SCOPE(prof_, brick, count, count * (features_ + 1) * sizeof(T),
+                   count * dim_ * (dim_ + 1));
+    gram::accumulate_lower(X_.data, features_, intercept_, curvature, gram.rows, count,
+                           gram.partial);
+    gram.used += count;
+    return;
+  }
+  const std::size_t stage = gram_stage_rows();
+  std::size_t i = lo;
+  while (i < hi) {
+    {
+      RH_BRICK_SCOPE(prof_, brick, hi - i, (hi - i) * (features_ + 1) * sizeof(T), hi - i);
+      for (; i < hi && gram.staged < stage; ++i) {
+        if (curvature[i] == T{0}) continue;
+        scale_row(i, curvature[i], gram.scaled + gram.staged * dim_);
+        ++gram.staged;
+        ++gram.used;
+      }
+    }
+    if (gram.staged == stage) multiply_staged(gram, brick);
+  }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::multiply_staged(BlockGram& gram, EngineBrick brick) const {
+  // The scaled rows and SYRK's lower triangle: rows * d * (d + 1) flops.
+  RH_BRICK_SCOPE(prof_, brick, gram.staged, 2 * gram.staged * dim_ * sizeof(T),
+                 gram.staged * dim_ * (dim_ + 1));
+  blas::syrk_lower(gram.staged, dim_, gram.scaled, gram.used == gram.staged ? T{0} : T{1},
+                   gram.partial, dim_);
+  gram.staged = 0;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::finish_block_gram(BlockGram& gram, EngineBrick brick) const {
+  if (gram.staged > 0) multiply_staged(gram, brick);
+  if (gram.used == 0) std::fill_n(gram.partial, dim_ * dim_, T{0});  // no row adds anything
+}
+
+template <std::floating_point T>
+void BatchOps<T>::reduce_gram(const T* curvature, EngineBrick brick) {
+  RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
+                 blocks_.count() * dim_ * (dim_ + 1) / 2);
+  T* gram = ws_.gram.data();
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      T sum = ws_.gram_partials[i * dim_ + j];
+      for (std::size_t b = 1; b < blocks_.count(); ++b) {
+        sum += ws_.gram_partials[b * dim_ * dim_ + i * dim_ + j];
+      }
+      gram[i * dim_ + j] = sum;
+      gram[j * dim_ + i] = sum;
+    }
+  }
+  std::copy_n(curvature, X_.rows, ws_.gram_curvature.begin());
+  gram_valid_ = true;
+  incremental_updates_ = 0;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::full_gram(EngineBrick brick) {
+  require_design_scanned();
+  const T* curvature = ws_.point.weighted_curvature.data();
+  for_each_block([&](std::size_t b) {
+    BlockGram gram = block_gram(b);
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      add_gram_rows(gram, lo, hi, curvature, brick);
+    });
+    finish_block_gram(gram, brick);
+  });
+  reduce_gram(curvature, brick);
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
+  const std::size_t rows = X_.rows;
+  std::size_t flips = 0;
+  std::size_t in_set = 0;  // rows of the new curvature set
+  {
+    RH_BRICK_SCOPE(prof_, brick, rows, 2 * rows * sizeof(T), 0);
+    for (std::size_t i = 0; i < rows; ++i) {
+      in_set += ws_.point.weighted_curvature[i] != T{0};
+      if (ws_.point.weighted_curvature[i] != ws_.gram_curvature[i]) ws_.flipped[flips++] = i;
+    }
+  }
+  // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
+  if (flips * max_flip_fraction_inverse > rows) return false;
+  if (flips == 0) return true;  // the Gram is this point's already
+  // Subtracting the leaving rows leaves a rounding residue of the size of what they added; when
+  // the set keeps fewer rows than that, the residue is no longer small next to what remains (an
+  // empty set, every row an outlier, gave an LU-solvable Gram of noise instead of 0: found by
+  // tests/test_reliability_numbers.py). The full Gram is then formed afresh.
+  std::size_t leaving_rows = 0;
+  for (std::size_t k = 0; k < flips; ++k) {
+    const std::size_t i = ws_.flipped[k];
+    leaving_rows += ws_.gram_curvature[i] != T{0} && ws_.point.weighted_curvature[i] == T{0};
+  }
+  if (leaving_rows >= in_set) return false;
+  ++incremental_updates_;
+  // The rows entering the curvature set, then those leaving it, scaled as in full_gram; a row
+  // whose weight moved without leaving (not produced by 0/w curvature, but cheap to allow) is
+  // both. At most 2 * flips <= rows / 4 rows: scaled_rows has room (Workspace::reserve).
+  static_assert(max_flip_fraction_inverse >= 8);
+  RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
+  std::size_t entering = 0;
+  std::size_t leaving = 0;
+  if (thin_gram_) {
+    // The thin kernel straight from X: the entering rows with their new weights, the leaving
+    // ones with their old.
+    std::size_t* listed = ws_.gram_rows.data();
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.point.weighted_curvature[i] != T{0}) listed[entering++] = i;
+    }
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.gram_curvature[i] != T{0}) listed[entering + leaving++] = i;
+    }
+    if (entering > 0) {
+      std::fill(ws_.gram_entering.begin(), ws_.gram_entering.end(), T{0});
+      gram::accumulate_lower(X_.data, features_, intercept_, ws_.point.weighted_curvature.data(),
+                             listed, entering, ws_.gram_entering.data());
+    }
+    if (leaving > 0) {
+      std::fill(ws_.gram_leaving.begin(), ws_.gram_leaving.end(), T{0});
+      gram::accumulate_lower(X_.data, features_, intercept_, ws_.gram_curvature.data(),
+                             listed + entering, leaving, ws_.gram_leaving.data());
+    }
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
+    }
+  } else {
+    T* scaled = ws_.scaled_rows.data();
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.point.weighted_curvature[i] != T{0}) {
+        scale_row(i, ws_.point.weighted_curvature[i], scaled + entering++ * dim_);
+      }
+    }
+    for (std::size_t k = 0; k < flips; ++k) {
+      const std::size_t i = ws_.flipped[k];
+      if (ws_.gram_curvature[i] != T{0}) {
+        scale_row(i, ws_.gram_curvature[i], scaled + (entering + leaving++) * dim_);
+      }
+      ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
+    }
+    // Each correction comes from the same SYRK kernel as the full Gram, so duplicated columns
+    // stay exactly duplicated.
+    if (entering > 0) {
+      blas::syrk_lower(entering, dim_, scaled, T{0}, ws_.gram_entering.data(), dim_);
+    }
+    if (leaving > 0) {
+      blas::syrk_lower(leaving, dim_, scaled + entering * dim_, T{0}, ws_.gram_leaving.data(),
+                       dim_);
+    }
+  }
+  // Only the lower triangle is updated, then mirrored: exactly symmetric.
+  T* gram = ws_.gram.data();
+  const T* in = ws_.gram_entering.data();
+  const T* out = ws_.gram_leaving.data();
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      T value = gram[i * dim_ + j];
+      if (entering > 0) value += in[i * dim_ + j];
+      if (leaving > 0) value -= out[i * dim_ + j];
+      gram[i * dim_ + j] = value;
+      gram[j * dim_ + i] = value;
+    }
+  }
+  return true;
+}
+
+// BatchOps<T> is instantiated in batch_ops.cpp; these members are defined here.
+#define RH_GRAM_CACHE_INSTANTIATE(T)                                                             \
+  template void BatchOps<T>::scale_row(std::size_t, T, T*) const;                               \
+  template void BatchOps<T>::weighted_gram(EngineBrick);                                        \
+  template bool BatchOps<T>::gram_at_current_curvature(EngineBrick) const;                      \
+  template BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t) const;                   \
+  template void BatchOps<T>::add_gram_rows(BlockGram&, std::size_t, std::size_t, const T*,      \
+                                           EngineBrick) const;                                  \
+  template void BatchOps<T>::multiply_staged(BlockGram&, EngineBrick) const;                    \
+  template void BatchOps<T>::finish_block_gram(BlockGram&, EngineBrick) const;                  \
+  template void BatchOps<T>::reduce_gram(const T*, EngineBrick);                                \
+  template void BatchOps<T>::full_gram(EngineBrick);                                            \
+  template bool BatchOps<T>::update_gram_incrementally(EngineBrick);
+RH_GRAM_CACHE_INSTANTIATE(float)
+RH_GRAM_CACHE_INSTANTIATE(double)
+#undef RH_GRAM_CACHE_INSTANTIATE
+
+}  // namespace rh::cpu
