@@ -253,3 +253,27 @@ def test_as_a_real_process(tmp_path):
     assert (
         done.stderr.startswith("rhuber: error: bad.csv, row 1") and "Traceback" not in done.stderr
     )
+
+
+def test_fit_prints_the_inference_summary_and_json_carries_it(capsys, tmp_path, data):
+    import json
+
+    data.to_csv(tmp_path / "train.csv", index=False)
+    args = ["fit", str(tmp_path / "train.csv"), "--target", "y", "-o", str(tmp_path / "m.npz"),
+            "--backend", "numpy", "--batch-size", "1000"]
+    status, out, err = run(capsys, *args, "--inference-matrices")
+    assert status == 0, err
+    for word in ("std err", "P>|z|", "Covariance type:   H1", "all 3 batches", "x0", "intercept"):
+        assert word in out, word
+    model = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz")
+    status, out, err = run(capsys, *args, "--json", "--cov-type", "H2")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["summary"]["cov_type"] == "H2" and report["summary_refused"] is None
+    np.testing.assert_allclose([r["std_err"] for r in report["summary"]["coefficients"]],
+                               model.bse("H2"), rtol=1e-12)
+    status, out, err = run(capsys, *args, "--json", "--alpha", "0.01")
+    report = json.loads(out)
+    assert report["summary"] is None and "post-selection" in report["summary_refused"]
+    status, out, err = run(capsys, *args, "--lambda-scale", "0.5")
+    assert status == 0 and "no standard errors" in out and "post-selection" in out

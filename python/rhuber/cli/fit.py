@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
+from ..core.inference import COV_TYPES, InferenceError
+from ..core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
 from ..estimator import RenewableHuberRegressor
 from ..io import DEFAULT_BATCH_SIZE, DataFileError, read_batches
 from ._common import (
@@ -46,6 +49,32 @@ def add_fit(commands: Any) -> None:
     )
     parser.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
     parser.add_argument(
+        "--lambda-scale", type=float, default=None, metavar="C",
+        help="the paper's L1 schedule λ_b = C · τ_b · √(log(max(p, 2)) / N_b) instead of --alpha",
+    )
+    parser.add_argument(
+        "--curvature", choices=CURVATURES, default="indicator",
+        help="curvature of the information update (default indicator; smoothed: the paper's c_h)",
+    )
+    parser.add_argument(
+        "--bandwidth-scale", type=float, default=DEFAULT_BANDWIDTH_SCALE, metavar="B",
+        help="constant of the smoothed curvature's bandwidth "
+             f"(default {DEFAULT_BANDWIDTH_SCALE:g})",
+    )
+    parser.add_argument(
+        "--inference-matrices", action="store_true",
+        help="also accumulate the matrices of the H1, H3 and HC0 covariances (the summary "
+             "then uses H1; without them H2)",
+    )
+    parser.add_argument(
+        "--cov-type", choices=COV_TYPES, default=None,
+        help="covariance of the summary table (default H1 with --inference-matrices, else H2)",
+    )
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print one JSON object (diagnostics, coefficients, summary) instead of text",
+    )
+    parser.add_argument(
         "-o",
         "--output",
         type=Path,
@@ -68,6 +97,10 @@ def _run_fit(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         l1_solver=args.l1_solver,
         epsilon=args.epsilon,
+        lambda_scale=args.lambda_scale,
+        curvature=args.curvature,
+        bandwidth_scale=args.bandwidth_scale,
+        inference_matrices=args.inference_matrices,
         batch_size=args.batch_size,
         backend=args.backend,
     )
@@ -75,6 +108,10 @@ def _run_fit(args: argparse.Namespace) -> int:
     if stats.batches == 0:
         raise DataFileError(args.file, "the file has no data rows")
     estimator.save_checkpoint(args.output)
+    summary, refused = _summary(estimator, args.cov_type)
+    if args.json:
+        print(json.dumps(_report(args, reader, estimator, stats, summary, refused), indent=1))
+        return 0
 
     print(
         f"rhuber fit: {args.file} ({reader.format}), target {reader.target!r}, "
@@ -86,15 +123,50 @@ def _run_fit(args: argparse.Namespace) -> int:
     print()
     print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype)
     print()
-    print(f"robust scale: {estimator.scale_:.6g}")
-    print(f"intercept: {float(estimator.intercept_):.6g}")
-    names = reader.feature_columns
-    print_rows(
-        [
-            f"  {name!s:<20} {float(value):>14.6g}"
-            for name, value in zip(names, estimator.coef_, strict=True)
-        ],
-        header="coefficients:",
-    )
+    if summary is not None:
+        print(summary)
+    else:
+        print(f"robust scale: {estimator.scale_:.6g}")
+        print(f"intercept: {float(estimator.intercept_):.6g}")
+        names = reader.feature_columns
+        print_rows(
+            [
+                f"  {name!s:<20} {float(value):>14.6g}"
+                for name, value in zip(names, estimator.coef_, strict=True)
+            ],
+            header="coefficients:",
+        )
+        print(f"no standard errors: {refused}")
     print(f"checkpoint: {args.output.resolve()}")
     return 0
+
+
+def _summary(estimator: RenewableHuberRegressor, cov_type: str | None) -> tuple[Any, str | None]:
+    """The inference summary, or None and why not (a penalized stream, a singular J, ...)."""
+    try:
+        return estimator.summary(cov_type=cov_type), None
+    except InferenceError as exc:
+        return None, str(exc)
+
+
+def _report(args: argparse.Namespace, reader: Any, estimator: RenewableHuberRegressor,
+            stats: Any, summary: Any, refused: str | None) -> dict[str, Any]:
+    """What the text output says, as one JSON object."""
+    return {
+        "file": str(args.file),
+        "format": reader.format,
+        "target": reader.target,
+        "features": [str(n) for n in reader.feature_columns],
+        "backend": estimator.backend_,
+        "plan": str(estimator.plan_),
+        "rows": stats.rows,
+        "batches": stats.batches,
+        "update_seconds": stats.update_seconds,
+        "scale": estimator.scale_,
+        "intercept": float(estimator.intercept_),
+        "coef": [float(v) for v in estimator.coef_],
+        "diagnostics": estimator.diagnostics_,
+        "summary": None if summary is None else summary.as_dict(),
+        "summary_refused": refused,
+        "checkpoint": str(args.output.resolve()),
+    }
