@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""What inference costs a stream (docs/inference.md): stream time through the estimator with
+``inference_matrices`` False and True, side by side in one run, per shape and backend; and the
+accumulation alone (``core.inference.accumulate``: scalars only, scalars and matrices) on one
+batch of each shape.
+
+Shapes: the reference shape (100,000 × 90 in batches of 32,768) and the streaming shape
+(1,000,000 × 32 in batches of 65,536), both ``make_contaminated_stream`` (Student-t noise, 5 %
+gross outliers). Backends: numpy, and native_cpu when installed (where its module does not
+return the inference sums itself, the wrapper computes them on the host: the figure says so).
+Each configuration streams ``--repeats`` times, alternating False / True; the best time counts.
+
+    .venv/bin/python scripts/studies/inference_cost.py --out docs/inference/cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rhuber import RenewableHuberRegressor
+from rhuber.core import inference as inf
+from rhuber.datasets import make_contaminated_stream
+from rhuber.engines import make_engine, native_cpu_available
+
+SHAPES = {"reference": (100_000, 90, 32_768), "streaming": (1_000_000, 32, 65_536)}
+
+
+def stream_seconds(batches: list, backend: str, matrices: bool) -> float:
+    est = RenewableHuberRegressor(backend=backend, inference_matrices=matrices)
+    started = time.perf_counter()
+    for X, y in batches:
+        est.partial_fit(X, y)
+    seconds = time.perf_counter() - started
+    est.bse("H1" if matrices else "H2")  # the inference the stream paid for works
+    return seconds
+
+
+def accumulate_seconds(X: np.ndarray, y: np.ndarray, matrices: bool, repeats: int) -> float:
+    est = RenewableHuberRegressor(backend="numpy").partial_fit(X, y)
+    state = est._state
+    Xt = np.column_stack([X, np.ones(len(y))])
+    r = y - Xt @ state.coef
+    tau = 1.345 * state.scale
+    c = (np.abs(r) <= tau).astype(X.dtype)
+    w = np.ones(len(y))
+    best = np.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        inf.accumulate(state, Xt, w, r, tau, c, matrices, np)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--shapes", default="reference,streaming")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    backends = ["numpy"] + (["native_cpu"] if native_cpu_available() else [])
+    # Whether native_cpu's wrapper computes the inference sums on the host (engines/__init__.py).
+    host_sums = "native_cpu" in backends and make_engine("native_cpu")._host_sums
+    records = []
+    for shape in args.shapes.split(","):
+        rows, p, size = SHAPES[shape]
+        data = make_contaminated_stream(rows, p, batch_size=size, seed=7)
+        batches = [data.batch(k) for k in range(data.n_batches)]
+        X0, y0 = batches[0]
+        acc = {m: accumulate_seconds(X0, y0, m, 3) for m in (False, True)}
+        records.append({"shape": shape, "kind": "accumulate one batch", "rows": len(y0),
+                        "features": p, "scalars_ms": 1e3 * acc[False],
+                        "scalars_and_matrices_ms": 1e3 * acc[True]})
+        print(records[-1], file=sys.stderr)
+        for backend in backends:
+            times = {False: [], True: []}
+            for _ in range(args.repeats):
+                for matrices in (False, True):
+                    times[matrices].append(stream_seconds(batches, backend, matrices))
+            best = {m: min(t) for m, t in times.items()}
+            records.append({
+                "shape": shape, "kind": "stream", "backend": backend, "rows": rows,
+                "features": p, "batch_size": size, "batches": len(batches),
+                "seconds_without_matrices": best[False], "seconds_with_matrices": best[True],
+                "ratio": best[True] / best[False],
+                "sums_on_host": backend == "native_cpu" and host_sums,
+                "all_seconds": {str(m): t for m, t in times.items()}})
+            print(records[-1], file=sys.stderr)
+    report = {"repeats": args.repeats, "records": records}
+    text = json.dumps(report, indent=1) + "\n"
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
