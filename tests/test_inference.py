@@ -243,8 +243,7 @@ def test_summary_table_names_rows_and_reports_counts():
 
 
 def test_native_cpu_sums_match_the_reference():
-    """Until native_cpu returns the sums itself, its wrapper computes them on the host from the
-    engine's coefficients; either way they meet the reference's."""
+    """native_cpu's inference sums and matrices meet the reference's (weighted batches)."""
     require_module(*NATIVE_CPU)
     from rhuber.engines import make_engine
 

@@ -400,7 +400,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         header = (
             ("Model", "RenewableHuberRegressor (Huber's T)"),
             ("Epsilon", f"{self.epsilon:g}" if self.tau is None else f"tau = {self.tau:g}"),
-            ("Observations", f"{state.n_samples_seen} rows, weight {state.effective_weight:.6g}"),
+            ("Observations", f"{state.n_samples_seen:,} rows, weight "
+                             f"{state.effective_weight:,.6g}"),
             ("Batches", str(state.batch_count)),
             ("Scale", f"{state.scale:.6g}"),
             ("Curvature", self.curvature),

@@ -111,9 +111,9 @@ class Coverage:
 
     def describe(self) -> str:
         if self.complete:
-            return f"all {self.batch_count} batches (weight {self.effective_weight:.6g})"
+            return f"all {self.batch_count} batches (weight {self.effective_weight:,.6g})"
         return (f"the last {self.inference_batches} of {self.batch_count} batches (weight "
-                f"{self.inference_weight:.6g} of {self.effective_weight:.6g}): the earlier "
+                f"{self.inference_weight:,.6g} of {self.effective_weight:,.6g}): the earlier "
                 "batches came from a checkpoint without inference sums (format 2); their "
                 "per-weight averages stand for the whole stream")
 
