@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "rh/error.hpp"
 
@@ -74,6 +75,24 @@ void validate_state(const StateView<T>& state, std::size_t features, bool fit_in
   require_at_least("the state's effective_weight", state.effective_weight, 0.0);
   require_at_least("the state's previous_lambda", state.previous_lambda, 0.0);
   if (state.batch_count > 0) require_positive("the state's scale", state.scale);
+  const InferenceSums& sums = state.inference;
+  require_at_least("the state's score_sq_sum", sums.score_sq_sum, 0.0);
+  require_at_least("the state's curvature_sum", sums.curvature_sum, 0.0);
+  require_at_least("the state's curvature_sq_sum", sums.curvature_sq_sum, 0.0);
+  require_at_least("the state's inference_weight", sums.inference_weight, 0.0);
+  if (sums.inference_batches < 0) fail("the state's inference_batches is negative");
+  if (state.gram.empty() != state.score_gram.empty()) {
+    fail("the state has ", state.gram.empty() ? "score_gram but no gram" : "gram but no score_gram",
+         "; the inference matrices come together");
+  }
+  for (const auto& [name, matrix] : {std::pair{"gram", state.gram},
+                                     std::pair{"score_gram", state.score_gram}}) {
+    if (!matrix.empty() && matrix.size() != d * d) {
+      fail("the state's ", name, " has ", matrix.size(), " entries, expected ", d, " x ", d);
+    }
+  }
+  require_finite_vector("the state's gram", state.gram);
+  require_finite_vector("the state's score_gram", state.score_gram);
 }
 
 }  // namespace
@@ -85,6 +104,15 @@ void validate_config(const Config& config) {
   require_at_least("ridge", config.ridge, 0.0);
   if (config.max_iter < 1) fail("max_iter must be >= 1, got ", config.max_iter);
   if (config.tol) require_positive("tol", *config.tol);
+  if (config.lambda_scale) {
+    require_at_least("lambda_scale", *config.lambda_scale, 0.0);
+    if (config.alpha > 0.0) {
+      fail("alpha=", config.alpha, " and lambda_scale=", *config.lambda_scale,
+           " are both set: lambda_scale replaces alpha by the schedule lambda_b = lambda_scale * "
+           "tau_b * sqrt(log(max(p, 2)) / N_b); set one of them (alpha=0 with the schedule)");
+    }
+  }
+  require_positive("bandwidth_scale", config.bandwidth_scale);
 }
 
 template <std::floating_point T>

@@ -1,6 +1,7 @@
 #include "batch_ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -614,14 +615,117 @@ bool BatchOps<T>::solve_l1_model(const Vector& gradient, const Vector& beta, dou
   return true;
 }
 
+// --- the information update and the inference sums ----------------------------------------------
+
 template <std::floating_point T>
-void BatchOps<T>::information(std::span<T> out) {
-  // J_b at the current point: the Gram maintained through the solve, brought to this point's
-  // curvature set (usually that of the last Newton matrix, so no flips at all).
-  weighted_gram(EngineBrick::info_update);
-  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, 3 * dim_ * dim_ * sizeof(T),
-                 dim_ * dim_);
-  for (std::size_t k = 0; k < dim_ * dim_; ++k) out[k] = ws_.gram[k] + previous_information_[k];
+InferenceSums BatchOps<T>::information(const InformationRequest& request,
+                                       InformationOutputs<T> out) {
+  const bool smoothed = request.bandwidth > 0.0;
+  const bool matrices = request.matrices;
+  const std::size_t rows = X_.rows;
+  const std::size_t square = dim_ * dim_;
+  const std::size_t blocks = blocks_.count();
+  if (!smoothed) {
+    // J_b at the current point: the Gram maintained through the solve, brought to this point's
+    // curvature set (usually that of the last Newton matrix, so no flips at all).
+    weighted_gram(EngineBrick::info_update);
+  }
+  if (smoothed || matrices) require_design_scanned();
+  // Sized on first use: most streams never ask for a smoothed curvature or the matrices.
+  if (ws_.information_weights.size() < rows) ws_.information_weights.resize(rows);
+  if (ws_.score_sq_weights.size() < rows) ws_.score_sq_weights.resize(rows);
+  if (ws_.inference_partials.size() < 4 * blocks) ws_.inference_partials.resize(4 * blocks);
+  if (matrices && ws_.inference_gram_partials.size() < 2 * blocks * square) {
+    ws_.inference_gram_partials.resize(2 * blocks * square);
+  }
+  const T tau = tau_;
+  const auto two_h = static_cast<T>(2.0 * request.bandwidth);  // exact: h is a value of T
+  const T* residual = ws_.point.residual.data();
+  const T* weights = weights_.data();
+  T* information_weights = ws_.information_weights.data();
+  T* score_sq_weights = ws_.score_sq_weights.data();
+
+  // One pass over the rows, chunk by chunk: psi, c and the sums from the residuals, and, where
+  // a Gram is asked for, its rows added from X while the chunk is in cache.
+  for_each_block([&](std::size_t b) {
+    std::array<BlockGram, max_grams_per_pass> grams{};
+    if (smoothed) grams[0] = block_gram_into(ws_.gram_partials.data() + b * square, 0);
+    if (matrices) {
+      // G's blocks first, then K's: each half is laid out as reduce_partials reads it.
+      grams[1] = block_gram_into(ws_.inference_gram_partials.data() + b * square, 1);
+      grams[2] = block_gram_into(ws_.inference_gram_partials.data() + (blocks + b) * square, 2);
+    }
+    double score_sq = 0.0;
+    double curvature = 0.0;
+    double curvature_sq = 0.0;
+    double weight = 0.0;
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      {
+        RH_BRICK_SCOPE(prof_, EngineBrick::info_update, hi - lo, 4 * (hi - lo) * sizeof(T),
+                       16 * (hi - lo));
+        for (std::size_t i = lo; i < hi; ++i) {
+          const T r = residual[i];
+          const T w = weights[i];
+          const T psi = std::clamp(r, -tau, tau);
+          const T magnitude = std::abs(r);
+          // The information update's curvature: c_h = clip(1/2 + (tau - |r|) / (2h), 0, 1), the
+          // reference's form of method.md's piecewise one, or the indicator.
+          const T c = smoothed ? std::clamp(T{0.5} + (tau - magnitude) / two_h, T{0}, T{1})
+                               : (magnitude <= tau ? T{1} : T{0});
+          const auto w64 = static_cast<double>(w);
+          const auto psi64 = static_cast<double>(psi);
+          const auto c64 = static_cast<double>(c);
+          score_sq += w64 * psi64 * psi64;
+          const double wc = w64 * c64;
+          curvature += wc;
+          curvature_sq += wc * c64;
+          weight += w64;
+          information_weights[i] = w * c;
+          score_sq_weights[i] = w * psi * psi;
+        }
+      }
+      if (smoothed) add_gram_rows(grams[0], lo, hi, information_weights, EngineBrick::info_update);
+      if (matrices) {
+        add_gram_rows(grams[1], lo, hi, weights, EngineBrick::info_update);
+        add_gram_rows(grams[2], lo, hi, score_sq_weights, EngineBrick::info_update);
+      }
+    });
+    for (std::size_t k = 0; k < max_grams_per_pass; ++k) {
+      if (grams[k].partial != nullptr) finish_block_gram(grams[k], EngineBrick::info_update);
+    }
+    double* sums = ws_.inference_partials.data() + 4 * b;
+    sums[0] = score_sq;
+    sums[1] = curvature;
+    sums[2] = curvature_sq;
+    sums[3] = weight;
+  });
+
+  if (smoothed) {
+    reduce_partials(ws_.gram_partials.data(), ws_.gram.data(), EngineBrick::info_update);
+    gram_valid_ = false;  // ws_.gram now holds J_b, not the Newton Gram of a curvature set
+  }
+  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, 3 * square, 9 * square * sizeof(T), 3 * square);
+  for (std::size_t k = 0; k < square; ++k) {
+    out.information[k] = ws_.gram[k] + previous_information_[k];
+  }
+  if (matrices) {
+    // G_b and K_b through the scratch of the incremental Gram, whose batch this is the end of.
+    reduce_partials(ws_.inference_gram_partials.data(), ws_.gram_entering.data(),
+                    EngineBrick::info_update);
+    for (std::size_t k = 0; k < square; ++k) out.gram[k] += ws_.gram_entering[k];
+    reduce_partials(ws_.inference_gram_partials.data() + blocks * square,
+                    ws_.gram_leaving.data(), EngineBrick::info_update);
+    for (std::size_t k = 0; k < square; ++k) out.score_gram[k] += ws_.gram_leaving[k];
+  }
+  InferenceSums batch{.inference_batches = 1};
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const double* sums = ws_.inference_partials.data() + 4 * b;
+    batch.score_sq_sum += sums[0];
+    batch.curvature_sum += sums[1];
+    batch.curvature_sq_sum += sums[2];
+    batch.inference_weight += sums[3];
+  }
+  return batch;
 }
 
 template class BatchOps<float>;

@@ -74,7 +74,11 @@ class BatchOps {
   std::size_t solve_min_norm(const Vector& rhs, double rcond, Vector& out);
   void project(const Vector& step);
   double objective_change(const Vector& step, double t);
-  void information(std::span<T> out);
+  // The information update and the batch's inference sums at the current point
+  // (rh::SolverOps): the indicator J_b from the kept Gram, or a pass over X forming the smoothed
+  // J_b and, when asked, G_b and K_b side by side, chunk by chunk from cache; the sums come from
+  // the rows' residuals and weights in the same loop.
+  InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
   // rh::FusedTrialOps: several trial steps, or a trial step and the point after it, in one
   // pass over X: each chunk of rows is read from memory once and reused from cache.
@@ -206,7 +210,13 @@ class BatchOps {
     std::size_t used = 0;    // rows of the block with non-zero curvature
     std::size_t staged = 0;  // of those, scaled and not yet multiplied
   };
-  BlockGram block_gram(std::size_t b) const;
+  BlockGram block_gram(std::size_t b) const;  // into ws_.gram_partials, staging slot 0
+  // Grams formed side by side in one pass: J_b (smoothed), G_b and K_b (the information pass).
+  static constexpr std::size_t max_grams_per_pass = 3;
+  BlockGram block_gram_into(T* partial, std::size_t slot) const;
+  // The blocks' partials (blocks x d x d lower triangles) summed in block order into out,
+  // mirrored: exactly symmetric.
+  void reduce_partials(const T* partials, T* out, EngineBrick brick) const;
   std::size_t gram_stage_rows() const { return std::max(chunk_, 4 * dim_); }  // amortizes C's traffic
   void add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi, const T* curvature,
                      EngineBrick brick) const;

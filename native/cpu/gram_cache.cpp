@@ -4,6 +4,7 @@
 // formed from it (batch_ops.cpp).
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -46,20 +47,26 @@ bool BatchOps<T>::gram_at_current_curvature(EngineBrick brick) const {
 
 template <std::floating_point T>
 typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) const {
+  return block_gram_into(ws_.gram_partials.data() + b * dim_ * dim_, 0);
+}
+
+template <std::floating_point T>
+typename BatchOps<T>::BlockGram BatchOps<T>::block_gram_into(T* partial,
+                                                             std::size_t slot) const {
   // The staged rows go to a buffer of this thread's, one stage long, reused stage after stage
   // and block after block: it stays in the core's cache, and the batch's rows are not pushed out
-  // of the shared cache by a scaled copy of them (the next passes read X from there).
-  T* partial = ws_.gram_partials.data() + b * dim_ * dim_;
+  // of the shared cache by a scaled copy of them (the next passes read X from there). Grams
+  // formed in one pass (the information pass) stage in buffers of their own (slot).
   if (thin_gram_) {
     thread_local std::vector<std::size_t> rows;
     if (rows.size() < chunk_) rows.resize(chunk_);
     std::fill_n(partial, dim_ * dim_, T{0});  // the kernel adds to it
     return {.scaled = nullptr, .rows = rows.data(), .partial = partial};
   }
-  thread_local std::vector<T> staging;
+  thread_local std::array<std::vector<T>, max_grams_per_pass> staging;
   const std::size_t needed = gram_stage_rows() * dim_;
-  if (staging.size() < needed) staging.resize(needed);
-  return {.scaled = staging.data(), .rows = nullptr, .partial = partial};
+  if (staging[slot].size() < needed) staging[slot].resize(needed);
+  return {.scaled = staging[slot].data(), .rows = nullptr, .partial = partial};
 }
 
 // The SYRK operand is sqrt(w c) * x~ with the intercept's column sqrt(w c) written out, so every
@@ -117,20 +124,24 @@ void BatchOps<T>::finish_block_gram(BlockGram& gram, EngineBrick brick) const {
 }
 
 template <std::floating_point T>
-void BatchOps<T>::reduce_gram(const T* curvature, EngineBrick brick) {
+void BatchOps<T>::reduce_partials(const T* partials, T* out, EngineBrick brick) const {
   RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
                  blocks_.count() * dim_ * (dim_ + 1) / 2);
-  T* gram = ws_.gram.data();
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
-      T sum = ws_.gram_partials[i * dim_ + j];
+      T sum = partials[i * dim_ + j];
       for (std::size_t b = 1; b < blocks_.count(); ++b) {
-        sum += ws_.gram_partials[b * dim_ * dim_ + i * dim_ + j];
+        sum += partials[b * dim_ * dim_ + i * dim_ + j];
       }
-      gram[i * dim_ + j] = sum;
-      gram[j * dim_ + i] = sum;
+      out[i * dim_ + j] = sum;
+      out[j * dim_ + i] = sum;
     }
   }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::reduce_gram(const T* curvature, EngineBrick brick) {
+  reduce_partials(ws_.gram_partials.data(), ws_.gram.data(), brick);
   std::copy_n(curvature, X_.rows, ws_.gram_curvature.begin());
   gram_valid_ = true;
   incremental_updates_ = 0;
@@ -256,6 +267,8 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   template void BatchOps<T>::weighted_gram(EngineBrick);                                        \
   template bool BatchOps<T>::gram_at_current_curvature(EngineBrick) const;                      \
   template BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t) const;                   \
+  template BatchOps<T>::BlockGram BatchOps<T>::block_gram_into(T*, std::size_t) const;          \
+  template void BatchOps<T>::reduce_partials(const T*, T*, EngineBrick) const;                  \
   template void BatchOps<T>::add_gram_rows(BlockGram&, std::size_t, std::size_t, const T*,      \
                                            EngineBrick) const;                                  \
   template void BatchOps<T>::multiply_staged(BlockGram&, EngineBrick) const;                    \

@@ -98,10 +98,15 @@ struct Workspace {
   std::vector<T> scaled_rows;         // sqrt(w c) x~ of the rows whose curvature flipped
                                       // (the incremental Gram: at most rows / 4 of them)
   std::vector<std::size_t> gram_rows;  // those rows' indices, for the thin-Gram kernel
+  // The information pass (BatchOps::information), sized on first use.
+  std::vector<T> information_weights;  // w * c of the information update's curvature
+  std::vector<T> score_sq_weights;     // w * psi^2, K's row weights
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles
   std::vector<double> scratch_partials;  // blocks x (steps tried in one pass)
+  std::vector<T> inference_gram_partials;  // 2 x blocks x d x d: G's blocks, then K's
+  std::vector<double> inference_partials;  // blocks x 4: the inference sums of each block
 
   // Coefficient-sized.
   std::vector<T> delta;              // beta - beta~

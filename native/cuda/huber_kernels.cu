@@ -111,6 +111,55 @@ __global__ void huber_terms_kernel(std::size_t n, const T* r, const T* w, T tau,
   }
 }
 
+template <class T>
+__global__ void information_terms_kernel(std::size_t n, const T* r, const T* w, T tau, T two_h,
+                                         bool smoothed, T* wc, T* wpsi2, double* partials) {
+  double score_sq = 0.0;
+  double curvature = 0.0;
+  double curvature_sq = 0.0;
+  double weight_sum = 0.0;
+  for (std::size_t i = global_index(); i < n; i += grid_stride()) {
+    const T residual = r[i];
+    const T weight = w[i];
+    const T psi = residual < -tau ? -tau : (tau < residual ? tau : residual);  // std::clamp
+    const T magnitude = fabs(residual);
+    T c = magnitude <= tau ? T{1} : T{0};
+    if (smoothed) {
+      const T ramp = T{0.5} + (tau - magnitude) / two_h;
+      c = ramp < T{0} ? T{0} : (T{1} < ramp ? T{1} : ramp);
+    }
+    const double w64 = static_cast<double>(weight);
+    const double psi64 = static_cast<double>(psi);
+    const double c64 = static_cast<double>(c);
+    score_sq += w64 * psi64 * psi64;
+    const double weighted_c = w64 * c64;
+    curvature += weighted_c;
+    curvature_sq += weighted_c * c64;
+    weight_sum += w64;
+    wc[i] = weight * c;
+    wpsi2[i] = weight * psi * psi;
+  }
+  score_sq = block_sum(score_sq);
+  curvature = block_sum(curvature);
+  curvature_sq = block_sum(curvature_sq);
+  weight_sum = block_sum(weight_sum);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = score_sq;
+    partials[max_reduction_blocks + blockIdx.x] = curvature;
+    partials[2 * max_reduction_blocks + blockIdx.x] = curvature_sq;
+    partials[3 * max_reduction_blocks + blockIdx.x] = weight_sum;
+  }
+}
+
+template <class T>
+__global__ void mirror_lower_kernel(std::size_t d, const T* lower, T* out) {
+  for (std::size_t k = global_index(); k < d * d; k += grid_stride()) {
+    const std::size_t i = k / d;
+    const std::size_t j = k % d;
+    out[k] = i >= j ? lower[i + j * d] : lower[j + i * d];
+  }
+}
+
 // One thread per element of the n x d staging buffer (element k: row k / d, column k % d), so
 // consecutive threads read X and write the buffer at consecutive addresses. With an intercept
 // the last column is sqrt(w c) itself: the Gram's intercept row and corner then come out of the
@@ -446,6 +495,21 @@ void huber_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T t
 }
 
 template <std::floating_point T>
+void information_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T tau,
+                       T two_h, bool smoothed, T* wc, T* wpsi2, double* partials) {
+  const auto blocks = static_cast<unsigned>(reduction_blocks(n));
+  information_terms_kernel<<<blocks, threads, 0, stream>>>(n, r, w, tau, two_h, smoothed, wc,
+                                                           wpsi2, partials);
+  RH_CUDA_CHECK_LAUNCH();
+}
+
+template <std::floating_point T>
+void mirror_lower(cudaStream_t stream, std::size_t d, const T* lower, T* out) {
+  mirror_lower_kernel<<<elementwise_blocks(d * d), threads, 0, stream>>>(d, lower, out);
+  RH_CUDA_CHECK_LAUNCH();
+}
+
+template <std::floating_point T>
 void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, std::size_t d, const T* X,
                 const T* wc, T* scaled) {
   scale_rows_kernel<<<elementwise_blocks(n * d), threads, 0, stream>>>(n, p, d, X, wc, scaled);
@@ -633,6 +697,9 @@ void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T 
                                double*);                                                         \
   template void scale_rows<T>(cudaStream_t, std::size_t, std::size_t, std::size_t, const T*,     \
                               const T*, T*);                                                     \
+  template void information_terms<T>(cudaStream_t, std::size_t, const T*, const T*, T, T, bool,  \
+                                     T*, T*, double*);                                           \
+  template void mirror_lower<T>(cudaStream_t, std::size_t, const T*, T*);                        \
   template void add_scalar<T>(cudaStream_t, std::size_t, const T*, T*);                          \
   template void huber_change<T>(cudaStream_t, std::size_t, const T*, const T*, const T*, T,      \
                                 double, double*);                                                \

@@ -26,6 +26,18 @@ template <std::floating_point T>
 void huber_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T tau, T* wpsi,
                  T* wc, double* partials);
 
+// The information pass at the final point (contract v3): the information update's curvature c
+// (smoothed: c_h = clip(1/2 + (tau - |r|) / two_h, 0, 1); else the indicator), w c and w psi^2
+// per row, and per-block float64 partials of sum w psi^2, sum w c, sum w c^2 and sum w (rows 0
+// to 3 of partials), as the CPU engine forms them (native/cpu/batch_ops.cpp, information).
+template <std::floating_point T>
+void information_terms(cudaStream_t stream, std::size_t n, const T* r, const T* w, T tau,
+                       T two_h, bool smoothed, T* wc, T* wpsi2, double* partials);
+
+// out (d x d, row-major, exactly symmetric) = the column-major lower triangle `lower` mirrored.
+template <std::floating_point T>
+void mirror_lower(cudaStream_t stream, std::size_t d, const T* lower, T* out);
+
 // scaled (row-major n x d, the SYRK operand) = sqrt(w c) x~ row by row: d = p + 1 writes the
 // intercept's column as sqrt(w c) itself, d = p has none.
 template <std::floating_point T>

@@ -209,10 +209,15 @@ double DeviceOps<T>::objective(double lambda) {
 // intercept's (a constant 1, whatever the weights) gives an exactly singular Gram, as on the CPU.
 template <std::floating_point T>
 void DeviceOps<T>::gram_into(T* gram) {
+  gram_into(ws_.weighted_curvature.data(), gram);
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::gram_into(const T* row_weights, T* gram) {
   const auto n = static_cast<std::int64_t>(batch_.rows);
   const auto d = static_cast<std::int64_t>(dim_);
-  kernels::scale_rows(stream_, batch_.rows, features_, dim_, batch_.X,
-                      ws_.weighted_curvature.data(), ws_.scaled_rows.data());
+  kernels::scale_rows(stream_, batch_.rows, features_, dim_, batch_.X, row_weights,
+                      ws_.scaled_rows.data());
   // The row-major n x d buffer is the column-major d x n matrix A: the Gram is A A^T.
   blas::syrk_lower(core_.cublas(), d, n, ws_.scaled_rows.data(), d, gram, d);
 }
@@ -344,19 +349,52 @@ double DeviceOps<T>::objective_change(const Vector& step, double t) {
 }
 
 template <std::floating_point T>
-void DeviceOps<T>::information(std::span<T> out) {
+InferenceSums DeviceOps<T>::information(const InformationRequest& request,
+                                        InformationOutputs<T> out) {
+  const std::size_t rows = batch_.rows;
+  const std::size_t square = dim_ * dim_;
+  const std::size_t grams = request.matrices ? 3 : 1;
+  DeviceScalars* scalars = ws_.scalars.data();
   {
-    const std::size_t rows = batch_.rows;
-    RH_CUDA_BRICK(prof_, info_update, rows * dim_,
-                  (2 * rows * dim_ + 3 * dim_ * dim_) * sizeof(T), rows * dim_ * (dim_ + 2));
+    RH_CUDA_BRICK(prof_, info_update, grams * rows * dim_,
+                  (4 * rows + grams * (2 * rows * dim_ + 3 * square)) * sizeof(T),
+                  16 * rows + grams * rows * dim_ * (dim_ + 2));
+    // The curvature of the information update replaces the Newton one in weighted_curvature:
+    // the solve is over.
+    kernels::information_terms(stream_, rows, ws_.residual.data(), batch_.w, tau_,
+                               static_cast<T>(2.0 * request.bandwidth), request.bandwidth > 0.0,
+                               ws_.weighted_curvature.data(), ws_.score_sq_weights.data(),
+                               ws_.partials.data());
+    kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 4, &scalars->sums[score_sq]);
     gram_into(ws_.gram.data());
     kernels::add_information(stream_, dim_, ws_.gram.data(), information_,
                              ws_.next_information.data());
+    if (request.matrices) {
+      T* matrices = ws_.inference_matrices.data();
+      gram_into(batch_.w, ws_.gram.data());
+      kernels::mirror_lower(stream_, dim_, ws_.gram.data(), matrices);
+      gram_into(ws_.score_sq_weights.data(), ws_.gram.data());
+      kernels::mirror_lower(stream_, dim_, ws_.gram.data(), matrices + square);
+    }
   }
-  RH_CUDA_BRICK(prof_, transfer, dim_ * dim_, dim_ * dim_ * sizeof(T), 0);
-  RH_CUDA_CHECK(cudaMemcpyAsync(out.data(), ws_.next_information.data(),
-                                dim_ * dim_ * sizeof(T), cudaMemcpyDeviceToHost, stream_));
-  core_.synchronize();
+  RH_CUDA_BRICK(prof_, transfer, grams * square, grams * square * sizeof(T), 0);
+  RH_CUDA_CHECK(cudaMemcpyAsync(out.information.data(), ws_.next_information.data(),
+                                square * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+  if (request.matrices) {
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_matrices.data(), ws_.inference_matrices.data(),
+                                  2 * square * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+  }
+  const DeviceScalars& s = fetch();  // the pass's one synchronization
+  if (request.matrices) {
+    const T* host = ws_.host_matrices.data();
+    for (std::size_t k = 0; k < square; ++k) out.gram[k] += host[k];
+    for (std::size_t k = 0; k < square; ++k) out.score_gram[k] += host[square + k];
+  }
+  return {.score_sq_sum = s.sums[score_sq],
+          .curvature_sum = s.sums[curvature_total],
+          .curvature_sq_sum = s.sums[curvature_sq],
+          .inference_weight = s.sums[weight_total],
+          .inference_batches = 1};
 }
 
 template class DeviceOps<float>;

@@ -75,14 +75,18 @@ class DeviceOps {
   std::size_t solve_min_norm(const Vector& rhs, double rcond, Vector& out);
   void project(const Vector& step);
   double objective_change(const Vector& step, double t);
-  // J~ + J_b at the current point, into the workspace's next_information (device, row-major)
-  // and into `out` (host).
-  void information(std::span<T> out);
+  // The information pass at the current point (rh::SolverOps): J~ + J_b into the workspace's
+  // next_information (device, row-major) and out.information (host); G_b and K_b, when asked,
+  // formed on the device and added to out's (host) in the same download; the inference sums
+  // reduced on the device and read with the one synchronization of the pass.
+  InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
  private:
   const DeviceScalars& fetch();               // one copy, one synchronization
   void residual_into(const T* beta, T* out);  // y - X~ beta
-  void gram_into(T* gram);                    // lower triangle of X~^T diag(w c) X~ (one SYRK)
+  // Lower triangle of X~^T diag(row_weights) X~ (one SYRK); w c of the current point by default.
+  void gram_into(T* gram);
+  void gram_into(const T* row_weights, T* gram);
   // Symmetry and ||H||_1 of the Newton matrix as it now is (H, or Ĥ once equilibrated): the
   // one-norm and one fetch, once per matrix.
   const DeviceScalars& hessian_facts();

@@ -59,14 +59,14 @@ void Workspace<T>::reserve(std::size_t d, std::size_t features, std::size_t rows
   }
   rows_capacity = std::max(rows_capacity, rows);
   for (DeviceBuffer<T>* buffer : {&residual, &weighted_score, &weighted_curvature, &projection,
-                                  &staged_y, &staged_w}) {
+                                  &staged_y, &staged_w, &score_sq_weights}) {
     buffer->reserve(rows, stats);
   }
   scaled_rows.reserve(rows * d, stats);  // with the intercept's sqrt(w c) column
   staged_x.reserve(rows * features, stats);
   host_rows.reserve(rows, stats);
   host_weights.reserve(rows, stats);
-  partials.reserve(3 * max_reduction_blocks, stats);
+  partials.reserve(4 * max_reduction_blocks, stats);
 
   for (DeviceBuffer<T>* buffer :
        {&previous_coef, &history_sign, &current, &delta, &information_delta, &score,
@@ -81,6 +81,8 @@ void Workspace<T>::reserve(std::size_t d, std::size_t features, std::size_t rows
   for (DeviceBuffer<T>* buffer : {&gram, &hessian, &empty_information, &next_information}) {
     buffer->reserve(d * d, stats);
   }
+  inference_matrices.reserve(2 * d * d, stats);
+  host_matrices.reserve(2 * d * d, stats);
   if constexpr (std::same_as<T, float>) information64.reserve(d * d, stats);
   scalars.reserve(1, stats);
   host_scalars.reserve(1, stats);

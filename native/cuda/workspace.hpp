@@ -15,7 +15,7 @@ namespace rh::cuda {
 // Scalars the device hands to the host, gathered so that one copy and one synchronization bring
 // back everything a decision of the solver driver needs.
 struct DeviceScalars {
-  double sums[11];                       // float64 reductions, indexed by Sum
+  double sums[15];                       // float64 reductions, indexed by Sum
   unsigned long long first_invalid[4];   // validation, indexed by Check; ~0ull: none
   double one_norm;                       // ||H||_1 (of Ĥ once equilibrated), in the dtype
   unsigned long long rank;               // singular values kept by the last minimum-norm solve
@@ -37,6 +37,10 @@ enum Sum : int {
   step_j_step,     // s^T J~ s
   step_history,    // s~^T s
   vector_result,   // dot / norm_inf of coefficient vectors
+  score_sq,        // the inference sums of the information pass, in this order: sum w psi^2,
+  curvature_total,  // sum w c,
+  curvature_sq,    // sum w c^2,
+  weight_total,    // sum w
 };
 
 enum Check : int { x_values = 0, y_values, weight_values, weight_signs };
@@ -142,8 +146,10 @@ struct Workspace {
   DeviceBuffer<T> staged_x, staged_y, staged_w;  // host-fed batches, and unit weights
   PinnedBuffer<T> host_rows;            // residual downloads
   PinnedBuffer<T> host_weights;         // weights of a device-fed batch
-  DeviceBuffer<double> partials;        // 3 x max_reduction_blocks: row reductions (rows 0
-                                        // and 1), the one-norm's block maxima (row 2)
+  DeviceBuffer<T> score_sq_weights;     // w psi^2: K's row weights (the information pass)
+  DeviceBuffer<double> partials;        // 4 x max_reduction_blocks: row reductions (rows 0
+                                        // and 1; 0 to 3 in the information pass), the
+                                        // one-norm's block maxima (row 2)
 
   // Coefficient-sized.
   DeviceBuffer<T> previous_coef, history_sign, current, delta, information_delta, score;
@@ -155,6 +161,8 @@ struct Workspace {
   DeviceBuffer<T> empty_information;    // zeros: the J~ of a first batch
   DeviceBuffer<double> information64;   // J~ in float64 for a float32 batch
   DeviceBuffer<T> next_information;     // J~ + J_b, swapped into the next state on success
+  DeviceBuffer<T> inference_matrices;   // G_b then K_b, each d x d row-major, symmetric
+  PinnedBuffer<T> host_matrices;        // their download
   DeviceBuffer<DeviceScalars> scalars;
   PinnedBuffer<DeviceScalars> host_scalars;
   VectorPool<T> vectors;

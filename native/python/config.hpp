@@ -49,6 +49,15 @@ inline L1Solver read_l1_solver(const nb::dict& config) {
   fail("config['l1_solver'] must be 'lamm' or 'prox_newton', got '", name, "'");
 }
 
+inline Curvature read_curvature(const nb::dict& config) {
+  if (!config.contains("curvature")) return Curvature::indicator;
+  const auto name = scalar<std::string>(config, "config", "curvature");
+  if (name == "indicator") return Curvature::indicator;
+  if (name == "smoothed") return Curvature::smoothed;
+  fail("config['curvature'] must be 'indicator' or 'smoothed', got '", name, "'");
+}
+
+// The keys after l1_solver are contract v3's; a dict without them asks for none of it.
 inline Config config_from_dict(const nb::dict& config) {
   Config c;
   c.fit_intercept = scalar<bool>(config, "config", "fit_intercept");
@@ -59,6 +68,16 @@ inline Config config_from_dict(const nb::dict& config) {
   c.max_iter = scalar<std::int64_t>(config, "config", "max_iter");
   c.tol = optional_scalar<double>(config, "config", "tol");
   c.l1_solver = read_l1_solver(config);
+  if (config.contains("lambda_scale")) {
+    c.lambda_scale = optional_scalar<double>(config, "config", "lambda_scale");
+  }
+  c.curvature = read_curvature(config);
+  if (config.contains("bandwidth_scale")) {
+    c.bandwidth_scale = scalar<double>(config, "config", "bandwidth_scale");
+  }
+  if (config.contains("inference_matrices")) {
+    c.inference_matrices = scalar<bool>(config, "config", "inference_matrices");
+  }
   return c;
 }
 

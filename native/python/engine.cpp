@@ -9,12 +9,14 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -47,8 +49,40 @@ Array state_array(const nb::dict& state, const char* key) {
   try {
     return nb::cast<Array>(value, false);
   } catch (const nb::cast_error&) {
-    fail("state['", key, "'] must be a C-contiguous ", dtype_name(T{}), " NumPy array (the dtype of X)");
+    fail("state['", key, "'] must be a C-contiguous ", dtype_name(T{}),
+         " NumPy array (the dtype of X)");
   }
+}
+
+// An inference matrix of the state (gram, score_gram): absent or None when it keeps none, else
+// a d x d array of X's dtype.
+template <class T>
+std::optional<Matrix<T>> state_matrix(const nb::dict& state, const char* key, std::size_t d) {
+  if (!state.contains(key) || state[key].is_none()) return std::nullopt;
+  auto matrix = state_array<Matrix<T>, T>(state, key);
+  if (matrix.shape(0) != d || matrix.shape(1) != d) {
+    fail("state['", key, "'] has shape (", matrix.shape(0), ", ", matrix.shape(1), "), expected (",
+         d, ", ", d, ")");
+  }
+  return matrix;
+}
+
+// A scalar of the inference sums: 0 when the state has none (a format-2 state).
+template <class Value>
+Value inference_scalar(const nb::dict& state, const char* key) {
+  return state.contains(key) ? scalar<Value>(state, "state", key) : Value{0};
+}
+
+template <class T>
+std::span<const T> matrix_span(const std::optional<Matrix<T>>& matrix) {
+  if (!matrix) return {};
+  return {matrix->data(), matrix->shape(0) * matrix->shape(1)};
+}
+
+template <class T>
+nb::object matrix_or_none(std::vector<T>&& values, std::size_t d) {
+  if (values.empty()) return nb::none();
+  return to_numpy(std::move(values), {d, d});
 }
 
 template <class T>
@@ -62,6 +96,13 @@ nb::dict state_dict(rh::State<T>&& state) {
   out["batch_count"] = state.batch_count;
   out["previous_lambda"] = state.previous_lambda;
   out["scale"] = state.scale;
+  out["score_sq_sum"] = state.inference.score_sq_sum;
+  out["curvature_sum"] = state.inference.curvature_sum;
+  out["curvature_sq_sum"] = state.inference.curvature_sq_sum;
+  out["inference_weight"] = state.inference.inference_weight;
+  out["inference_batches"] = state.inference.inference_batches;
+  out["gram"] = matrix_or_none(std::move(state.gram), d);
+  out["score_gram"] = matrix_or_none(std::move(state.score_gram), d);
   return out;
 }
 
@@ -133,6 +174,8 @@ nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Ve
                               std::to_string(information.shape(1)) + "), expected (" +
                               std::to_string(d) + ", " + std::to_string(d) + ")");
   }
+  const auto gram = state_matrix<T>(state, "gram", d);
+  const auto score_gram = state_matrix<T>(state, "score_gram", d);
   const rh::StateView<T> previous{
       .coef = {coef.data(), d},
       .information = {information.data(), d * d},
@@ -140,7 +183,14 @@ nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Ve
       .effective_weight = scalar<double>(state, "state", "effective_weight"),
       .batch_count = scalar<std::int64_t>(state, "state", "batch_count"),
       .previous_lambda = scalar<double>(state, "state", "previous_lambda"),
-      .scale = scalar<double>(state, "state", "scale")};
+      .scale = scalar<double>(state, "state", "scale"),
+      .inference = {.score_sq_sum = inference_scalar<double>(state, "score_sq_sum"),
+                    .curvature_sum = inference_scalar<double>(state, "curvature_sum"),
+                    .curvature_sq_sum = inference_scalar<double>(state, "curvature_sq_sum"),
+                    .inference_weight = inference_scalar<double>(state, "inference_weight"),
+                    .inference_batches = inference_scalar<std::int64_t>(state, "inference_batches")},
+      .gram = matrix_span(gram),
+      .score_gram = matrix_span(score_gram)};
 
   std::pair<rh::State<T>, rh::Diagnostics> result;
   rh::TraceSink sink;
@@ -169,6 +219,9 @@ std::uintptr_t data_pointer(Matrix<T> X) {
 }  // namespace
 
 void bind_engine(nb::module_& m) {
+  // What of contract v3 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
+  m.attr("CONTRACT_FEATURES") = nb::make_tuple("lambda_schedule", "smoothed_curvature",
+                                               "inference_sums", "inference_matrices");
   nb::class_<rh::cpu::Engine>(m, "Engine",
                               "One CPU engine: a thread pool and workspaces reused across "
                               "batches. Updates on one engine run one at a time.")

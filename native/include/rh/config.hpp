@@ -11,6 +11,11 @@ namespace rh {
 // method.md allows (rh/prox_newton.hpp): the same convex problem, fewer passes over the batch.
 enum class L1Solver { lamm, prox_newton };
 
+// The curvature of the information update (contract v3): the indicator 1{|r| <= tau}, or the
+// paper's smoothed c_h with the batch's bandwidth h (rh/update.hpp). The Newton matrix always
+// takes the indicator.
+enum class Curvature { indicator, smoothed };
+
 struct Config {
   bool fit_intercept = true;
   double epsilon = 1.345;     // tau = epsilon * scale
@@ -20,6 +25,11 @@ struct Config {
   std::int64_t max_iter = 500;
   std::optional<double> tol;  // unset: resolved_tol<T>()
   L1Solver l1_solver = L1Solver::lamm;
+  // Contract v3 (shared/spec/method.md; docs/method-v3.md the reference's choices).
+  std::optional<double> lambda_scale;  // lambda_b = lambda_scale tau_b sqrt(q / N_b), not alpha
+  Curvature curvature = Curvature::indicator;
+  double bandwidth_scale = 1.0;     // h_b = min(bandwidth_scale s / (sqrt(N_b) q), tau_b)
+  bool inference_matrices = false;  // accumulate G and K besides the inference scalars
 };
 
 // The convergence tolerance for computations in T: the configured one, else the dtype default.

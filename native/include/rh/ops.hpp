@@ -10,7 +10,25 @@
 #include <cstddef>
 #include <span>
 
+#include "rh/state.hpp"
+
 namespace rh {
+
+// What the information update asks of the batch's final point (contract v3).
+struct InformationRequest {
+  double bandwidth = 0.0;  // > 0: the smoothed curvature c_h with this h (in the dtype), else
+                           // the indicator of the Newton matrix
+  bool matrices = false;   // also G_b = X~^T diag(w) X~ and K_b = X~^T diag(w psi^2) X~
+};
+
+// Where the information update writes: J~ + J_b into `information`; G_b and K_b added to what
+// `gram` and `score_gram` hold (both empty unless the request asks for the matrices).
+template <class T>
+struct InformationOutputs {
+  std::span<T> information;
+  std::span<T> gram;
+  std::span<T> score_gram;
+};
 
 // The outcome of one factorization rung of the linear-solver ladder.
 struct SolveAttempt {
@@ -68,7 +86,12 @@ concept SolverOps = LadderOps<O> &&
   ops.form_hessian(x);                                     // H with ridge x
   ops.project(v);                                          // remembers X~ v for objective_change
   { ops.objective_change(v, x) } -> std::same_as<double>;  // dQ_smooth(x * v), v projected
-  ops.information(host_out);  // J~ + J_b at the current point, d x d row-major
+  // The information update at the current point, d x d row-major, and in the same pass the
+  // batch's inference sums (inference_batches = 1), with psi and c taken at that point and the
+  // request's curvature.
+  {
+    ops.information(InformationRequest{}, InformationOutputs<typename O::Scalar>{host_out})
+  } -> std::same_as<InferenceSums>;
 };
 
 // Optional, for an engine that can save passes over X~: the drivers use these when an Ops has

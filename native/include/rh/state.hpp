@@ -9,6 +9,16 @@
 
 namespace rh {
 
+// Contract v3, inference: sums over the batches they cover, each taken at that batch's final
+// beta_b, in float64 (psi = clip(r, -tau_b, tau_b), c the information update's curvature).
+struct InferenceSums {
+  double score_sq_sum = 0.0;      // sum w psi^2
+  double curvature_sum = 0.0;     // sum w c
+  double curvature_sq_sum = 0.0;  // sum w c^2
+  double inference_weight = 0.0;  // sum w
+  std::int64_t inference_batches = 0;
+};
+
 // A read-only view of a state owned elsewhere (a State, NumPy arrays, a checkpoint).
 template <std::floating_point T>
 struct StateView {
@@ -19,6 +29,10 @@ struct StateView {
   std::int64_t batch_count = 0;
   double previous_lambda = 0.0;
   double scale = 0.0;
+  InferenceSums inference;
+  // G and K (d x d, row-major), empty when the state keeps none.
+  std::span<const T> gram;
+  std::span<const T> score_gram;
 
   std::size_t dim() const { return coef.size(); }
 };
@@ -32,6 +46,9 @@ struct State {
   std::int64_t batch_count = 0;
   double previous_lambda = 0.0;
   double scale = 0.0;
+  InferenceSums inference;
+  std::vector<T> gram;        // G = sum X~^T diag(w) X~, empty when the state keeps none
+  std::vector<T> score_gram;  // K = sum X~^T diag(w psi^2) X~, likewise
 
   // The state before any batch: all zeros.
   static State empty(std::size_t dim) {
@@ -44,8 +61,8 @@ struct State {
   std::size_t dim() const { return coef.size(); }
 
   StateView<T> view() const {
-    return {coef,        information,     n_samples_seen, effective_weight,
-            batch_count, previous_lambda, scale};
+    return {coef,  information, n_samples_seen, effective_weight, batch_count, previous_lambda,
+            scale, inference,   gram,           score_gram};
   }
 };
 

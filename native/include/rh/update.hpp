@@ -1,8 +1,11 @@
 #pragma once
 // One batch transition (shared/spec/method.md): the scale and bandwidth, the solve(s), the
-// information update and the new state. Written once over SolverOps; engines supply the Ops and
-// validate the input first (rh/validation.hpp).
+// information update, the inference sums and the new state. Written once over SolverOps; engines
+// supply the Ops and validate the input first (rh/validation.hpp). The contract-v3 schedules
+// (the lambda schedule, the smoothed curvature's bandwidth) are decided here, as the reference
+// decides them (docs/method-v3.md), so every engine takes the same values.
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <string>
@@ -51,21 +54,73 @@ double pilot_scale(std::span<const T> y, std::span<const T> weights) {
   return finite_positive(deviation) ? deviation : 1.0;
 }
 
+// The contract-v3 quantities of one batch, from N_b = W + sum w and q = log(max(p, 2)), p the
+// features without the intercept, each formed in float64 in the reference's order.
+class BatchSchedules {
+ public:
+  BatchSchedules(const Config& config, std::size_t features, double weight_total)
+      : config_(config),
+        q_(std::log(static_cast<double>(std::max<std::size_t>(features, 2)))),
+        weight_total_(weight_total) {}
+
+  // The batch's lambda: alpha, or lambda_scale * tau * sqrt(q / N_b) under the schedule.
+  double lambda(double tau) const {
+    if (!config_.lambda_scale) return config_.alpha;
+    return *config_.lambda_scale * tau * std::sqrt(q_ / weight_total_);
+  }
+
+  // h_b = min(bandwidth_scale * s / (sqrt(N_b) * q), tau): s the batch's scale when tau adapts
+  // (scale-equivariant), 1 when tau is fixed (the seed's absolute units).
+  double bandwidth(double tau, double scale) const {
+    const double unit = config_.tau ? 1.0 : scale;
+    return std::min(config_.bandwidth_scale * unit / (std::sqrt(weight_total_) * q_), tau);
+  }
+
+ private:
+  const Config& config_;
+  double q_;
+  double weight_total_;
+};
+
 template <SolverOps O>
-SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double weight_total,
-                        const Config& config, double tol, TraceSink* trace, SolvePhase phase) {
+SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lambda,
+                        double weight_total, const Config& config, double tol, TraceSink* trace,
+                        SolvePhase phase) {
   if (trace != nullptr) trace->begin_solve(phase);
-  if (config.alpha > 0.0) {
+  if (lambda > 0.0) {
     if (config.l1_solver == L1Solver::prox_newton) {
       if constexpr (L1ModelOps<O>) {
-        return prox_newton_solve(ops, beta, tau, config.alpha, weight_total, config, tol, trace);
+        return prox_newton_solve(ops, beta, tau, lambda, weight_total, config, tol, trace);
       } else {
         throw InvalidArgument("l1_solver 'prox_newton' is not available on this engine");
       }
     }
-    return lamm_solve(ops, beta, tau, config.alpha, weight_total, config, tol, trace);
+    return lamm_solve(ops, beta, tau, lambda, weight_total, config, tol, trace);
   }
   return newton_solve(ops, beta, tau, config, tol, trace);
+}
+
+// The inference matrices the next state keeps: G and K start at zero when the sums cover no
+// batch yet, are kept while every batch asks for them, and are dropped otherwise (a state whose
+// sums cover batches without them keeps none: the coverage would differ from the scalars').
+template <class T>
+bool keeps_matrices(const StateView<T>& previous, const Config& config) {
+  return config.inference_matrices &&
+         (!previous.gram.empty() || previous.inference.inference_batches == 0);
+}
+
+template <class T>
+std::vector<T> matrix_or_zeros(std::span<const T> previous, std::size_t dim) {
+  if (previous.empty()) return std::vector<T>(dim * dim, T{0});
+  return {previous.begin(), previous.end()};
+}
+
+inline InferenceSums add_sums(const InferenceSums& previous, const InferenceSums& batch) {
+  return {.score_sq_sum = previous.score_sq_sum + batch.score_sq_sum,
+          .curvature_sum = previous.curvature_sum + batch.curvature_sum,
+          .curvature_sq_sum = previous.curvature_sq_sum + batch.curvature_sq_sum,
+          .inference_weight = previous.inference_weight + batch.inference_weight,
+          .inference_batches = previous.inference_batches + 1};
 }
 
 template <class T>
@@ -91,6 +146,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   const double weight_sum = ops.weight_sum();
   const double weight_total = previous.effective_weight + weight_sum;
   const auto weights = ops.host_weights();
+  const detail::BatchSchedules schedules(config, ops.dim() - (ops.intercept() ? 1 : 0),
+                                         weight_total);
 
   auto beta = ops.make_vector();
   double scale = 0.0;
@@ -107,8 +164,9 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
       scale = *config.tau / config.epsilon;
     } else {
       const double pilot_s = detail::pilot_scale(std::span<const T>(y), weights);
-      pilot = detail::solve_batch(ops, beta, detail::dtype_tau<T>(config.epsilon * pilot_s),
-                                  weight_total, config, tol, trace, SolvePhase::pilot);
+      const double pilot_tau = detail::dtype_tau<T>(config.epsilon * pilot_s);
+      pilot = detail::solve_batch(ops, beta, pilot_tau, schedules.lambda(pilot_tau), weight_total,
+                                  config, tol, trace, SolvePhase::pilot);
       scale = detail::residual_scale(ops, beta, pilot_s);
     }
   } else {
@@ -122,32 +180,54 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     }
   }
   const double tau = detail::dtype_tau<T>(config.tau ? *config.tau : config.epsilon * scale);
-  const SolveResult solve =
-      detail::solve_batch(ops, beta, tau, weight_total, config, tol, trace, SolvePhase::main);
+  const double lambda = schedules.lambda(tau);
+  const SolveResult solve = detail::solve_batch(ops, beta, tau, lambda, weight_total, config, tol,
+                                                trace, SolvePhase::main);
 
-  detail::evaluate_for_hessian(ops, beta, tau);  // the information follows
+  const bool smoothed = config.curvature == Curvature::smoothed;
+  // h_b in the dtype, as the information pass uses it; 0: the indicator.
+  const double bandwidth = smoothed ? detail::dtype_tau<T>(schedules.bandwidth(tau, scale)) : 0.0;
+  const bool matrices = detail::keeps_matrices(previous, config);
+  if (smoothed) {
+    ops.evaluate(beta, tau);  // J_b is formed afresh: the Newton Gram is not needed
+  } else {
+    detail::evaluate_for_hessian(ops, beta, tau);  // J_b is the Newton Gram of this point
+  }
+  const std::size_t d = ops.dim();
   State<T> next;
-  next.coef.resize(ops.dim());
+  next.coef.resize(d);
   ops.copy_to_host(beta, next.coef);
-  next.information.resize(ops.dim() * ops.dim());
-  ops.information(next.information);
+  next.information.resize(d * d);
+  if (matrices) {
+    next.gram = detail::matrix_or_zeros(previous.gram, d);
+    next.score_gram = detail::matrix_or_zeros(previous.score_gram, d);
+  }
+  const InferenceSums batch_sums =
+      ops.information(InformationRequest{.bandwidth = bandwidth, .matrices = matrices},
+                      InformationOutputs<T>{next.information, next.gram, next.score_gram});
+  next.inference = detail::add_sums(previous.inference, batch_sums);
   next.n_samples_seen = previous.n_samples_seen + static_cast<std::int64_t>(weights.size());
   next.effective_weight = weight_total;
   next.batch_count = previous.batch_count + 1;
-  next.previous_lambda = config.alpha;
+  next.previous_lambda = lambda;
   next.scale = scale;
 
   Diagnostics diagnostics{.converged = solve.converged,
                           .n_iter = pilot.n_iter + solve.n_iter,
-                          .objective = ops.objective(config.alpha),
-                          .lambda = config.alpha,
-                          .bandwidth = tau,
+                          .objective = ops.objective(lambda),
+                          .lambda = lambda,
+                          .bandwidth = smoothed ? bandwidth : tau,
                           .solver = solve.solver,
                           .line_search_halvings = pilot.halvings + solve.halvings,
                           .rcond = solve.rcond};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");
+  detail::require_finite(std::span<const T>(next.gram), "inference matrix G");
+  detail::require_finite(std::span<const T>(next.score_gram), "inference matrix K");
+  const double sums[] = {next.inference.score_sq_sum, next.inference.curvature_sum,
+                         next.inference.curvature_sq_sum, next.inference.inference_weight};
+  detail::require_finite(std::span<const double>(sums), "inference sum");
   detail::require_finite(std::span<const double>(&diagnostics.objective, 1), "objective");
   detail::require_finite(std::span<const double>(&scale, 1), "scale");
   return {std::move(next), diagnostics};

@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import _native
 from ..core import Config, Diagnostics, State, update
-from ..core import inference as _inference
 from ..core.types import CONTRACT_FEATURES
 from ..core.validation import validate_batch
 from ..errors import EngineNotAvailableError, NumericalError
@@ -74,19 +73,6 @@ def require_features(engine: Any, config: Config) -> None:
             "docs/method-v3.md) yet; use backend='numpy' for this configuration")
 
 
-def _host_inference_sums(state: State, new: State, X: np.ndarray, y: np.ndarray, w: Any,
-                         config: Config, tau: float) -> dict[str, Any]:
-    """The inference sums of a batch a native engine solved without them, computed here from
-    its final coefficients (one more pass over the batch; indicator curvature only)."""
-    beta = np.asarray(new.coef)
-    Xt = X
-    if config.fit_intercept:
-        Xt = np.concatenate([X, np.ones((X.shape[0], 1), dtype=X.dtype)], axis=1)
-    r = y - Xt @ beta
-    c = (np.abs(r) <= tau).astype(X.dtype)
-    return _inference.accumulate(state, Xt, w, r, tau, c, config.inference_matrices, np)
-
-
 class NativeCpuEngine:
     """The C++ engine of rhuber-native-cpu.
 
@@ -100,12 +86,9 @@ class NativeCpuEngine:
                  chunk_bytes: int = 0):
         # threads 0: all cores; chunk_bytes 0: the engine's 256 KiB (docs/tuner.md, "Plans").
         self._engine = module.Engine(threads=threads, gram=gram, chunk_bytes=chunk_bytes)
-        # What of contract v3 the module implements; the inference sums (and matrices) are
-        # computed here from its coefficients when it does not (_host_inference_sums).
-        declared = frozenset(getattr(module, "CONTRACT_FEATURES", ()))
-        self._host_sums = "inference_sums" not in declared
-        self.contract_features = declared | (
-            {"inference_sums", "inference_matrices"} if self._host_sums else set())
+        # What of contract v3 the module implements (all of it: the schedules and the inference
+        # sums are formed in the engine's information pass).
+        self.contract_features = frozenset(module.CONTRACT_FEATURES)
         self._numerical_error = module.NumericalError
         self._attached: Any = None  # the native profiler attached to the engine, if any
 
@@ -132,11 +115,7 @@ class NativeCpuEngine:
                                             config.native_dict(X.dtype), trace)
         except self._numerical_error as exc:
             raise NumericalError(str(exc)) from exc
-        new = State(**out)
-        if self._host_sums:
-            new = new.replace(**_host_inference_sums(state, new, X, y, w, config,
-                                                     float(diag["bandwidth"])))
-        return new, Diagnostics.from_dict(diag)
+        return State(**out), Diagnostics.from_dict(diag)
 
 
 def native_cpu_available() -> bool:
