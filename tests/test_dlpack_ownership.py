@@ -281,6 +281,7 @@ class _FakeNative:
     computing."""
 
     CONSTANTS = json.loads(_CONTRACT.read_text())["constants"]
+    CONTRACT_FEATURES = ()
 
     def __init__(self, fail_with=None):
         outer = self
@@ -291,14 +292,17 @@ class _FakeNative:
             def __init__(self, dtype, dim):
                 self.dtype, self.dim = dtype, dim
 
-            def load(self, scalars, coef, information):
+            def load(self, scalars, coef, information, gram, score_gram):
                 outer.loads += 1
 
-            def read(self, coef, information):
+            def read(self, coef, information, gram, score_gram):
                 coef[:] = 1.0
                 information[:] = 0.0
                 return {"n_samples_seen": 4, "effective_weight": 4.0, "batch_count": 1,
-                        "previous_lambda": 0.0, "scale": 1.0}
+                        "previous_lambda": 0.0, "scale": 1.0, "score_sq_sum": 1.0,
+                        "curvature_sum": 4.0, "curvature_sq_sum": 4.0,
+                        "inference_weight": 4.0, "inference_batches": 1,
+                        "has_matrices": False}
 
         class FakeEngine:
             stream = 0xABC

@@ -14,7 +14,7 @@ constexpr bool has_type = std::is_same_v<Field, Expected>;
 
 }  // namespace
 
-static_assert(RH_CUDA_ABI_VERSION == (2 << 16 | 0));
+static_assert(RH_CUDA_ABI_VERSION == (3 << 16 | 0));
 
 static_assert(RH_CUDA_OK == 0);
 static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
@@ -40,6 +40,8 @@ static_assert(RH_CUDA_PROFILE_PER_BATCH == 1);
 static_assert(RH_CUDA_PROFILE_DEFERRED == 2);
 static_assert(RH_CUDA_PROFILE_FORMAT_REPORT == 0);
 static_assert(RH_CUDA_PROFILE_FORMAT_TRACE == 1);
+static_assert(RH_CUDA_CURVATURE_INDICATOR == 0);
+static_assert(RH_CUDA_CURVATURE_SMOOTHED == 1);
 
 static_assert(std::is_same_v<rh_cuda_engine_t, struct rh_cuda_engine_s*>);
 static_assert(std::is_same_v<rh_cuda_state_t, struct rh_cuda_state_s*>);
@@ -77,7 +79,7 @@ static_assert(offsetof(rh_cuda_engine_options, stream) == 8);
 static_assert(has_type<decltype(rh_cuda_engine_options::stream), uint64_t>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_config> && std::is_trivially_copyable_v<rh_cuda_config>);
-static_assert(sizeof(rh_cuda_config) == 64);
+static_assert(sizeof(rh_cuda_config) == 96);
 static_assert(alignof(rh_cuda_config) == 8);
 static_assert(offsetof(rh_cuda_config, fit_intercept) == 0);
 static_assert(has_type<decltype(rh_cuda_config::fit_intercept), int32_t>);
@@ -99,9 +101,21 @@ static_assert(offsetof(rh_cuda_config, tol) == 48);
 static_assert(has_type<decltype(rh_cuda_config::tol), double>);
 static_assert(offsetof(rh_cuda_config, max_iter) == 56);
 static_assert(has_type<decltype(rh_cuda_config::max_iter), int64_t>);
+static_assert(offsetof(rh_cuda_config, has_lambda_scale) == 64);
+static_assert(has_type<decltype(rh_cuda_config::has_lambda_scale), int32_t>);
+static_assert(offsetof(rh_cuda_config, curvature) == 68);
+static_assert(has_type<decltype(rh_cuda_config::curvature), int32_t>);
+static_assert(offsetof(rh_cuda_config, inference_matrices) == 72);
+static_assert(has_type<decltype(rh_cuda_config::inference_matrices), int32_t>);
+static_assert(offsetof(rh_cuda_config, reserved2) == 76);
+static_assert(has_type<decltype(rh_cuda_config::reserved2), int32_t>);
+static_assert(offsetof(rh_cuda_config, lambda_scale) == 80);
+static_assert(has_type<decltype(rh_cuda_config::lambda_scale), double>);
+static_assert(offsetof(rh_cuda_config, bandwidth_scale) == 88);
+static_assert(has_type<decltype(rh_cuda_config::bandwidth_scale), double>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_state_info> && std::is_trivially_copyable_v<rh_cuda_state_info>);
-static_assert(sizeof(rh_cuda_state_info) == 56);
+static_assert(sizeof(rh_cuda_state_info) == 104);
 static_assert(alignof(rh_cuda_state_info) == 8);
 static_assert(offsetof(rh_cuda_state_info, dtype) == 0);
 static_assert(has_type<decltype(rh_cuda_state_info::dtype), int32_t>);
@@ -119,6 +133,20 @@ static_assert(offsetof(rh_cuda_state_info, previous_lambda) == 40);
 static_assert(has_type<decltype(rh_cuda_state_info::previous_lambda), double>);
 static_assert(offsetof(rh_cuda_state_info, scale) == 48);
 static_assert(has_type<decltype(rh_cuda_state_info::scale), double>);
+static_assert(offsetof(rh_cuda_state_info, score_sq_sum) == 56);
+static_assert(has_type<decltype(rh_cuda_state_info::score_sq_sum), double>);
+static_assert(offsetof(rh_cuda_state_info, curvature_sum) == 64);
+static_assert(has_type<decltype(rh_cuda_state_info::curvature_sum), double>);
+static_assert(offsetof(rh_cuda_state_info, curvature_sq_sum) == 72);
+static_assert(has_type<decltype(rh_cuda_state_info::curvature_sq_sum), double>);
+static_assert(offsetof(rh_cuda_state_info, inference_weight) == 80);
+static_assert(has_type<decltype(rh_cuda_state_info::inference_weight), double>);
+static_assert(offsetof(rh_cuda_state_info, inference_batches) == 88);
+static_assert(has_type<decltype(rh_cuda_state_info::inference_batches), int64_t>);
+static_assert(offsetof(rh_cuda_state_info, has_matrices) == 96);
+static_assert(has_type<decltype(rh_cuda_state_info::has_matrices), int32_t>);
+static_assert(offsetof(rh_cuda_state_info, reserved2) == 100);
+static_assert(has_type<decltype(rh_cuda_state_info::reserved2), int32_t>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_diagnostics> && std::is_trivially_copyable_v<rh_cuda_diagnostics>);
 static_assert(sizeof(rh_cuda_diagnostics) == 56);

@@ -42,6 +42,24 @@ rh::Config to_config(const rh_cuda_config& c) {
   config.ridge = c.ridge;
   config.max_iter = c.max_iter;
   if (c.has_tol != 0) config.tol = c.tol;
+  if (c.reserved2 != 0) {
+    throw rh::InvalidArgument("the reserved2 field of rh_cuda_config must be 0");
+  }
+  if (c.has_lambda_scale != 0) config.lambda_scale = c.lambda_scale;
+  switch (c.curvature) {
+    case RH_CUDA_CURVATURE_INDICATOR:
+      config.curvature = rh::Curvature::indicator;
+      break;
+    case RH_CUDA_CURVATURE_SMOOTHED:
+      config.curvature = rh::Curvature::smoothed;
+      break;
+    default:
+      throw rh::InvalidArgument("config.curvature must be RH_CUDA_CURVATURE_INDICATOR (0) or "
+                                "RH_CUDA_CURVATURE_SMOOTHED (1), got " +
+                                std::to_string(c.curvature));
+  }
+  config.bandwidth_scale = c.bandwidth_scale;
+  config.inference_matrices = c.inference_matrices != 0;
   return config;
 }
 
@@ -223,7 +241,8 @@ int rh_cuda_state_free(rh_cuda_state_t state) {
 }
 
 int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
-                       const rh_cuda_array* coef, const rh_cuda_array* information) {
+                       const rh_cuda_array* coef, const rh_cuda_array* information,
+                       const rh_cuda_array* gram, const rh_cuda_array* score_gram) {
   RH_API_BEGIN
   rh::cuda::DeviceState& s = *require(state, "state").state;
   const rh_cuda_state_info& i = require(info, "info");
@@ -233,12 +252,21 @@ int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
   if (i.dim < 1) throw rh::InvalidArgument("info.dim must be >= 1");
   check_host_array(require(coef, "coef"), "coef", i.dtype, i.dim, 1);
   check_host_array(require(information, "information"), "information", i.dtype, i.dim, i.dim);
-  s.load(i, coef->data, information->data);
+  if (i.reserved2 != 0) {
+    throw rh::InvalidArgument("the reserved2 field of rh_cuda_state_info must be 0");
+  }
+  if (i.has_matrices != 0) {
+    check_host_array(require(gram, "gram"), "gram", i.dtype, i.dim, i.dim);
+    check_host_array(require(score_gram, "score_gram"), "score_gram", i.dtype, i.dim, i.dim);
+  }
+  s.load(i, coef->data, information->data, i.has_matrices != 0 ? gram->data : nullptr,
+         i.has_matrices != 0 ? score_gram->data : nullptr);
   RH_API_END
 }
 
 int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
-                       const rh_cuda_array* coef, const rh_cuda_array* information) {
+                       const rh_cuda_array* coef, const rh_cuda_array* information,
+                       const rh_cuda_array* gram, const rh_cuda_array* score_gram) {
   RH_API_BEGIN
   const rh::cuda::DeviceState& s = *require(state, "state").state;
   rh_cuda_state_info& i = require(info, "info");
@@ -246,7 +274,10 @@ int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
   const auto dim = static_cast<std::int64_t>(s.dim());
   check_host_array(require(coef, "coef"), "coef", s.dtype(), dim, 1);
   check_host_array(require(information, "information"), "information", s.dtype(), dim, dim);
-  s.read(i, coef->data, information->data);
+  if (gram != nullptr) check_host_array(*gram, "gram", s.dtype(), dim, dim);
+  if (score_gram != nullptr) check_host_array(*score_gram, "score_gram", s.dtype(), dim, dim);
+  s.read(i, coef->data, information->data, gram != nullptr ? gram->data : nullptr,
+         score_gram != nullptr ? score_gram->data : nullptr);
   RH_API_END
 }
 

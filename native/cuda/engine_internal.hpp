@@ -123,10 +123,15 @@ class DeviceState {
     return information<T>().data();
   }
 
-  // Host arrays in; uploads the information matrix.
+  // Host arrays in; uploads the information matrix. The inference matrices (read when
+  // info.has_matrices) stay in the host state, beside the coefficients.
   void load(const rh_cuda_state_info& info, const void* coef_values,
-            const void* information_values);
-  void read(rh_cuda_state_info& info, void* coef_values, void* information_values) const;
+            const void* information_values, const void* gram_values,
+            const void* score_gram_values);
+  // gram_values and score_gram_values are written when the state keeps the matrices and they
+  // are not null.
+  void read(rh_cuda_state_info& info, void* coef_values, void* information_values,
+            void* gram_values, void* score_gram_values) const;
 
   // Adopts an update's result: the new host state, and the device buffer that holds its
   // information matrix (swapped, not copied: the workspace gets this state's old buffer).
@@ -150,7 +155,8 @@ class DeviceState {
   }
   template <std::floating_point T>
   void load_as(const rh_cuda_state_info& info, const void* coef_values,
-               const void* information_values);
+               const void* information_values, const void* gram_values,
+               const void* score_gram_values);
 
   std::variant<State<float>, State<double>> host_;
   DeviceBuffer<float> information32_;   // the one of the state's dtype is used

@@ -176,7 +176,8 @@ std::size_t DeviceState::dim() const noexcept {
 
 template <std::floating_point T>
 void DeviceState::load_as(const rh_cuda_state_info& info, const void* coef_values,
-                          const void* information_values) {
+                          const void* information_values, const void* gram_values,
+                          const void* score_gram_values) {
   const std::size_t d = checked_dim(info.dim);
   State<T> loaded;
   loaded.coef.assign(static_cast<const T*>(coef_values), static_cast<const T*>(coef_values) + d);
@@ -187,6 +188,17 @@ void DeviceState::load_as(const rh_cuda_state_info& info, const void* coef_value
   loaded.batch_count = info.batch_count;
   loaded.previous_lambda = info.previous_lambda;
   loaded.scale = info.scale;
+  loaded.inference = {.score_sq_sum = info.score_sq_sum,
+                      .curvature_sum = info.curvature_sum,
+                      .curvature_sq_sum = info.curvature_sq_sum,
+                      .inference_weight = info.inference_weight,
+                      .inference_batches = info.inference_batches};
+  if (info.has_matrices != 0) {
+    loaded.gram.assign(static_cast<const T*>(gram_values),
+                       static_cast<const T*>(gram_values) + d * d);
+    loaded.score_gram.assign(static_cast<const T*>(score_gram_values),
+                             static_cast<const T*>(score_gram_values) + d * d);
+  }
 
   // Upload into a fresh buffer first, so a failure leaves this state as it was.
   DeviceBuffer<T> uploaded;
@@ -200,26 +212,35 @@ void DeviceState::load_as(const rh_cuda_state_info& info, const void* coef_value
 }
 
 void DeviceState::load(const rh_cuda_state_info& info, const void* coef_values,
-                       const void* information_values) {
+                       const void* information_values, const void* gram_values,
+                       const void* score_gram_values) {
   std::lock_guard lock(core_->mutex());
   DeviceGuard guard(core_->device());
   if (checked_dtype(info.dtype) == RH_CUDA_FLOAT32) {
-    load_as<float>(info, coef_values, information_values);
+    load_as<float>(info, coef_values, information_values, gram_values, score_gram_values);
     information64_ = {};
   } else {
-    load_as<double>(info, coef_values, information_values);
+    load_as<double>(info, coef_values, information_values, gram_values, score_gram_values);
     information32_ = {};
   }
 }
 
-void DeviceState::read(rh_cuda_state_info& info, void* coef_values,
-                       void* information_values) const {
+void DeviceState::read(rh_cuda_state_info& info, void* coef_values, void* information_values,
+                       void* gram_values, void* score_gram_values) const {
   std::visit(
       [&](const auto& state) {
         using Coef = std::decay_t<decltype(state.coef)>;
         using T = typename Coef::value_type;
         std::memcpy(coef_values, state.coef.data(), state.coef.size() * sizeof(T));
         std::memcpy(information_values, state.information.data(), state.information.size() * sizeof(T));
+        const bool matrices = !state.gram.empty();
+        if (matrices && gram_values != nullptr) {
+          std::memcpy(gram_values, state.gram.data(), state.gram.size() * sizeof(T));
+        }
+        if (matrices && score_gram_values != nullptr) {
+          std::memcpy(score_gram_values, state.score_gram.data(),
+                      state.score_gram.size() * sizeof(T));
+        }
         info = rh_cuda_state_info{.dtype = dtype_,
                                   .reserved = 0,
                                   .dim = static_cast<std::int64_t>(state.dim()),
@@ -227,7 +248,14 @@ void DeviceState::read(rh_cuda_state_info& info, void* coef_values,
                                   .effective_weight = state.effective_weight,
                                   .batch_count = state.batch_count,
                                   .previous_lambda = state.previous_lambda,
-                                  .scale = state.scale};
+                                  .scale = state.scale,
+                                  .score_sq_sum = state.inference.score_sq_sum,
+                                  .curvature_sum = state.inference.curvature_sum,
+                                  .curvature_sq_sum = state.inference.curvature_sq_sum,
+                                  .inference_weight = state.inference.inference_weight,
+                                  .inference_batches = state.inference.inference_batches,
+                                  .has_matrices = matrices ? 1 : 0,
+                                  .reserved2 = 0};
       },
       host_);
 }

@@ -25,7 +25,7 @@ extern "C" {
 /* ABI version: the major changes when a struct or signature changes incompatibly (2.0: a field
  * appended to rh_cuda_diagnostics, which the caller allocates), and with it the library's
  * soname (librh_cuda.so.<major>). */
-#define RH_CUDA_ABI_VERSION_MAJOR 2
+#define RH_CUDA_ABI_VERSION_MAJOR 3
 #define RH_CUDA_ABI_VERSION_MINOR 0
 #define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
 
@@ -67,6 +67,10 @@ extern "C" {
 #define RH_CUDA_PROFILE_FORMAT_REPORT 0 /* the bricks report (docs/bricks.md), schema 1 */
 #define RH_CUDA_PROFILE_FORMAT_TRACE 1  /* Chrome trace-event JSON (Perfetto, chrome://tracing) */
 
+/* The curvature of the information update (rh_cuda_config.curvature; contract v3). */
+#define RH_CUDA_CURVATURE_INDICATOR 0 /* 1{|r| <= tau}, as in the Newton matrix */
+#define RH_CUDA_CURVATURE_SMOOTHED 1  /* the paper's c_h with the scheduled bandwidth h_b */
+
 typedef struct rh_cuda_engine_s* rh_cuda_engine_t;
 typedef struct rh_cuda_state_s* rh_cuda_state_t;
 
@@ -91,7 +95,10 @@ typedef struct rh_cuda_engine_options {
   uint64_t stream;       /* the borrowed stream (a cudaStream_t or RH_CUDA_STREAM_*) */
 } rh_cuda_engine_options;
 
-/* shared/spec/method.md, "Configuration". has_tau / has_tol = 0 means None. */
+/* shared/spec/method.md, "Configuration". has_tau / has_tol / has_lambda_scale = 0 means None.
+ * The fields after max_iter are contract v3's (since ABI 3.0): the lambda schedule (instead of
+ * alpha, which must then be 0), the curvature of the information update (RH_CUDA_CURVATURE_*)
+ * with its bandwidth scale (> 0), and whether to accumulate the inference matrices G and K. */
 typedef struct rh_cuda_config {
   int32_t fit_intercept;
   int32_t has_tau;
@@ -103,10 +110,17 @@ typedef struct rh_cuda_config {
   double ridge;
   double tol;
   int64_t max_iter;
+  int32_t has_lambda_scale;
+  int32_t curvature;
+  int32_t inference_matrices;
+  int32_t reserved2; /* must be 0 */
+  double lambda_scale;
+  double bandwidth_scale;
 } rh_cuda_config;
 
 /* The scalar part of a state; coef (dim) and information (dim x dim, row-major) travel as
- * arrays. */
+ * arrays, and so do the inference matrices G and K (dim x dim) when has_matrices. The inference
+ * sums (contract v3, since ABI 3.0) cover inference_batches batches. */
 typedef struct rh_cuda_state_info {
   int32_t dtype;
   int32_t reserved; /* must be 0 */
@@ -116,6 +130,13 @@ typedef struct rh_cuda_state_info {
   int64_t batch_count;
   double previous_lambda;
   double scale;
+  double score_sq_sum;     /* sum w psi(r)^2 */
+  double curvature_sum;    /* sum w c */
+  double curvature_sq_sum; /* sum w c^2 */
+  double inference_weight; /* sum w */
+  int64_t inference_batches;
+  int32_t has_matrices;
+  int32_t reserved2; /* must be 0 */
 } rh_cuda_state_info;
 
 typedef struct rh_cuda_diagnostics {
@@ -178,12 +199,17 @@ RH_CUDA_API int rh_cuda_engine_profile_json(rh_cuda_engine_t engine, int32_t for
 RH_CUDA_API int rh_cuda_state_create(rh_cuda_engine_t engine, int32_t dtype, int64_t dim,
                                      rh_cuda_state_t* out);
 RH_CUDA_API int rh_cuda_state_free(rh_cuda_state_t state);
-/* Replaces the state with host arrays (a checkpoint, or a state from another engine). */
+/* Replaces the state with host arrays (a checkpoint, or a state from another engine). gram and
+ * score_gram (G and K) are read when info->has_matrices, and may be NULL otherwise. */
 RH_CUDA_API int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
-                                   const rh_cuda_array* coef, const rh_cuda_array* information);
-/* Writes the state into host arrays of its dtype and shape, and its scalars into *info. */
+                                   const rh_cuda_array* coef, const rh_cuda_array* information,
+                                   const rh_cuda_array* gram, const rh_cuda_array* score_gram);
+/* Writes the state into host arrays of its dtype and shape, and its scalars into *info; G and K
+ * into gram and score_gram when the state keeps them (info->has_matrices), which may be NULL to
+ * skip them. */
 RH_CUDA_API int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
-                                   const rh_cuda_array* coef, const rh_cuda_array* information);
+                                   const rh_cuda_array* coef, const rh_cuda_array* information,
+                                   const rh_cuda_array* gram, const rh_cuda_array* score_gram);
 
 /* One batch transition: next = update(previous, X, y, sample_weight, config). X (n x p), y
  * (n x 1) and sample_weight (n x 1, or NULL for unit weights) are all on the host (staged) or

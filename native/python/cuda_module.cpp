@@ -158,7 +158,15 @@ rh_cuda_config cuda_config(const rh::Config& config) {
                         .alpha = config.alpha,
                         .ridge = config.ridge,
                         .tol = config.tol.value_or(0.0),
-                        .max_iter = config.max_iter};
+                        .max_iter = config.max_iter,
+                        .has_lambda_scale = config.lambda_scale ? 1 : 0,
+                        .curvature = config.curvature == rh::Curvature::smoothed
+                                         ? RH_CUDA_CURVATURE_SMOOTHED
+                                         : RH_CUDA_CURVATURE_INDICATOR,
+                        .inference_matrices = config.inference_matrices ? 1 : 0,
+                        .reserved2 = 0,
+                        .lambda_scale = config.lambda_scale.value_or(0.0),
+                        .bandwidth_scale = config.bandwidth_scale};
 }
 
 // rh_cuda.h's codes by name, as the contract (native/contracts/rh_cuda_contract.json) lists them.
@@ -191,6 +199,8 @@ nb::dict abi_constants() {
   RH_CONSTANT(RH_CUDA_PROFILE_DEFERRED);
   RH_CONSTANT(RH_CUDA_PROFILE_FORMAT_REPORT);
   RH_CONSTANT(RH_CUDA_PROFILE_FORMAT_TRACE);
+  RH_CONSTANT(RH_CUDA_CURVATURE_INDICATOR);
+  RH_CONSTANT(RH_CUDA_CURVATURE_SMOOTHED);
 #undef RH_CONSTANT
   return out;
 }
@@ -204,7 +214,13 @@ class State {
 
   rh_cuda_state_t get() const { return handle_; }
 
-  void load(const nb::dict& scalars, const HostInput& coef, const HostInput& information) {
+  // gram and score_gram: None when the state keeps no inference matrices.
+  void load(const nb::dict& scalars, const HostInput& coef, const HostInput& information,
+            const std::optional<HostInput>& gram, const std::optional<HostInput>& score_gram) {
+    if (gram.has_value() != score_gram.has_value()) {
+      throw StatusError(RH_CUDA_ERROR_INVALID_ARGUMENT,
+                        "gram and score_gram come together: pass both or neither");
+    }
     const rh_cuda_state_info info{
         .dtype = dtype_from_name(item<std::string>(scalars, "dtype")),
         .reserved = 0,
@@ -213,24 +229,45 @@ class State {
         .effective_weight = item<double>(scalars, "effective_weight"),
         .batch_count = item<std::int64_t>(scalars, "batch_count"),
         .previous_lambda = item<double>(scalars, "previous_lambda"),
-        .scale = item<double>(scalars, "scale")};
+        .scale = item<double>(scalars, "scale"),
+        .score_sq_sum = item<double>(scalars, "score_sq_sum"),
+        .curvature_sum = item<double>(scalars, "curvature_sum"),
+        .curvature_sq_sum = item<double>(scalars, "curvature_sq_sum"),
+        .inference_weight = item<double>(scalars, "inference_weight"),
+        .inference_batches = item<std::int64_t>(scalars, "inference_batches"),
+        .has_matrices = gram ? 1 : 0,
+        .reserved2 = 0};
     const rh_cuda_array c = host_array(coef);
     const rh_cuda_array j = host_array(information);
+    const std::optional<rh_cuda_array> g =
+        gram ? std::optional<rh_cuda_array>(host_array(*gram)) : std::nullopt;
+    const std::optional<rh_cuda_array> k =
+        score_gram ? std::optional<rh_cuda_array>(host_array(*score_gram)) : std::nullopt;
     nb::gil_scoped_release release;
-    check(rh_cuda_state_load(handle_, &info, &c, &j));
+    check(rh_cuda_state_load(handle_, &info, &c, &j, g ? &*g : nullptr, k ? &*k : nullptr));
   }
 
-  nb::dict read(const HostArray& coef_out, const HostArray& information_out) const {
+  // gram_out and score_gram_out are written when the state keeps the matrices (has_matrices).
+  nb::dict read(const HostArray& coef_out, const HostArray& information_out,
+                const HostArray& gram_out, const HostArray& score_gram_out) const {
     rh_cuda_state_info info{};
     const rh_cuda_array c = host_array(coef_out);
     const rh_cuda_array j = host_array(information_out);
-    check(rh_cuda_state_read(handle_, &info, &c, &j));
+    const rh_cuda_array g = host_array(gram_out);
+    const rh_cuda_array k = host_array(score_gram_out);
+    check(rh_cuda_state_read(handle_, &info, &c, &j, &g, &k));
     nb::dict out;
     out["n_samples_seen"] = info.n_samples_seen;
     out["effective_weight"] = info.effective_weight;
     out["batch_count"] = info.batch_count;
     out["previous_lambda"] = info.previous_lambda;
     out["scale"] = info.scale;
+    out["score_sq_sum"] = info.score_sq_sum;
+    out["curvature_sum"] = info.curvature_sum;
+    out["curvature_sq_sum"] = info.curvature_sq_sum;
+    out["inference_weight"] = info.inference_weight;
+    out["inference_batches"] = info.inference_batches;
+    out["has_matrices"] = info.has_matrices != 0;
     return out;
   }
 
@@ -339,6 +376,9 @@ NB_MODULE(_rhuber_native_cuda, m) {
   m.attr("__version__") = RH_VERSION;
   m.attr("ABI_VERSION") = RH_CUDA_ABI_VERSION;
   m.attr("CONSTANTS") = abi_constants();
+  // What of contract v3 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
+  m.attr("CONTRACT_FEATURES") = nb::make_tuple("lambda_schedule", "smoothed_curvature",
+                                               "inference_sums", "inference_matrices");
 
   nb::register_exception_translator([](const std::exception_ptr& failure, void*) {
     try {
@@ -363,10 +403,14 @@ NB_MODULE(_rhuber_native_cuda, m) {
       "CUDA devices visible to the engine; EngineNotAvailableError when there are none.");
 
   nb::class_<State>(m, "State", "A renewable state resident on the engine's device.")
-      .def("load", &State::load, "scalars"_a, "coef"_a, "information"_a,
-           "Replace the state with host arrays and scalars (uploads the information matrix).")
-      .def("read", &State::read, "coef_out"_a, "information_out"_a,
-           "Write coef and information into host arrays; return the scalars.");
+      .def("load", &State::load, "scalars"_a, "coef"_a, "information"_a, "gram"_a.none(),
+           "score_gram"_a.none(),
+           "Replace the state with host arrays and scalars (uploads the information matrix); "
+           "gram and score_gram None when the state keeps no inference matrices.")
+      .def("read", &State::read, "coef_out"_a, "information_out"_a, "gram_out"_a,
+           "score_gram_out"_a,
+           "Write coef, information and (when the state keeps them) the inference matrices "
+           "into host arrays; return the scalars, has_matrices among them.");
 
   nb::class_<Engine>(m, "Engine", "One CUDA engine bound to one device.")
       .def(nb::init<int, std::uint64_t>(), "device"_a = 0, "stream"_a = 0,

@@ -38,7 +38,11 @@ int main(void) {
                       "rh_cuda_state_create");
   const rh_cuda_array Xa = {X, n, p, p, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
   const rh_cuda_array ya = {y, n, 1, 1, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
-  const rh_cuda_config config = {1, 0, 0, 0, 1.345, 0.0, 0.0, 0.0, 0.0, 500};
+  const rh_cuda_config config = {.fit_intercept = 1,
+                                 .epsilon = 1.345,
+                                 .max_iter = 500,
+                                 .curvature = RH_CUDA_CURVATURE_INDICATOR,
+                                 .bandwidth_scale = 1.0};
   rh_cuda_diagnostics diagnostics;
   for (int batch = 0; status == RH_CUDA_OK && batch < 2; ++batch) {
     status = report(rh_cuda_update(engine, state, &Xa, &ya, NULL, &config, state, &diagnostics),
@@ -48,7 +52,7 @@ int main(void) {
   const rh_cuda_array coef_a = {coef, d, 1, 1, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
   const rh_cuda_array info_a = {information, d, d, d, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
   if (status == RH_CUDA_OK) {
-    status = report(rh_cuda_state_read(state, &info, &coef_a, &info_a), "rh_cuda_state_read");
+    status = report(rh_cuda_state_read(state, &info, &coef_a, &info_a, NULL, NULL), "rh_cuda_state_read");
   }
   if (status == RH_CUDA_OK) {
     printf("batches %lld, coef %.6f %.6f %.6f, converged %d\n", (long long)info.batch_count,

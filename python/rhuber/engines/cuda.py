@@ -80,6 +80,8 @@ class CudaEngine:
     def __init__(self, native: Any, device: int = 0):
         self._native = native
         self._abi = AbiCodes.from_constants(native.CONSTANTS)
+        # What of contract v3 the module implements (rhuber.core.types.CONTRACT_FEATURES).
+        self.contract_features = frozenset(native.CONTRACT_FEATURES)
         try:
             self._engine = native.Engine(device=int(device))
         except EngineNotAvailableError as exc:
@@ -213,9 +215,11 @@ class CudaEngine:
         if state is None or state.batch_count == 0:
             state = State.empty(d, np.dtype(dtype))  # a new stream: forget the resident one
         if self._resident[key] is not state:
+            matrices = [None if m is None else np.ascontiguousarray(m, dtype=dtype)
+                        for m in (state.gram, state.score_gram)]
             handle.load(self._scalars(state, dtype),
                         np.ascontiguousarray(state.coef, dtype=dtype),
-                        np.ascontiguousarray(state.information, dtype=dtype))
+                        np.ascontiguousarray(state.information, dtype=dtype), *matrices)
             self._resident[key] = state
         return handle, handle
 
@@ -224,21 +228,31 @@ class CudaEngine:
         return {"dtype": dtype, "n_samples_seen": int(state.n_samples_seen),
                 "effective_weight": float(state.effective_weight),
                 "batch_count": int(state.batch_count),
-                "previous_lambda": float(state.previous_lambda), "scale": float(state.scale)}
+                "previous_lambda": float(state.previous_lambda), "scale": float(state.scale),
+                "score_sq_sum": float(state.score_sq_sum),
+                "curvature_sum": float(state.curvature_sum),
+                "curvature_sq_sum": float(state.curvature_sq_sum),
+                "inference_weight": float(state.inference_weight),
+                "inference_batches": int(state.inference_batches)}
 
     def _adopt(self, handle: Any, dtype: str, d: int) -> State:
         coef = np.empty(d, dtype=dtype)
         information = np.empty((d, d), dtype=dtype)
-        scalars = handle.read(coef, information)
-        coef.flags.writeable = False
-        information.flags.writeable = False
-        state = State(coef=coef, information=information, **scalars)
+        gram = np.empty((d, d), dtype=dtype)
+        score_gram = np.empty((d, d), dtype=dtype)
+        scalars = handle.read(coef, information, gram, score_gram)
+        arrays = {"coef": coef, "information": information}
+        if scalars.pop("has_matrices"):
+            arrays.update(gram=gram, score_gram=score_gram)
+        for a in arrays.values():
+            a.flags.writeable = False
+        state = State(**arrays, **scalars)
         self._resident[(dtype, d)] = state
         return state
 
     @staticmethod
     def _native_config(config: Config, dtype: np.dtype) -> dict[str, Any]:
-        if config.alpha > 0 and config.l1_solver != "lamm":
+        if config.penalized and config.l1_solver != "lamm":
             raise ValueError(
                 f"l1_solver={config.l1_solver!r} is an opt-in variant of the native CPU engine "
                 "(backend='native_cpu'); the CUDA engine solves L1 batches with the contract's "
