@@ -17,7 +17,10 @@ F32 = np.float32
 
 
 def run(engine, state, X, y, w, config=None):
-    return engine.update(state, X, y, w, (config or Config()).native_dict(X.dtype))
+    config = config or Config()
+    if isinstance(config, Config):
+        config = config.native_dict(X.dtype)
+    return engine.update(state, X, y, w, config)
 
 
 def test_module_metadata():
@@ -155,3 +158,60 @@ def test_updates_release_the_gil():
     (a0, a1), (b0, b1) = spans
     # Holding the GIL would serialize the calls: one would start only after the other ended.
     assert a0 < b1 and b0 < a1, spans
+
+
+# --------------------------------------------------------------- contract v3: the inference sums
+
+INFERENCE_SCALARS = ("score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight")
+
+
+def test_the_state_carries_the_inference_sums_and_matrices_only_when_asked():
+    X, y, w = batch(20, 300, 3)
+    engine = native.Engine()
+    plain, _ = run(engine, empty_state(4, F64), X, y, w)
+    assert all(isinstance(plain[k], float) and plain[k] > 0 for k in INFERENCE_SCALARS)
+    assert plain["inference_batches"] == 1
+    assert plain["gram"] is None and plain["score_gram"] is None
+    asked, _ = run(engine, empty_state(4, F64), X, y, w, Config(inference_matrices=True))
+    for key in ("gram", "score_gram"):
+        assert asked[key].shape == (4, 4) and asked[key].dtype == F64
+        np.testing.assert_array_equal(asked[key], asked[key].T)  # one triangle, mirrored
+    # G of a batch with an intercept: its corner is the weight total.
+    assert asked["gram"][3, 3] == asked["inference_weight"] == 300.0
+
+
+def test_a_state_without_the_inference_keys_is_a_state_without_sums():
+    """A dict written before contract v3 (a format-2 state) still updates; its sums start here."""
+    X, y, w = batch(21, 200, 3)
+    engine = native.Engine()
+    first, _ = run(engine, empty_state(4, F64), X, y, w)
+    old = {k: v for k, v in first.items()
+           if k not in (*INFERENCE_SCALARS, "inference_batches", "gram", "score_gram")}
+    following, _ = run(engine, old, X, y, w, Config(inference_matrices=True))
+    assert following["inference_batches"] == 1 and following["batch_count"] == 2
+    assert following["gram"] is not None  # the sums cover no batch yet: the matrices start
+
+
+def test_inference_matrices_of_the_wrong_shape_or_dtype_are_refused():
+    X, y, w = batch(22, 100, 3)
+    engine = native.Engine()
+    state, _ = run(engine, empty_state(4, F64), X, y, w, Config(inference_matrices=True))
+    with pytest.raises(ValueError, match=r"state\['gram'\] has shape \(3, 3\), expected \(4, 4\)"):
+        run(engine, {**state, "gram": np.zeros((3, 3))}, X, y, w)
+    with pytest.raises(ValueError, match=r"state\['score_gram'\] must be a C-contiguous float64"):
+        run(engine, {**state, "score_gram": state["score_gram"].astype(F32)}, X, y, w)
+    with pytest.raises(ValueError, match="gram but no score_gram"):
+        run(engine, {**state, "score_gram": None}, X, y, w)
+
+
+def test_the_schedules_reach_the_engine():
+    X, y, w = batch(23, 400, 5)
+    engine = native.Engine()
+    _, diag = run(engine, empty_state(6, F64), X, y, w, Config(lambda_scale=0.5))
+    assert diag["lambda"] > 0 and diag["solver"] == "lamm"
+    _, indicator = run(engine, empty_state(6, F64), X, y, w)
+    _, smoothed = run(engine, empty_state(6, F64), X, y, w, Config(curvature="smoothed"))
+    assert smoothed["bandwidth"] < indicator["bandwidth"]  # h_b, not tau
+    with pytest.raises(ValueError, match="curvature"):
+        run(engine, empty_state(6, F64), X, y, w,
+            {**Config().native_dict(F64), "curvature": "cubic"})
