@@ -10,9 +10,11 @@ from helpers import NATIVE_CPU, make_problem, require_module
 from rhuber import RenewableHuberRegressor
 from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
+from rhuber.lab import validate
 from rhuber.tuner import advisor as adv
+from rhuber.tuner import rules
 from rhuber.tuner.hardware import Hardware
-from rhuber.tuner.models import Ensemble
+from rhuber.tuner.models import Ensemble, default_models_dir
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +22,7 @@ def models():
     require_module(*NATIVE_CPU)
     ensemble = Ensemble.load()
     fingerprints = json.loads(ensemble.models["throughput"].metadata["fingerprints"])
-    return ensemble, Hardware.from_dict(next(iter(fingerprints.values())))
+    return ensemble, Hardware.from_dict(fingerprints["fee15980d40e045d"])
 
 
 @pytest.fixture
@@ -29,7 +31,12 @@ def shipped(models):
     the machine they were trained on: the decisions below do not depend on the machine
     running the tests."""
     ensemble, hardware = models
-    return adv.Advisor(ensemble, hardware, model_id="test")
+    return adv.Advisor(ensemble, hardware, model_id="test", rule=TRUSTING)
+
+
+#: The shipped rule with the model trusted in every region: the model's own decisions below.
+TRUSTING = dataclasses.replace(rules.load(default_models_dir()),
+                               model_regions=validate.ALL_REGIONS)
 
 
 def advise(advisor, workload):
@@ -37,7 +44,7 @@ def advise(advisor, workload):
 
 
 # A workload the shipped model moves off the default for, and one it keeps the default for.
-CHOSEN_WORKLOAD = Workload(1024, 8, "float32")
+CHOSEN_WORKLOAD = Workload(20000, 200, "float32")
 NEAR_DEFAULT_WORKLOAD = Workload(4096, 16)
 
 
@@ -57,7 +64,8 @@ def test_advice_is_deterministic(shipped):
 def test_a_small_predicted_gain_keeps_the_default(shipped):
     advice = advise(shipped, NEAR_DEFAULT_WORKLOAD)
     assert advice.reason == adv.GAIN_BELOW_MARGIN
-    assert advice.plan == advice.default == Plan("native_cpu").resolved(shipped.hardware.cores)
+    assert advice.plan == advice.default == TRUSTING.plan(NEAR_DEFAULT_WORKLOAD,
+                                                          shipped.hardware.cores)
 
 
 def test_the_margin_decides(shipped, monkeypatch):
@@ -75,29 +83,32 @@ def test_the_margin_decides(shipped, monkeypatch):
     (Workload(65536, 256), "feature batch_bytes_log"),
 ])
 def test_workloads_outside_the_training_distribution_run_the_default(shipped, workload, why):
+    # Out of distribution, auto runs the rule's default, or tries it first against the model's
+    # candidates predicted faster (issue 28).
     advice = advise(shipped, workload)
-    assert advice.reason == adv.OUT_OF_DISTRIBUTION
+    assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL)
     assert why in advice.detail
-    assert advice.plan == advice.default and advice.predicted_rows_per_s is None
+    assert advice.plan == advice.default
+    assert not advice.trials or advice.trials[0] == advice.default
 
 
-def test_unmeasured_or_other_hardware_is_out_of_distribution(shipped):
-    other = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
-                                memory_bandwidth_bytes_per_s=None, peak_flops_float64=None,
-                                peak_flops_float32=None)
-    advisor = adv.Advisor(shipped.ensemble, other)
-    advice = advise(advisor, CHOSEN_WORKLOAD)
-    assert advice.reason == adv.OUT_OF_DISTRIBUTION and "no measured bandwidth" in advice.detail
-    faster = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
-                                 memory_bandwidth_bytes_per_s=1e12)
-    advice = advise(adv.Advisor(shipped.ensemble, faster), CHOSEN_WORKLOAD)
-    assert advice.reason == adv.OUT_OF_DISTRIBUTION and "bandwidth_log" in advice.detail
+def test_an_unmeasured_machine_is_not_out_of_distribution_but_a_bigger_one_is(shipped):
+    unmeasured = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
+                                     memory_bandwidth_bytes_per_s=None, peak_flops_float64=None,
+                                     peak_flops_float32=None)
+    advice = advise(adv.Advisor(shipped.ensemble, unmeasured, rule=TRUSTING), CHOSEN_WORKLOAD)
+    assert advice.reason == adv.CHOSEN, advice.detail  # the features need nothing measured
+    bigger = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
+                                 logical_cores=64, physical_cores=32)
+    advice = advise(adv.Advisor(shipped.ensemble, bigger, rule=TRUSTING), CHOSEN_WORKLOAD)
+    assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL)
+    assert "cores_log" in advice.detail
 
 
 def test_the_machine_the_model_knows_is_recognized_by_its_id(shipped):
     unmeasured = dataclasses.replace(shipped.hardware, memory_bandwidth_bytes_per_s=None,
                                      peak_flops_float64=None, peak_flops_float32=None)
-    advisor = adv.Advisor(shipped.ensemble, unmeasured)
+    advisor = adv.Advisor(shipped.ensemble, unmeasured, rule=TRUSTING)
     assert advisor.hardware == shipped.hardware
     assert advise(advisor, CHOSEN_WORKLOAD).reason == adv.CHOSEN
 
@@ -105,11 +116,12 @@ def test_the_machine_the_model_knows_is_recognized_by_its_id(shipped):
 def test_an_unsure_model_keeps_the_default(shipped, monkeypatch):
     monkeypatch.setattr(shipped, "uncertainty_bound", 1e-6)
     advice = advise(shipped, CHOSEN_WORKLOAD)
-    assert advice.reason == adv.OUT_OF_DISTRIBUTION and "unsure" in advice.detail
+    assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL) and "unsure" in advice.detail
+    assert advice.plan == advice.default
 
 
 def test_the_plan_classifier_must_agree(shipped, monkeypatch):
-    default = Plan("native_cpu").resolved(shipped.hardware.cores)
+    default = TRUSTING.plan(CHOSEN_WORKLOAD, shipped.hardware.cores)
     monkeypatch.setattr(shipped.ensemble, "plan_probabilities",
                         lambda workload, hardware: {default.id: 1.0})
     advice = advise(shipped, CHOSEN_WORKLOAD)
@@ -152,7 +164,8 @@ def _broken_promise():
         session = session.observe(1000, seconds)
     assert session.reason == adv.CHOSEN and session.plan is not None
     session = session.observe(1000, 1.2)  # median 833 < 1000 / 1.1
-    assert session.plan is None and session.trial == () and not session.settled
+    assert session.plan == session.advice.default and session.trial == ()
+    assert not session.settled
     return session
 
 
@@ -160,9 +173,10 @@ def test_a_broken_promise_reverts_when_the_default_measures_faster():
     session = _broken_promise()
     for seconds in (5.0, 1.0):  # the default's warm-up, then 1000 rows/s: not yet complete
         session = session.observe(1000, seconds)
-        assert session.plan is None and session.reason == adv.CHOSEN
+        assert session.plan == session.advice.default and session.reason == adv.CHOSEN
     session = session.observe(1000, 1.0)
-    assert session.reason == adv.REVERTED and session.plan is None and session.settled
+    assert session.reason == adv.REVERTED and session.plan == session.advice.default
+    assert session.settled
     assert session.display == session.advice.default.id
     assert "measured 833 rows/s (promised 1,000), the default 1,000" in session.detail
     assert session.measured() == pytest.approx(1000.0)
@@ -187,7 +201,7 @@ def test_the_default_is_never_reverted():
     session = adv.Session.from_advice(advice)
     for _ in range(6):
         session = session.observe(10, 1.0)
-    assert session.reason == adv.GAIN_BELOW_MARGIN and session.plan is None
+    assert session.reason == adv.GAIN_BELOW_MARGIN and session.plan == default
 
 
 def test_plan_report_reads_as_one_line():
@@ -202,6 +216,8 @@ def test_plan_report_reads_as_one_line():
 
 class _FixedAdvisor:
     """Chooses ``plan`` for every workload, promising ``promised`` rows/s."""
+
+    rule = rules.DEFAULT_RULE
 
     def __init__(self, plan, promised):
         self.plan, self.promised = plan, promised
@@ -251,8 +267,9 @@ def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
     for start in range(0, len(y), 300):
         auto.partial_fit(X[start:start + 300], y[start:start + 300])
         engines.append(auto._plan())
-    assert engines == [chosen] * 3 + [None] * 5  # the trial started after the 4th batch
-    assert auto.plan_.reason == adv.REVERTED and auto.plan_.plan == Plan("native_cpu").resolved().id
+    default = auto._session.advice.default
+    assert engines == [chosen] * 3 + [default] * 5  # the trial started after the 4th batch
+    assert auto.plan_.reason == adv.REVERTED and auto.plan_.plan == default.id
     assert auto.plan_.model_id == "fixed" and auto.plan_.measured_rows_per_s == pytest.approx(600)
     reference = _stream(RenewableHuberRegressor(backend="native_cpu"), X, y, 300)
     np.testing.assert_allclose(auto.coef_, reference.coef_, rtol=1e-9, atol=1e-12)

@@ -67,7 +67,7 @@ def test_files_round_trip_with_their_metadata(trained, saved):
         assert set(model_files.METADATA_KEYS) <= set(meta)
         assert meta["format_version"] == "1"
         assert json.loads(meta["feature_names"]) == list(FeatureExtractor.names)
-        assert json.loads(meta["hardware_ids"]) == ["fee15980d40e045d"]
+        assert "fee15980d40e045d" in json.loads(meta["hardware_ids"])
         assert int(meta["samples"]) > 0 and meta["trained_at"].endswith("Z")
     assert loaded["throughput"].metadata["target"] == "log_rows_per_s"
     assert loaded["throughput"].classes == []
@@ -269,15 +269,18 @@ def test_cli_train_and_validate_on_a_store(subset, tmp_path, capsys):
         for m in measurements:
             store.record(m)
     out = tmp_path / "models"
-    assert main(["tune", "train", "--store", str(path), "--out", str(out)]) == 0
+    assert main(["tune", "train", "--store", str(path), "--out", str(out), "--no-lomo"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["DATA_CARD.md", "bottleneck.safetensors",
-                                                      "plan.safetensors", "throughput.safetensors"]
+                                                      "plan.safetensors", "rule.json",
+                                                      "throughput.safetensors"]
     capsys.readouterr()
-    assert main(["tune", "validate", "--store", str(path), "--models", str(out), "--json"]) == 0
+    assert main(["tune", "validate", "--store", str(path), "--models", str(out), "--json",
+                 "--no-lomo"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report["targets"]) == {"regret_geomean", "regret_p95", "mape", "vs_default_p95"}
     assert report["grade"] in "ABCF"
-    assert main(["tune", "validate", "--store", str(path), "--models", str(out)]) == 0
+    assert main(["tune", "validate", "--store", str(path), "--models", str(out),
+                 "--no-lomo"]) == 0
     assert "## Targets" in capsys.readouterr().out
     assert main(["tune", "validate", "--store", str(tmp_path / "none.sqlite")]) == 2
 
@@ -297,5 +300,5 @@ def test_the_shipped_models_load_fast_and_match_their_report():
     for name, file in models.MODEL_FILES.items():
         path = models.default_models_dir() / file
         assert path.stat().st_size < model_files.MAX_FILE_BYTES
-        assert ensemble.models[name].metadata["hardware_ids"] == json.dumps([HW])
+        assert HW in json.loads(ensemble.models[name].metadata["hardware_ids"])
     assert "Grade" in (DATA / "VALIDATION.md").read_text()

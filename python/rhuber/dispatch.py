@@ -28,6 +28,7 @@ from .engines import native_cpu_available
 from .engines.plans import Plan, parse_plan, plans_for
 from .engines.workload import Workload
 from .tuner import advisor as _advisor
+from .tuner.rules import DEFAULT_RULE, Rule
 
 #: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
 PLAN_VARIABLE = "RH_PLAN"
@@ -131,13 +132,27 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
     w = workload(est, X)
     solver = est.l1_solver if w.penalized else "lamm"
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
-    advisor = _advisor.shared() if candidates else None
+    if not candidates:
+        return _advisor.Session(default.id, _advisor.NO_MODEL,
+                                "only the NumPy reference is installed")
+    advisor = _advisor.shared()
+    default = rule_default(getattr(advisor, "rule", DEFAULT_RULE), w, candidates,
+                           default, threads(est.n_jobs) if est.n_jobs is not None else None,
+                           None if solver == "lamm" else solver)
     if advisor is None:
         return _advisor.Session(default.id, _advisor.NO_MODEL,
-                                "only the NumPy reference is installed" if not candidates else
-                                "the tuner's models could not be loaded")
+                                "the tuner's models could not be loaded; the rule's plan",
+                                plan=default)
     return _advisor.Session.from_advice(
         advisor.advise(w, candidates=candidates, default=default), batches=batches)
+
+
+def rule_default(rule: Rule, w: Workload, candidates: tuple[Plan, ...], engine_default: Plan,
+                 fixed_threads: int | None, fixed_solver: str | None) -> Plan:
+    """The rule's plan for ``w`` (:mod:`rhuber.tuner.rules`) with the threads and L1 solver the
+    user fixed; the engine's default plan where the rule's is not a candidate here."""
+    plan = rule.plan(w, os.cpu_count() or 1, threads=fixed_threads, l1_solver=fixed_solver)
+    return plan if plan in candidates else engine_default
 
 
 def observe(session: _advisor.Session, rows: int, seconds: float) -> _advisor.Session:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 from ..engines.plans import Plan
 from ..lab import collect as collecting
 from ..lab import validate
-from ..tuner import models
+from ..tuner import models, rules
 from ..tuner.hardware import describe, fingerprint
 from ..tuner.labels import best_plans
 from ..tuner.store import Store, StoreError
@@ -19,6 +21,11 @@ from ._common import parse_duration
 from .tune_calibrate import add_calibrate
 from .tune_falsify import add_falsify
 from .tune_recommend import add_recommend
+
+
+def shipped_store_path() -> Path:
+    """The shipped corpus (package data)."""
+    return models.default_models_dir().parent / "corpus.sqlite"
 
 
 def default_store_path() -> Path:
@@ -44,8 +51,10 @@ def add_tune(commands: Any) -> None:
 
     collect = sub.add_parser(
         "collect", help="measure workloads x plans into the store (resumable)",
-        description="Measure every plan valid here on a grid of workloads, one stored row per "
-                    "(hardware, workload, plan). A rerun resumes where the last one stopped.")
+        description="Measure every plan valid here on the designed subset of workloads "
+                    "(collect.DESIGN_POINTS), or on the grid --rows x --features, one stored "
+                    "row per (hardware, workload, plan). A rerun resumes where the last one "
+                    "stopped.")
     _add_store(collect)
     collect.add_argument("--budget", type=parse_duration, default=None, metavar="DURATION",
                          help="stop cleanly after this long (90s, 10m, 1h); rerun to resume")
@@ -54,9 +63,12 @@ def add_tune(commands: Any) -> None:
     collect.add_argument("--min-rows-per-coef", type=float, default=0.0, metavar="K",
                          help="skip workloads with fewer rows per batch than K x coefficients")
     collect.add_argument("--rows", type=_int_list, default=None, metavar="N,N,...",
-                         help="rows-per-batch axis (default 256,1024,...,262144)")
+                         help="a grid's rows-per-batch axis (default: the designed subset)")
     collect.add_argument("--features", type=_int_list, default=None, metavar="P,P,...",
-                         help="features axis (default 2,8,32,128,512)")
+                         help="a grid's features axis (default 2,8,32,128,512 with --rows)")
+    collect.add_argument("--simulate-cores", type=int, default=None, metavar="N",
+                         help="simulate a smaller machine: restrict this process to its first "
+                              "N cores (a new hardware id, labelled simulated in the store)")
     collect.set_defaults(run=_run_collect)
 
     stats = sub.add_parser("stats", help="summarize the store: coverage, wins, rejected runs")
@@ -68,7 +80,10 @@ def add_tune(commands: Any) -> None:
     train = sub.add_parser(
         "train", help="train the tuner's three models on a store (model files + a data card)",
         description="Train the throughput, plan and bottleneck models on the store's "
-                    "measurements, holding out the latest workloads for `rhuber tune validate`.")
+                    "measurements, holding out the latest workloads for `rhuber tune validate`; "
+                    "search the default rule over all the store's machines and, with 2+ "
+                    "machines, find by leaving one machine out where the model beats it "
+                    "(rule.json).")
     _add_store(train)
     train.add_argument("--out", type=Path, required=True, metavar="DIR",
                        help="where the three .safetensors files and DATA_CARD.md go")
@@ -76,13 +91,21 @@ def add_tune(commands: Any) -> None:
                        help="the latest fraction of workloads (by measured_at) left out of "
                             "training (default 0.2; 0 trains on everything)")
     train.add_argument("--seed", type=int, default=0, help="the models' random seed")
+    train.add_argument("--no-lomo", action="store_true",
+                       help="skip leaving machines out: the model is trusted nowhere")
     train.set_defaults(run=_run_train)
 
     validate = sub.add_parser(
         "validate", help="score models on the store's held-out workloads, from measurements",
         description="MAPE and R² of throughput, plan accuracy and regret against the default "
-                    "plan, bottleneck precision/recall/F1, on the latest workloads of the store.")
-    _add_store(validate)
+                    "plan and the rule, bottleneck precision/recall/F1, on the latest workloads "
+                    "of the store; then each machine held out in turn (train on the others, "
+                    "regret on it). Default: the shipped corpus and models.")
+    validate.add_argument("--store", type=Path, default=shipped_store_path(), metavar="FILE",
+                          help=f"the SQLite store (default: the shipped corpus, "
+                               f"{shipped_store_path()})")
+    validate.add_argument("--no-lomo", action="store_true",
+                          help="only the time split: do not retrain with machines left out")
     validate.add_argument("--models", type=Path, default=None, metavar="DIR",
                           help="the model files (default: the shipped models)")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -132,12 +155,22 @@ def _run_hardware(args: argparse.Namespace) -> int:
 
 def _run_collect(args: argparse.Namespace) -> int:
     args.store.parent.mkdir(parents=True, exist_ok=True)
-    workloads = collecting.grid(
-        args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,
-        max_batch_bytes=None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20),
-        min_rows_per_coef=args.min_rows_per_coef)
+    max_bytes = None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20)
+    if args.rows is None and args.features is None:
+        workloads = [w for w in collecting.design()
+                     if (max_bytes is None or w.rows * w.features * w.itemsize <= max_bytes)
+                     and w.rows >= args.min_rows_per_coef * w.dim]
+    else:
+        workloads = collecting.grid(
+            args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,
+            max_batch_bytes=max_bytes, min_rows_per_coef=args.min_rows_per_coef)
+    simulated = None
+    if args.simulate_cores is not None:
+        simulated = collecting.restrict_cores(args.simulate_cores)
     hardware = fingerprint(measure=True)
     with _open_store(args.store) as store:
+        if simulated is not None:
+            store.mark_simulated(hardware.hardware_id, simulated)
         summary = collecting.collect(store, hardware, workloads, budget_s=args.budget)
     print(f"rhuber tune collect: {summary.measured} measured in {summary.seconds:.0f} s "
           f"({summary.failed} failed, {summary.unstable} unstable), {summary.skipped} already "
@@ -158,36 +191,57 @@ def _run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_store(path: Path) -> tuple[list[Any], dict[str, Any]]:
+def _read_store(path: Path) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
     with _open_store(path, read_only=True) as store:
-        return list(store.measurements()), store.hardware()
+        return list(store.measurements()), store.hardware(), store.simulated()
 
 
 def _run_train(args: argparse.Namespace) -> int:
     holdout = validate.HOLDOUT_FRACTION if args.holdout is None else args.holdout
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"--holdout must be in [0, 1), got {holdout}")
-    measurements, fingerprints = _read_store(args.store)
+    measurements, fingerprints, simulated = _read_store(args.store)
     train, held = validate.split(measurements, holdout)
     trained = models.train(train, fingerprints, seed=args.seed)
     paths = models.save(trained, args.out)
+    cores = {h: hw.cores for h, hw in models.hardware_of(fingerprints).items()}
+    rule, score = rules.search(measurements, cores)
+    machines = sorted({m.hardware_id for m in measurements})
+    provenance: dict[str, Any] = {"store": str(args.store), "machines": machines,
+                                  "regret_geomean_over_machines": score,
+                                  "description": rule.describe()}
+    if len(machines) >= 2 and not args.no_lomo:
+        lomo = validate.leave_one_machine_out(measurements, fingerprints, simulated=simulated)
+        rule = dataclasses.replace(rule, model_regions=tuple(lomo["model_regions"]))
+        provenance["leave_one_machine_out"] = {f["held_out"]: f["summary"]
+                                               for f in lomo["folds"]}
+    rules.save(rule, args.out, **provenance)
     card = models.data_card(trained, paths, store=args.store, holdout=holdout,
                             held_workloads=len({(m.hardware_id, m.workload_id) for m in held}))
     (args.out / "DATA_CARD.md").write_text(card)
     print(f"rhuber tune train: {len(paths)} models in {args.out} from {len(train)} measurements "
-          f"of {args.store} ({len(held)} held out)")
+          f"of {args.store} ({len(held)} held out); rule: {rule.describe()} (regret geomean "
+          f"{score:.4f} over {len(machines)} machine(s)); model used in regions "
+          f"{', '.join(rule.model_regions) or '(none)'}")
     return 0
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    import json
-
-
-    measurements, fingerprints = _read_store(args.store)
+    measurements, fingerprints, simulated = _read_store(args.store)
+    directory = args.models or models.default_models_dir()
     _, held = validate.split(measurements)
-    report = validate.evaluate(models.load(args.models or models.default_models_dir()), held,
-                               fingerprints)
-    print(json.dumps(report, indent=2) if args.json else validate.markdown(report), end="\n")
+    report = validate.evaluate(models.load(directory), held, fingerprints,
+                               rule=rules.load(directory))
+    if not args.no_lomo and len({m.hardware_id for m in measurements}) >= 2:
+        report["leave_one_machine_out"] = validate.leave_one_machine_out(
+            measurements, fingerprints, simulated=simulated)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        text = validate.markdown(report)
+        if "leave_one_machine_out" in report:
+            text += "\n" + validate.lomo_markdown(report["leave_one_machine_out"])
+        print(text, end="")
     return 0
 
 

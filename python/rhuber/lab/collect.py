@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import os
 import random
 import statistics
 import time
@@ -29,6 +30,7 @@ from ..engines.workload import Workload
 from ..errors import EngineNotAvailableError
 from ..estimator import RenewableHuberRegressor
 from ..profiling import profile
+from ..tuner.hardware import identify
 from ..tuner.quality import (
     Quality,
     coefficient_of_variation,
@@ -46,6 +48,26 @@ PENALTY_ALPHA = 0.01
 #: log-spaced, both dtypes, penalty off and on.
 GRID_ROWS = (256, 1024, 4096, 16384, 65536, 262144)
 GRID_FEATURES = (2, 8, 32, 128, 512)
+
+#: The designed subset ``rhuber tune collect`` measures by default (issue 28): (rows, features)
+#: points spread over the corpus grid (√2-spaced rows 256 … 65,536, features 2 … 512, and
+#: between its points), plus the RFC benchmark shapes' batches beyond the first corpus's 4 MiB:
+#: wide 4,096 × 256 (8 MiB in float64), reference 32,768 × 90 (22.5 MiB), streaming
+#: 65,536 × 32 (16 MiB) and wide-standard 16,384 × 256 (32 MiB). Each in both dtypes, penalty
+#: off and on: 104 workloads, measured in a seeded shuffled order, so a budget that runs out
+#: leaves a random sample of the design, not its largest batches.
+DESIGN_POINTS = (
+    (256, 2), (256, 32), (362, 8), (512, 16), (724, 128), (1024, 4), (1024, 64), (1448, 16),
+    (2048, 32), (2048, 256), (2896, 8), (4096, 2), (4096, 16), (4096, 128), (4096, 256),
+    (5793, 64), (8192, 8), (11585, 32), (16384, 4), (16384, 256), (23170, 16), (32768, 90),
+    (46341, 8), (65536, 2), (65536, 32), (65536, 64),
+)
+
+
+def design(points: Sequence[tuple[int, int]] = DESIGN_POINTS) -> list[Workload]:
+    """The designed subset: ``points`` × both dtypes × penalty off and on (host, intercept)."""
+    return [Workload(rows=n, features=p, dtype=dtype, penalized=penalized)
+            for n, p in points for dtype in ("float64", "float32") for penalized in (False, True)]
 
 
 def grid(rows: Sequence[int] = GRID_ROWS, features: Sequence[int] = GRID_FEATURES, *,
@@ -66,6 +88,20 @@ def grid(rows: Sequence[int] = GRID_ROWS, features: Sequence[int] = GRID_FEATURE
                             and n >= min_rows_per_coef * w.dim):
                         out.append(w)
     return sorted(out, key=lambda w: (w.rows * w.features, w.id))
+
+
+def restrict_cores(cores: int) -> str:
+    """Restrict this process (and the threads it starts from now on) to its first ``cores``
+    usable CPUs (``os.sched_setaffinity``), to simulate a smaller machine: the fingerprint then
+    has another core count, hence another hardware id. Returns the label the store keeps."""
+    real = identify()
+    usable = sorted(os.sched_getaffinity(0))
+    if not 1 <= cores < len(usable):
+        raise ValueError(f"--simulate-cores {cores}: expected 1 … {len(usable) - 1} (this "
+                         f"process may use {len(usable)} cores)")
+    os.sched_setaffinity(0, usable[:cores])
+    return (f"simulated: {real.hardware_id} ({real.cpu_model}) restricted to {cores} of its "
+            f"{len(usable)} cores by os.sched_setaffinity in the collecting process")
 
 
 def workload_batches(workload: Workload, batches: int, seed: int = 0) -> list[tuple[Any, Any]]:

@@ -23,16 +23,25 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
+from ..tuner.advisor import TRIAL, TRIAL_PLAN_BATCHES, Advisor
+from ..tuner.hardware import Hardware
 from ..tuner.labels import BOTTLENECKS, best_plans, measurement_bottleneck, throughput
 from ..tuner.model_files import ModelFile
 from ..tuner.models import Ensemble, hardware_of, plan_features
+from ..tuner.models import train as train_models
+from ..tuner.rules import DEFAULT_RULE, Rule, region, times_by_workload
+from ..tuner.rules import search as search_rule
 from ..tuner.store import Measurement
+
+#: Every region key (tuner.rules.region).
+ALL_REGIONS = tuple(f"l1={a}/size={b}" for a in (0, 1) for b in range(3))
 
 HOLDOUT_FRACTION = 0.2
 #: The issue's targets: (figure, bound, how it compares).
@@ -78,8 +87,11 @@ def _regret_summary(values: Sequence[float]) -> dict[str, float]:
 
 
 def evaluate(models: dict[str, ModelFile], measurements: Sequence[Measurement],
-             fingerprints: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Every figure of the report on ``measurements`` (the held-out part of a store)."""
+             fingerprints: dict[str, dict[str, Any]], *, rule: Rule | None = None
+             ) -> dict[str, Any]:
+    """Every figure of the report on ``measurements`` (the held-out part of a store), with the
+    regret of ``rule``'s plans (default :data:`DEFAULT_RULE`) beside the models'."""
+    rule = DEFAULT_RULE if rule is None else rule
     ensemble = Ensemble(models)
     hardware = hardware_of(fingerprints)
     good = [m for m in measurements if throughput(m)]
@@ -127,6 +139,7 @@ def evaluate(models: dict[str, ModelFile], measurements: Sequence[Measurement],
                      "ensemble": ranked[:3], "classifier": by_classifier[:3],
                      "t_ensemble": 1 / rates[ranked[0]],
                      "t_classifier": 1 / rates[by_classifier[0]],
+                     "t_rule": 1 / rates.get(rule.plan(w, hw.cores).id, rates[default]),
                      "confidence": confidence})
     if not rows:
         raise ValueError("no held-out workload has its default plan measured")
@@ -182,6 +195,8 @@ def evaluate(models: dict[str, ModelFile], measurements: Sequence[Measurement],
         "throughput": {"mape": mape, "r2_log": r2},
         "ensemble": ens, "classifier": {**choice("classifier"), "ece": ece},
         "default": {"regret": default_regret},
+        "rule": {"regret": _regret_summary([r["t_rule"] / r["t_best"] for r in rows]),
+                 "description": rule.describe()},
         "bottleneck": per_class,
     }
     figures = {"regret_geomean": ens["regret"]["geomean"], "regret_p95": ens["regret"]["p95"],
@@ -237,11 +252,175 @@ def markdown(report: dict[str, Any], *, title: str = "Validation report") -> str
               f"| plan classifier | {reg(cls['regret'])} | {cls['accuracy']:.1%} | "
               f"{cls['near_best_accuracy']:.1%} | {cls['top3_accuracy']:.1%} | "
               f"{cls['vs_default']['p95']:.4f} |",
-              f"| default plan | {reg(dft['regret'])} | | | | 1 |", "",
+              f"| the rule ({report['rule']['description']}) | "
+              f"{reg(report['rule']['regret'])} | | | | |",
+              f"| engine default plan | {reg(dft['regret'])} | | | | 1 |", "",
               f"Expected calibration error of the plan classifier: {cls['ece']:.4f}.", "",
               "## Bottleneck classifier", "",
               "| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
     for c, v in report["bottleneck"].items():
         lines.append(f"| {c} | {v['precision']:.3f} | {v['recall']:.3f} | {v['f1']:.3f} | "
                      f"{v['support']} |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------- machines held out, the rule, auto
+
+#: The stream length the offline replay charges trials against (the live benchmark's streams).
+REPLAY_STREAM_BATCHES = 12
+#: The models' parameters for the leave-one-machine-out folds (calibrate's lighter boosting:
+#: one fold trains in seconds, within 0.3 % of the shipped parameters' regret on the time split).
+FOLD_PARAMS: dict[str, dict[str, Any]] = {"throughput": {"n_estimators": 300},
+                                          "bottleneck": {"solver": "sag"}}
+
+
+def replay(advisor: Advisor, measurements: Sequence[Measurement], hardware: Hardware,
+           rule: Rule, *, stream_batches: int = REPLAY_STREAM_BATCHES
+           ) -> list[dict[str, Any]]:
+    """Per workload of one machine: the measured time (per row) of the best plan, the engine's
+    default plan, the rule's plan and auto's choice — the advisor's answer as the estimator
+    acts on it: its plan, or, when it asks for trials, a ``stream_batches`` stream that runs
+    each trial plan for TRIAL_PLAN_BATCHES batches and the fastest measured one for the rest
+    (the trials' cost included)."""
+    times = times_by_workload(m for m in measurements if m.hardware_id == hardware.hardware_id)
+    out = []
+    for (_, wid), plans in sorted(times.items()):
+        w = Workload.from_id(wid)
+        engine = default_plan_id(w, hardware.cores, set(plans))
+        ruled = rule.plan(w, hardware.cores).id
+        if engine not in plans or ruled not in plans:
+            continue
+        candidates = [Plan.from_id(p) for p in sorted(plans)]
+        advice = advisor.advise(w, candidates=candidates, default=Plan.from_id(ruled))
+        if advice.trials:
+            tried = [plans[p.id] for p in advice.trials]
+            rest = stream_batches - len(tried) * TRIAL_PLAN_BATCHES
+            t_auto = (sum(tried) * TRIAL_PLAN_BATCHES + rest * min(tried)) / stream_batches
+            choice = advice.trials[tried.index(min(tried))].id
+        else:
+            choice = advice.plan.id
+            t_auto = plans[choice]
+        out.append({"workload": wid, "region": region(w), "t_best": min(plans.values()),
+                    "t_engine": plans[engine], "t_rule": plans[ruled], "t_auto": t_auto,
+                    "auto_plan": choice, "auto_reason": advice.reason,
+                    "t_model": plans[advice.ranked[0].plan.id] if advice.ranked else
+                    plans[ruled]})
+    return out
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return float(np.exp(np.log(np.asarray(values, dtype=np.float64)).mean()))
+
+
+def _summary(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
+    return _regret_summary([r[key] / r["t_best"] for r in rows]) if rows else {}
+
+
+def replay_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Regret (geomean, p95, max) of auto, the rule, the model's ranking and the engine default;
+    auto against the rule (geomean, p90) and the speed-ups over the rule and the engine."""
+    if not rows:
+        return {"workloads": 0}
+    vs_rule = [r["t_auto"] / r["t_rule"] for r in rows]
+    up_rule = [r["t_rule"] / r["t_auto"] for r in rows]
+    up_engine = [r["t_engine"] / r["t_auto"] for r in rows]
+    return {"workloads": len(rows),
+            "auto": _summary(rows, "t_auto"), "rule": _summary(rows, "t_rule"),
+            "model": _summary(rows, "t_model"), "engine_default": _summary(rows, "t_engine"),
+            "auto_vs_rule": {"geomean": _geomean(vs_rule), "p90": _quantile(vs_rule, 0.90)},
+            "speedup_over_rule": {"geomean": _geomean(up_rule), "max": float(max(up_rule))},
+            "speedup_over_engine_default": {"geomean": _geomean(up_engine),
+                                            "max": float(max(up_engine))},
+            "trials": sum(r["auto_reason"] == TRIAL for r in rows)}
+
+
+def fold(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str, Any]],
+         held: str, *, params: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Machine ``held`` left out: the rule searched and the models trained on the other
+    machines (``params``, default :data:`FOLD_PARAMS`), replayed on ``held``'s measurements with
+    the model allowed in every region (``rows``); ``replay_in(regions)`` replays it with the
+    model allowed only there."""
+    train_rows = [m for m in measurements if m.hardware_id != held]
+    hardware = hardware_of(fingerprints)
+    rule, _ = search_rule(train_rows, {h: hw.cores for h, hw in hardware.items()})
+    ensemble = Ensemble(train_models(train_rows, fingerprints,
+                                     params=FOLD_PARAMS if params is None else params))
+
+    def replay_in(regions: Sequence[str]) -> list[dict[str, Any]]:
+        gated = replace(rule, model_regions=tuple(regions))
+        advisor = Advisor(ensemble, hardware[held], source="fold", model_id=f"fold-{held}",
+                          rule=gated)
+        return replay(advisor, measurements, hardware[held], gated)
+
+    return {"held_out": held, "rule": rule.describe(), "rows": replay_in(ALL_REGIONS),
+            "replay_in": replay_in}
+
+
+def model_regions(folds: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The regions where, over every held-out machine's workloads, auto with the model (trials
+    included) had a lower geomean regret than the rule."""
+    by_region: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for f in folds:
+        for r in f["rows"]:
+            by_region[r["region"]].append((r["t_auto"] / r["t_best"], r["t_rule"] / r["t_best"]))
+    return tuple(sorted(k for k, v in by_region.items()
+                        if np.log([a for a, _ in v]).mean() < np.log([b for _, b in v]).mean()))
+
+
+def leave_one_machine_out(measurements: Sequence[Measurement],
+                          fingerprints: dict[str, dict[str, Any]], *,
+                          params: dict[str, dict[str, Any]] | None = None,
+                          simulated: dict[str, str] | None = None) -> dict[str, Any]:
+    """Each machine of the store held out in turn (:func:`fold`); the regions where the model
+    beat the rule (:func:`model_regions`); then each fold replayed again with the model used
+    only there — what the shipped advisor does."""
+    machines = sorted({m.hardware_id for m in measurements})
+    if len(machines) < 2:
+        raise ValueError(f"leave-one-machine-out needs 2+ machines; the store has "
+                         f"{len(machines)}")
+    folds = [fold(measurements, fingerprints, h, params=params) for h in machines]
+    regions = model_regions(folds)
+
+    def public(f: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"held_out": f["held_out"], "rule": f["rule"], "summary": replay_summary(rows)}
+
+    return {"machines": machines, "simulated": dict(simulated or {}),
+            "model_regions": list(regions),
+            "folds": [public(f, f["replay_in"](regions)) for f in folds],
+            "folds_model_everywhere": [public(f, f["rows"]) for f in folds]}
+
+
+def lomo_markdown(report: dict[str, Any]) -> str:
+    """The leave-one-machine-out report as Markdown (a section of VALIDATION.md)."""
+
+    def reg(r: dict[str, float]) -> str:
+        return f"{r['geomean']:.3f} / {r['p95']:.3f} / {r['max']:.2f}"
+
+    lines = ["## Leave one machine out", "",
+             "Each machine held out in turn: the rule searched and the models trained on the "
+             "other machines, auto replayed on the held-out machine's measurements "
+             f"(trials charged on {REPLAY_STREAM_BATCHES}-batch streams). Regret = the "
+             "choice's measured time / the best measured plan's; geomean / p95 / max.", "",
+             f"The model is used in regions {', '.join(report['model_regions']) or '(none)'} "
+             "(where, over all held-out machines, it beat the rule); elsewhere the rule, with "
+             "trials of the model's candidates.", "",
+             "| held out | workloads | auto | rule | model alone | engine default | auto/rule "
+             "geomean, p90 | speed-up over rule (geomean, max) | over engine default | trials |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for f in report["folds"]:
+        s = f["summary"]
+        if not s["workloads"]:
+            continue
+        label = f["held_out"] + (" (simulated)" if f["held_out"] in report["simulated"] else "")
+        lines.append(
+            f"| {label} | {s['workloads']} | {reg(s['auto'])} | {reg(s['rule'])} | "
+            f"{reg(s['model'])} | {reg(s['engine_default'])} | "
+            f"{s['auto_vs_rule']['geomean']:.3f}, {s['auto_vs_rule']['p90']:.3f} | "
+            f"{s['speedup_over_rule']['geomean']:.3f}x, {s['speedup_over_rule']['max']:.2f}x | "
+            f"{s['speedup_over_engine_default']['geomean']:.3f}x, "
+            f"{s['speedup_over_engine_default']['max']:.2f}x | {s['trials']} |")
+    lines += ["", "Rules searched per fold: " + "; ".join(
+        f"without {f['held_out']}: {f['rule']}" for f in report["folds"]), ""]
+    for h, how in report["simulated"].items():
+        lines.append(f"- {h}: {how}")
     return "\n".join(lines) + "\n"

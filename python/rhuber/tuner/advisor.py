@@ -43,6 +43,8 @@ from ..engines.workload import Workload
 from . import local
 from .hardware import Hardware, cached_limits, identify
 from .models import MODEL_FILES, Ensemble, Ranked, default_models_dir, load
+from .rules import DEFAULT_RULE, Rule, region
+from .rules import load as load_rule
 
 #: The predicted gain over the default plan needed to leave it (10 %).
 GAIN_MARGIN = 0.10
@@ -54,6 +56,10 @@ WARMUP_BATCHES = 1
 EVIDENCE_BATCHES = 3
 #: Batches of the default timed (after a warm-up) when a chosen plan broke its promise.
 TRIAL_BATCHES = 2
+#: Plans timed on the stream's first batches when the model is unsure (the default first).
+TRIAL_PLANS = 3
+#: Batches per trial plan: a warm-up (engine start, first touch) and one evidence batch.
+TRIAL_PLAN_BATCHES = 2
 #: How far (in the [0, 1] feature scale) a feature may lie outside its training range.
 FEATURE_TOLERANCE = 0.02
 #: Answers an advisor remembers before it starts afresh.
@@ -64,6 +70,10 @@ OUT_OF_DISTRIBUTION = "default: out of distribution"
 GAIN_BELOW_MARGIN = "default: gain below margin"
 CLASSIFIER_DISAGREES = "default: plan classifier disagrees"
 NO_MODEL = "default: no model"
+RULE_REGION = "default: the rule (the model does not beat it here)"
+TRIAL = "trial of the model's candidates"
+TRIED = "chosen by trial"
+TOO_SHORT = "default: stream too short for trials"
 REVERTED = "reverted: measured slower"
 PINNED = "pinned by plan="
 PINNED_ENV = "pinned by RH_PLAN"
@@ -86,6 +96,7 @@ class Advice:
     default_rows_per_s: float | None  # predicted, of ``default``
     ranked: tuple[Ranked, ...] = ()  # in-distribution candidates, best first
     model_id: str | None = None
+    trials: tuple[Plan, ...] = ()  # when unsure: the plans to time, the default first
 
     @property
     def chosen(self) -> bool:
@@ -106,8 +117,9 @@ class Advisor:
     """A loaded model set and this machine's fingerprint; :meth:`advise` is deterministic."""
 
     def __init__(self, ensemble: Ensemble, hardware: Hardware, *, source: str = "shipped",
-                 model_id: str = "unknown") -> None:
+                 model_id: str = "unknown", rule: Rule = DEFAULT_RULE) -> None:
         self.ensemble = ensemble
+        self.rule = rule
         self.source = source
         self.model_id = model_id
         meta = ensemble.models["throughput"].metadata
@@ -146,16 +158,13 @@ class Advisor:
             if not all((directory / f).exists() for f in MODEL_FILES.values()):
                 directory, source = default_models_dir(), "shipped"
         return cls(Ensemble(load(directory)), hw, source=source,
-                   model_id=_model_id(source, directory))
+                   model_id=_model_id(source, directory), rule=load_rule(directory))
 
     # ------------------------------------------------------------------ decisions
 
     def outside(self, workload: Workload, default: Plan) -> str | None:
         """Why ``workload`` is outside the training distribution, or None when inside."""
         hw = self.hardware
-        if not hw.measured:
-            return (f"this machine ({hw.hardware_id}) has no measured bandwidth and peak; run "
-                    "`rhuber tune hardware` or `rhuber tune calibrate`")
         for name, value, (low, high) in (("rows", workload.rows, self.rows_range),
                                          ("features", workload.features, self.features_range)):
             if not low <= value <= high:
@@ -173,13 +182,17 @@ class Advisor:
                default: Plan | None = None) -> Advice:
         """Which plan auto runs for ``workload``, and why.
 
-        ``candidates`` (default :func:`plans_for` here) and ``default`` (default
-        :func:`default_plan`, resolved) let the estimator respect settings the user fixed.
-        Answers are remembered per question (a few milliseconds each the first time).
+        ``candidates`` (default :func:`plans_for` here) and ``default`` (default the rule's plan,
+        where it is a candidate, else :func:`default_plan`, resolved) let the estimator respect
+        settings the user fixed. Answers are remembered per question (a few milliseconds each
+        the first time).
         """
-        default = (default or default_plan(workload)).resolved(self.hardware.cores)
         if candidates is None:
             candidates = plans_for(workload, self.hardware)
+        if default is None:
+            ruled = self.rule.plan(workload, self.hardware.cores)
+            default = ruled if ruled in candidates else default_plan(workload)
+        default = default.resolved(self.hardware.cores)
         key = (workload, tuple(candidates), default)
         with self._lock:
             if key not in self._answers:
@@ -197,25 +210,41 @@ class Advisor:
                           ranked, self.model_id)
 
         why = self.outside(workload, default)
-        if why is not None:
-            return answer(OUT_OF_DISTRIBUTION, why)
         plans = [default, *(p for p in candidates if p != default)]
         X = np.stack([self.ensemble.extractor.extract(workload, p, self.hardware)
                       for p in plans])
         low, high = self.feature_min - FEATURE_TOLERANCE, self.feature_max + FEATURE_TOLERANCE
-        inside = ((low <= X) & (high >= X)).all(axis=1)
-        inside[0] = True  # the default is inside: outside() checked its workload part
+        # Candidates whose plan part leaves the training range (cuda, for a model trained
+        # without a GPU) are not ranked; the workload and machine part is judged by outside().
+        inside = (((low <= X) & (high >= X)) | self._workload_features).all(axis=1)
+        inside[0] = True  # the default is always ranked
         log_rate, spread = self.ensemble.throughput(X[inside])
         usable = [p for p, ok in zip(plans, inside, strict=True) if ok]
         order = np.argsort(-log_rate, kind="stable")
         ranked = tuple(Ranked(usable[i], float(log_rate[i]), float(spread[i])) for i in order)
         best, base = ranked[0], next(r for r in ranked if r.plan == default)
         rates = {"ranked": ranked, "default_rate": math.exp(base.log_rows_per_s)}
+
+        def unsure(reason: str, detail: str) -> Advice:
+            """Outside the confident region: time the default and the model's candidates
+            predicted faster than it (at most TRIAL_PLANS in all) on the first batches."""
+            faster = [r.plan for r in ranked if r.log_rows_per_s > base.log_rows_per_s]
+            trials = (default, *faster[:TRIAL_PLANS - 1])
+            if len(trials) < 2:
+                return answer(reason, detail, predicted=rates["default_rate"], **rates)
+            return Advice(workload, default, default, TRIAL, f"{reason.removeprefix('default: ')}"
+                          f": {detail}", rates["default_rate"], rates["default_rate"], ranked,
+                          self.model_id, trials)
+
+        if why is not None:
+            return unsure(OUT_OF_DISTRIBUTION, why)
         if best.uncertainty > self.uncertainty_bound:
-            return answer(OUT_OF_DISTRIBUTION, f"the model is unsure of {best.plan.id} "
+            return unsure(OUT_OF_DISTRIBUTION, f"the model is unsure of {best.plan.id} "
                           f"(tree spread {best.uncertainty:.3f} > bound "
-                          f"{self.uncertainty_bound:.3f})",
-                          predicted=rates["default_rate"], **rates)
+                          f"{self.uncertainty_bound:.3f})")
+        if region(workload) not in self.rule.model_regions:
+            return unsure(RULE_REGION, f"region {region(workload)}: on machines held out of "
+                          "training the model did not beat the rule")
         gain = math.exp(best.log_rows_per_s - base.log_rows_per_s) - 1.0
         if best.plan == default or gain < GAIN_MARGIN:
             detail = ("the default is predicted fastest" if best.plan == default else
@@ -253,10 +282,29 @@ def shared() -> Advisor | None:
         return _SHARED["advisor"]
 
 
-def reset_shared() -> None:
-    """Forget the process's advisor (after calibration wrote new local models)."""
+def use_models(directory: str | Path) -> Advisor:
+    """Make the models (and rule) of ``directory`` this process's advisor (benchmarks, a
+    machine held out of training)."""
+    advisor = Advisor.load(models_dir=directory)
     with _SHARED_LOCK:
         _SHARED.clear()
+        _TRIED.clear()
+        _SHARED["generation"] = local.generation()
+        _SHARED["advisor"] = advisor
+    return advisor
+
+
+def reset_shared() -> None:
+    """Forget the process's advisor (after calibration wrote new local models) and the trials
+    its streams measured."""
+    with _SHARED_LOCK:
+        _SHARED.clear()
+        _TRIED.clear()
+
+
+#: What trials measured in this process: (workload, plans tried) → (winner, detail). A later
+#: stream of the same workload runs the winner without trying again; never written anywhere.
+_TRIED: dict[tuple[Workload, tuple[Plan, ...]], tuple[Plan, str]] = {}
 
 
 # ----------------------------------------------------------------------- the stream's evidence
@@ -286,15 +334,20 @@ class PlanReport:
 
 @dataclass(frozen=True)
 class Session:
-    """One stream's plan: what runs next (``plan``; None means the estimator's own settings,
-    i.e. the default), why, and the evidence of its first batches. Immutable: :meth:`observe`
-    returns the next session, so an update that fails leaves the old one in place.
+    """One stream's plan: what runs next (``plan``; None means the estimator's own settings),
+    why, and the evidence of its first batches. Immutable: :meth:`observe` returns the next
+    session, so an update that fails leaves the old one in place.
 
-    A chosen plan runs :data:`WARMUP_BATCHES` + :data:`EVIDENCE_BATCHES` batches; if their
-    median rows/s reaches promised / (1 + :data:`REVERT_MARGIN`) it stays. Otherwise the promise
-    is broken and the default gets a trial of :data:`WARMUP_BATCHES` + :data:`TRIAL_BATCHES`
-    batches (batches the default would have run anyway): the faster of the two, as measured,
-    runs the rest of the stream.
+    - A chosen plan runs :data:`WARMUP_BATCHES` + :data:`EVIDENCE_BATCHES` batches; if their
+      median rows/s reaches promised / (1 + :data:`REVERT_MARGIN`) it stays. Otherwise the
+      promise is broken and the default gets a trial of :data:`WARMUP_BATCHES` +
+      :data:`TRIAL_BATCHES` batches: the faster of the two, as measured, runs the rest.
+    - Outside the confident region (advice with ``trials``), each trial plan runs
+      :data:`TRIAL_PLAN_BATCHES` batches in turn (the default first), a warm-up and an evidence
+      batch; the plan with the most rows/s on its evidence batch runs the rest of the stream
+      (ties to the earlier plan, so equal timings give the same choice). A stream that is
+      known to be too short for them (``batches`` < trials × batches each + 1) runs the
+      default.
     """
 
     display: str  # the plan id shown in plan_
@@ -307,12 +360,28 @@ class Session:
     timings: tuple[float, ...] = field(default=())  # rows/s of the first batches on ``display``
     trial: tuple[float, ...] | None = None  # rows/s of the default's trial, while it runs
     settled: bool = False
+    trials: tuple[Plan, ...] = ()  # the plans being tried, while a trial runs
+    tried: tuple[tuple[float, ...], ...] = ()  # rows/s of each trial plan's batches so far
 
     @classmethod
     def from_advice(cls, advice: Advice, batches: int | None = None) -> Session:
-        return cls(advice.plan.id, advice.reason, advice.detail,
-                   advice.plan if advice.chosen else None, advice.predicted_rows_per_s,
-                   advice.model_id, advice)
+        if advice.trials and (advice.workload, advice.trials) in _TRIED:
+            winner, detail = _TRIED[(advice.workload, advice.trials)]
+            predicted = {r.plan: math.exp(r.log_rows_per_s) for r in advice.ranked}
+            return cls(winner.id, TRIED, f"{detail}; remembered from an earlier stream of this "
+                       "process", winner, predicted.get(winner), advice.model_id, advice,
+                       settled=True)
+        if advice.trials:
+            if batches is not None and batches < len(advice.trials) * TRIAL_PLAN_BATCHES + 1:
+                return cls(advice.default.id, TOO_SHORT,
+                           f"{batches} batches, {len(advice.trials)} plans to try; "
+                           f"{advice.detail}", advice.default, advice.default_rows_per_s,
+                           advice.model_id, advice, settled=True)
+            return cls(advice.trials[0].id, TRIAL, advice.detail, advice.trials[0],
+                       advice.default_rows_per_s, advice.model_id, advice,
+                       trials=advice.trials, tried=((),))
+        return cls(advice.plan.id, advice.reason, advice.detail, advice.plan,
+                   advice.predicted_rows_per_s, advice.model_id, advice)
 
     def measured(self) -> float | None:
         """Median rows/s of the timed batches after the warm-up (the warm-up batch alone when
@@ -324,6 +393,8 @@ class Session:
         if self.settled or not seconds > 0:
             return self
         rate = rows / seconds
+        if self.trials:
+            return self._next_trial(rate)
         if self.trial is not None:
             return self._judge_trial((*self.trial, rate))
         nxt = replace(self, timings=(*self.timings, rate))
@@ -333,7 +404,31 @@ class Session:
         assert measured is not None
         if self.reason != CHOSEN or measured >= (self.promised or 0.0) / (1.0 + REVERT_MARGIN):
             return replace(nxt, settled=True)
-        return replace(nxt, plan=None, trial=())  # the promise is broken: time the default
+        assert self.advice is not None  # the promise is broken: time the default
+        return replace(nxt, plan=self.advice.default, trial=())
+
+    def _next_trial(self, rate: float) -> Session:
+        tried = (*self.tried[:-1], (*self.tried[-1], rate))
+        if len(tried[-1]) < TRIAL_PLAN_BATCHES:
+            return replace(self, tried=tried)
+        if len(tried) < len(self.trials):
+            nxt = self.trials[len(tried)]
+            return replace(self, display=nxt.id, plan=nxt, tried=(*tried, ()))
+        evidence = [t[-1] for t in tried]  # each plan's batch after its warm-up
+        k = max(range(len(evidence)), key=lambda i: (evidence[i], -i))
+        winner = self.trials[k]
+        figures = ", ".join(f"{p.id} {r:,.0f}" for p, r in zip(self.trials, evidence,
+                                                                strict=True))
+        assert self.advice is not None
+        predicted = {r.plan: math.exp(r.log_rows_per_s) for r in self.advice.ranked}
+        detail = f"{figures} rows/s measured ({self.detail})"
+        with _SHARED_LOCK:
+            if len(_TRIED) >= _MAX_ANSWERS:
+                _TRIED.clear()
+            _TRIED[(self.advice.workload, self.trials)] = (winner, detail)
+        return Session(winner.id, TRIED, detail, winner,
+                       predicted.get(winner), self.model_id, self.advice,
+                       timings=tried[k], settled=True)
 
     def _judge_trial(self, trial: tuple[float, ...]) -> Session:
         if len(trial) < WARMUP_BATCHES + TRIAL_BATCHES:
@@ -345,7 +440,7 @@ class Session:
         if chosen >= default:
             return replace(self, detail=f"{self.detail}; kept: {versus}", plan=self.advice.plan,
                            trial=None, settled=True)
-        return Session(self.advice.default.id, REVERTED, versus, None,
+        return Session(self.advice.default.id, REVERTED, versus, self.advice.default,
                        self.advice.default_rows_per_s, self.model_id, self.advice, trial,
                        settled=True)
 

@@ -24,7 +24,7 @@ from ..engines.workload import Workload
 from .hardware import Hardware
 from .probes import roofline_bound
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The profiler's bricks (shared/spec/bricks-and-tuner.md), in feature order.
 BRICKS = ("validate", "stage", "residual", "huber", "score", "gram", "solve", "line_search",
@@ -51,6 +51,14 @@ def _log_unit(x: float, lo: float, hi: float) -> float:
     return float(min(1.0, max(0.0, math.log(x / lo) / math.log(hi / lo))))
 
 
+def _log2_ratio(x: float, reference: float | None) -> float:
+    """log2(x / reference) mapped from [-12, 12] onto [0, 1] and clipped; 0 for an unknown
+    reference (0.5: x equals the reference)."""
+    if not reference or not x > 0:
+        return 0.0
+    return float(min(1.0, max(0.0, (math.log2(x / reference) + 12.0) / 24.0)))
+
+
 def _batch_bytes(w: Workload) -> float:
     """Bytes one batch reads: X and y, ``n · (p + 1) · itemsize`` (as the roofline counts)."""
     return float(w.rows * (w.features + 1) * w.itemsize)
@@ -75,10 +83,10 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("batch_bytes_log", "log of n·(p+1)·itemsize over the grid's range [3 KiB, 1.07 GB], clipped"),
     ("arithmetic_intensity", "log of Gram flops per byte d(d+1)/((p+1)·itemsize) over the "
                              "grid's range [0.375, 128.5], clipped"),
-    ("roofline_time_log", "log10 of the batch's roofline bound max(bytes/bandwidth, "
-                          "flops/peak[dtype]) in seconds over [1e-7, 10], clipped"),
-    ("roofline_memory_share", "memory_s / (memory_s + compute_s) of that bound: 1 memory-bound, "
-                              "0 compute-bound"),
+    ("batch_over_l2_log", "log2(batch bytes / L2 bytes per core) over [-12, 12], as (x + 12) / 24, "
+                          "clipped; 0 unknown"),
+    ("batch_over_l3_log", "log2(batch bytes / L3 bytes) over [-12, 12], as (x + 12) / 24, "
+                          "clipped; 0 unknown or none"),
     ("batch_fits_l2", "1 if the batch's bytes fit in L2 (per core) else 0"),
     ("batch_fits_l3", "1 if the batch's bytes fit in L3 else 0"),
     ("solve_share", "d / (3n + d): the d³/3 factorization against the n·d² Gram"),
@@ -87,11 +95,8 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("smt", "1 − physical / logical cores (0 without SMT, 0.5 with 2-way SMT)"),
     ("simd_level", "none 0, sse2 0.2, sse4_2 0.4, avx 0.6, avx2 0.8, avx512f 1 "
                    "(asimd 0.4, sve 0.8)"),
-    ("l2_log", "log of L2 bytes over [64 KiB, 16 MiB], clipped; 0 unknown"),
-    ("l3_log", "log of L3 bytes over [1 MiB, 1 GiB], clipped; 0 unknown or none"),
-    ("bandwidth_log", "log of measured bandwidth over [1 GB/s, 10 TB/s], clipped"),
-    ("peak_flops_log", "log of measured GEMM peak for the workload's dtype over "
-                       "[1 GFLOP/s, 1 PFLOP/s], clipped"),
+    ("work_per_core_log", "log of the batch's Gram flops n·d² per logical core over [1e3, 1e12], "
+                          "clipped"),
     ("gpu_present", "1 if a GPU is visible else 0"),
     ("gpu_sms_log", "log2(1 + SMs) / log2(1 + 256), clipped; 0 without a GPU"),
     ("gpu_bandwidth_log", "log of the GPU's theoretical bandwidth over [1 GB/s, 10 TB/s]; "
@@ -104,6 +109,8 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     *((f"l1_{s}", f"1 if l1_solver is {s!r} else 0") for s in L1_SOLVERS),
     # plan scalars
     ("threads_fraction", "threads / logical cores, clipped to [0, 1]; None (all cores) is 1"),
+    ("threads_work_log", "log of the batch's elements n·d per thread of the plan over "
+                         "[64, 2^26], clipped"),
     ("chunk_log", "log of chunk KiB over [16, 16384], clipped; None is the engine's 256"),
     ("chunks_per_batch_log", "log2(ceil(n·d·itemsize / chunk bytes)) / 16, clipped"),
     # profile
@@ -178,13 +185,9 @@ class FeatureExtractor:
 
     def _values(self, w: Workload, plan: Plan, hw: Hardware,
                 fractions: Mapping[str, float] | None) -> dict[str, float]:
-        if not hw.measured:
-            raise ValueError("the hardware fingerprint has no measured bandwidth and GEMM peak; "
-                             "take it with fingerprint(measure=True)")
         checked = None if fractions is None else _check_fractions(fractions)
         batch_bytes = _batch_bytes(w)
         d = w.dim
-        bound = batch_roofline(w, hw)
         intensity = d * (d + 1) / ((w.features + 1) * w.itemsize)
         chunk_kib = plan.chunk_kib if plan.chunk_kib is not None else DEFAULT_CHUNK_KIB
         chunks = math.ceil(w.rows * d * w.itemsize / (chunk_kib * 1024))
@@ -199,24 +202,22 @@ class FeatureExtractor:
             "input_on_device": float(w.location == "device"),
             "batch_bytes_log": _log_unit(batch_bytes, *_BYTES_RANGE),
             "arithmetic_intensity": _log_unit(intensity, *_AI_RANGE),
-            "roofline_time_log": _log_unit(bound["bound_s"], 1e-7, 10.0),
-            "roofline_memory_share": bound["memory_s"] / (bound["memory_s"] + bound["compute_s"]),
+            "batch_over_l2_log": _log2_ratio(batch_bytes, hw.l2_bytes),
+            "batch_over_l3_log": _log2_ratio(batch_bytes, hw.l3_bytes),
             "batch_fits_l2": float(hw.l2_bytes is not None and batch_bytes <= hw.l2_bytes),
             "batch_fits_l3": float(hw.l3_bytes is not None and batch_bytes <= hw.l3_bytes),
             "solve_share": d / (3.0 * w.rows + d),
             "cores_log": _log_unit(cores, 1, 256),
             "smt": 1.0 - min(hw.physical_cores, cores) / cores,
             "simd_level": SIMD_ORDINAL.get(hw.simd, 0.0),
-            "l2_log": _log_unit(hw.l2_bytes or 0, 64 << 10, 16 << 20),
-            "l3_log": _log_unit(hw.l3_bytes or 0, 1 << 20, 1 << 30),
-            "bandwidth_log": _log_unit(hw.memory_bandwidth_bytes_per_s, _GB, 1e4 * _GB),
-            "peak_flops_log": _log_unit(hw.peak_flops(w.dtype), _GB, 1e6 * _GB),
+            "work_per_core_log": _log_unit(w.rows * d * d / cores, 1e3, 1e12),
             "gpu_present": float(hw.has_gpu),
             "gpu_sms_log": _log_unit(1 + (hw.gpu_sms or 0), 1, 257),
             "gpu_bandwidth_log": _log_unit(hw.gpu_bandwidth_bytes_per_s or 0, _GB, 1e4 * _GB),
             "gpu_l2_log": _log_unit(hw.gpu_l2_bytes or 0, 1 << 20, 1 << 30),
             "gram_default": float(plan.gram is None),
             "threads_fraction": min(1.0, max(0.0, threads / cores)),
+            "threads_work_log": _log_unit(w.rows * d / max(1, threads), 64, 1 << 26),
             "chunk_log": _log_unit(chunk_kib, *CHUNK_KIB_RANGE),
             "chunks_per_batch_log": min(1.0, math.log2(max(1, chunks)) / 16),
             "profile_present": float(checked is not None),

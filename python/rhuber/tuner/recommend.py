@@ -33,7 +33,7 @@ import numpy as np
 
 from ..engines.plans import Plan, parse_plan, plans_for
 from ..engines.workload import Workload
-from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN, OUT_OF_DISTRIBUTION
+from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN, OUT_OF_DISTRIBUTION, TRIAL
 from .features import batch_roofline
 
 if TYPE_CHECKING:  # the advisor imports the models; keep this module light to import
@@ -249,11 +249,8 @@ def recommend(workload: Workload, advisor: Advisor, *, experiments: int = EXPERI
         if extra.id not in {p.id for p in candidates}:
             candidates.append(extra)
     inside = {r.plan.id for r in advice.ranked}
-    if hw.measured:
-        ranked = [(r.plan, math.exp(r.log_rows_per_s), r.uncertainty)
-                  for r in ensemble.rank(workload, candidates, hw)]
-    else:  # the features need the machine's bandwidth and peak: nothing can be predicted
-        ranked = [(p, None, None) for p in candidates]
+    ranked = [(r.plan, math.exp(r.log_rows_per_s), r.uncertainty)
+              for r in ensemble.rank(workload, candidates, hw)]
     rows = tuple(PlanPrediction(p.id, r, u, p.id == advice.default.id, p.id == advice.plan.id,
                                 p.id in inside) for p, r, u in ranked)
     # Out of distribution the advisor predicts nothing; the box still shows the extrapolation.
@@ -264,12 +261,13 @@ def recommend(workload: Workload, advisor: Advisor, *, experiments: int = EXPERI
         predicted = extrapolated.get(advice.plan.id)
     if default_rate is None:
         default_rate = extrapolated.get(advice.default.id)
-    suggested = experiments_for(advisor, workload, experiments) if hw.measured else ()
+    suggested = experiments_for(advisor, workload, experiments)
     return Recommendation(
         workload=workload, hardware_id=hw.hardware_id, cores=hw.cores,
         model_source=advisor.source, model_id=advice.model_id, auto_plan=advice.plan.id,
         default_plan=advice.default.id, reason=advice.reason, detail=advice.detail,
-        out_of_distribution=advice.reason == OUT_OF_DISTRIBUTION,
+        out_of_distribution=advice.reason == OUT_OF_DISTRIBUTION or (
+            advice.reason == TRIAL and advice.detail.startswith("out of distribution")),
         predicted_rows_per_s=predicted, default_rows_per_s=default_rate, plans=rows,
         bottleneck=bottleneck_of(advisor, workload, advice.plan), experiments=suggested,
         commands=collect_commands(suggested))

@@ -149,6 +149,13 @@ class Store:
                              "UPDATE SET fingerprint = excluded.fingerprint",
                              (hardware_id, json.dumps(fingerprint, sort_keys=True, default=str)))
 
+    def mark_simulated(self, hardware_id: str, how: str) -> None:
+        """Label machine ``hardware_id`` as simulated (``how``: what was restricted, on which
+        real machine), kept in the ``meta`` table as ``simulated:<id>``."""
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             (f"simulated:{hardware_id}", how))
+
     def record(self, m: Measurement) -> None:
         """Store one measurement, replacing an earlier one of the same key; all or nothing."""
         if m.status not in ("ok", "unstable", "failed"):
@@ -169,6 +176,11 @@ class Store:
         rows = self._db.execute("SELECT workload_id, plan_id FROM measurements WHERE "
                                 "hardware_id = ?", (hardware_id,))
         return {(w, p) for w, p in rows}
+
+    def simulated(self) -> dict[str, str]:
+        """The machines labelled simulated (:meth:`mark_simulated`): id → how."""
+        rows = self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'simulated:%'")
+        return {k.split(":", 1)[1]: v for k, v in rows}
 
     def hardware(self) -> dict[str, dict[str, Any]]:
         return {h: json.loads(f) for h, f in self._db.execute("SELECT * FROM hardware")}

@@ -1,0 +1,300 @@
+"""Issue 28: the rule's default, trials in the stream when the model is unsure, a fresh machine
+(no manual step), many machines in the store, leave-one-machine-out validation."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import NATIVE_CPU, make_problem, require_module
+from rhuber import RenewableHuberRegressor, dispatch
+from rhuber.engines.plans import Plan, plans_for
+from rhuber.engines.workload import Workload
+from rhuber.lab import validate
+from rhuber.tuner import advisor as adv
+from rhuber.tuner import hardware, probes, rules
+from rhuber.tuner.features import FeatureExtractor
+from rhuber.tuner.store import Measurement, Store
+
+SHIPPED_STORE = adv.default_models_dir().parent / "corpus.sqlite"
+
+
+# ------------------------------------------------------------------------------ the rule
+
+
+def _m(hw, w, plan, rate):
+    return Measurement(hardware_id=hw, workload_id=w.id, plan_id=plan.id, status="ok",
+                       rows_per_run=1, runs_s=[1 / rate], median_s=1 / rate, cv=0.0,
+                       rows_per_s=rate, library_version="t", measured_at="2026-01-01T00:00:00")
+
+
+def test_the_rule_search_finds_the_rule_the_measurements_favour():
+    # Two machines: prox_newton wins below 4 MiB batches, lamm above; one thread below
+    # 2^14 elements, two above.
+    rows = []
+    for hw in ("a", "b"):
+        for n, p in ((256, 8), (1024, 16), (8192, 64), (4096, 256), (16384, 256)):
+            w = Workload(n, p, penalized=True)
+            for plan in plans_for(w, type("H", (), {"cores": 2})()):
+                if plan.backend != "native_cpu":
+                    continue
+                small = n * p * 8 <= 4 << 20
+                rate = 100.0
+                rate *= 2.0 if (plan.l1_solver == "prox_newton") == small else 1.0
+                rate *= 1.5 if (plan.threads == 1) == (n * w.dim < 1 << 14) else 1.0
+                rate *= 1.1 if plan.gram == "incremental" and plan.chunk_kib == 256 else 1.0
+                rows.append(_m(hw, w, plan, rate))
+    rule, score = rules.search(rows, {"a": 2, "b": 2})
+    assert score == pytest.approx(1.0)
+    assert rule.prox_newton_max_bytes in (4 << 20, 8 << 20)
+    assert (rule.gram, rule.chunk_kib) == ("incremental", 256)
+    assert rule.plan(Workload(4096, 256, penalized=True), 2).l1_solver == "lamm"
+    assert rule.plan(Workload(256, 8, penalized=True), 2) == Plan(
+        "native_cpu", threads=1, gram="incremental", chunk_kib=256, l1_solver="prox_newton")
+
+
+def test_the_shipped_rule_is_the_search_over_the_shipped_store():
+    with Store(SHIPPED_STORE, read_only=True) as store:
+        ms, fps = list(store.measurements()), store.hardware()
+    shipped = rules.load(adv.default_models_dir())
+    found, _ = rules.search(ms, {h: f["logical_cores"] for h, f in fps.items()})
+    assert rules.Rule.from_dict({**found.as_dict(), "model_regions": shipped.model_regions}) \
+        == shipped
+
+
+def test_the_built_in_rule_is_the_shipped_one():
+    assert rules.DEFAULT_RULE == rules.load(adv.default_models_dir())
+
+
+def test_a_rule_file_round_trips_and_a_bad_one_falls_back(tmp_path):
+    rule = rules.Rule(2 << 20, 4096, "full", 64, ("l1=1/size=0",))
+    rules.save(rule, tmp_path, note="x")
+    assert rules.load(tmp_path) == rule
+    (tmp_path / rules.RULE_FILE).write_text("{not json")
+    assert rules.load(tmp_path) == rules.DEFAULT_RULE
+
+
+# ------------------------------------------------------------------------------ trials
+
+
+def _trial_advice(plans=None):
+    default = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=256,
+                   l1_solver="lamm")
+    plans = plans or (default, Plan("native_cpu", threads=2, gram="incremental",
+                                    chunk_kib=256, l1_solver="lamm"),
+                      Plan("native_cpu", threads=1, gram="full", chunk_kib=64,
+                           l1_solver="lamm"))
+    return adv.Advice(Workload(1024, 8), default, default, adv.TRIAL, "unsure", 1e3, 1e3,
+                      model_id="m", trials=tuple(plans))
+
+
+def _run(session, seconds):
+    plans = []
+    for s in seconds:
+        plans.append(session.plan)
+        session = session.observe(1000, s)
+    return session, plans
+
+
+def test_trials_time_each_candidate_and_keep_the_fastest_measured():
+    advice = _trial_advice()
+    a, b, c = advice.trials
+    session = adv.Session.from_advice(advice)
+    assert session.reason == adv.TRIAL and session.plan == a
+    # warm-up and evidence batch each: a 1000 rows/s, b 2000, c 1250.
+    session, ran = _run(session, [9.0, 1.0, 9.0, 0.5, 9.0, 0.8])
+    assert ran == [a, a, b, b, c, c]
+    assert session.settled and session.reason == adv.TRIED and session.plan == b
+    report = session.report()
+    assert report.plan == b.id and "2,000" in report.detail and a.id in report.detail
+    assert session.observe(1000, 0.001) == session
+
+
+def test_same_timings_give_the_same_choice_and_ties_go_to_the_default():
+    advice = _trial_advice()
+    times = [3.0, 0.7, 1.0, 0.9, 2.0, 0.75]
+    first, _ = _run(adv.Session.from_advice(advice), times)
+    remembered = adv.Session.from_advice(advice)  # a later stream of this process
+    assert remembered.settled and remembered.plan == first.plan
+    assert "remembered" in remembered.detail
+    adv.reset_shared()
+    again, _ = _run(adv.Session.from_advice(advice), times)
+    assert first == again and first.plan == advice.trials[0]
+    adv.reset_shared()
+    tie, _ = _run(adv.Session.from_advice(advice), [1.0, 1.0] * 3)
+    assert tie.plan == advice.default
+
+
+def test_a_stream_too_short_for_trials_runs_the_default():
+    advice = _trial_advice()
+    session = adv.Session.from_advice(advice, batches=6)
+    assert session.reason == adv.TOO_SHORT and session.plan == advice.default and session.settled
+    assert adv.Session.from_advice(advice, batches=7).reason == adv.TRIAL
+
+
+class _Clock:
+    """time.perf_counter for the estimator: each batch (two readings) lasts the next of
+    ``durations``."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.reads = list(durations), 0.0, 0
+
+    def perf_counter(self):
+        self.reads += 1
+        if self.reads % 2 == 0:
+            self.now += self.durations.pop(0) if self.durations else 1.0
+        return self.now
+
+
+class _UnsureAdvisor:
+    rule = rules.DEFAULT_RULE
+
+    def advise(self, workload, *, candidates, default):
+        others = [p for p in candidates if p != default and p.backend == "native_cpu"][:2]
+        return adv.Advice(workload, default, default, adv.TRIAL, "test", 1.0, 1.0,
+                          model_id="fixed", trials=(default, *others))
+
+
+def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
+    require_module(*NATIVE_CPU)
+    from rhuber import estimator
+
+    monkeypatch.setattr(adv, "shared", _UnsureAdvisor)
+    # default 300 rows/s, the second candidate 600, the third 450 (evidence batches).
+    monkeypatch.setattr(estimator, "time", _Clock([5.0, 1.0, 5.0, 0.5, 5.0, 0.67]))
+    X, y, _ = make_problem(np.random.default_rng(3), 10 * 300, 5)
+    auto = RenewableHuberRegressor()
+    ran = []
+    for start in range(0, len(y), 300):
+        auto.partial_fit(X[start:start + 300], y[start:start + 300])
+        ran.append(auto._plan())
+    trials = auto._session.advice.trials
+    assert ran[:5] == [trials[0], trials[1], trials[1], trials[2], trials[2]]
+    assert ran[5:] == [trials[1]] * 5
+    assert auto.plan_.reason == adv.TRIED and auto.plan_.plan == trials[1].id
+    reference = RenewableHuberRegressor(plan=trials[0])
+    for start in range(0, len(y), 300):
+        reference.partial_fit(X[start:start + 300], y[start:start + 300])
+    np.testing.assert_allclose(auto.coef_, reference.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):
+    require_module(*NATIVE_CPU)
+    monkeypatch.setattr(adv, "shared", _UnsureAdvisor)
+    X, y, _ = make_problem(np.random.default_rng(4), 1200, 4)
+    est = RenewableHuberRegressor(batch_size=400).fit(X, y)  # 3 batches, 3 plans to try
+    assert est.plan_.reason == adv.TOO_SHORT
+    w = Workload(400, 4)
+    candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
+    assert est.plan_.plan == dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine,
+                                                   None, None).id
+
+
+# --------------------------------------------------------------- a fresh machine, no manual step
+
+
+def test_a_fresh_machine_needs_no_probe_and_no_manual_step(tmp_path, monkeypatch):
+    require_module(*NATIVE_CPU)
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a probe ran")
+
+    monkeypatch.setattr(probes, "measure_machine_limits", refuse)
+    monkeypatch.setattr(hardware, "_PROCESS_CACHE", {})
+    adv.reset_shared()
+    try:
+        X, y, _ = make_problem(np.random.default_rng(5), 4000, 6)
+        est = RenewableHuberRegressor(batch_size=500).fit(X, y)
+        assert "no measured bandwidth" not in str(est.plan_)
+        assert est.plan_.reason != adv.NO_MODEL, str(est.plan_)
+        assert est.plan_.model_id and est.plan_.model_id.startswith(("shipped:", "local:"))
+    finally:
+        adv.reset_shared()
+    assert not any(tmp_path.iterdir())  # nothing persisted
+
+
+def test_features_need_no_measured_limits():
+    hw = hardware.identify()
+    assert not hw.measured
+    x = FeatureExtractor().extract(Workload(1024, 8), Plan("numpy"), hw)
+    assert np.isfinite(x).all() and ((x >= 0) & (x <= 1)).all()
+
+
+# ----------------------------------------------------------- many machines, held out in turn
+
+
+def test_the_shipped_store_holds_three_machines_one_labelled_simulated():
+    with Store(SHIPPED_STORE, read_only=True) as store:
+        machines = {m.hardware_id for m in store.measurements()}
+        simulated = store.simulated()
+    assert len(machines) >= 3
+    assert simulated and set(simulated) < machines
+    assert all("simulated" in how and "sched_setaffinity" in how for how in simulated.values())
+    card = (SHIPPED_STORE.parent / "DATA_CARD.md").read_text()
+    for h in machines:
+        assert h in card
+    for h in simulated:
+        assert "simulated" in card.split(h, 1)[1][:400].lower()
+
+
+def test_leave_one_machine_out_trains_on_the_others(monkeypatch):
+    with Store(SHIPPED_STORE, read_only=True) as store:
+        ms, fps = list(store.measurements()), store.hardware()
+    machines = sorted({m.hardware_id for m in ms})
+    small = [m for m in ms if m.hardware_id != machines[0] or hash(m.workload_id) % 8 == 0]
+    trained_on = []
+    real = validate.train_models
+
+    def spy(rows, fingerprints, **kwargs):
+        trained_on.append({m.hardware_id for m in rows})
+        return real(rows, fingerprints, params={"throughput": {"n_estimators": 20},
+                                                "plan": {"n_estimators": 8},
+                                                "bottleneck": {"solver": "sag"}})
+
+    monkeypatch.setattr(validate, "train_models", spy)
+    report = validate.leave_one_machine_out(small, fps)
+    assert [f["held_out"] for f in report["folds"]] == machines
+    assert all(held not in seen for held, seen in zip(machines, trained_on, strict=True))
+    for f in report["folds"]:
+        s = f["summary"]
+        assert s["workloads"] > 0 and s["auto"]["geomean"] >= 1.0 and s["rule"]["geomean"] >= 1.0
+    assert "Leave one machine out" in validate.lomo_markdown(report)
+
+
+def test_validate_on_a_fresh_machine_reads_the_shipped_store(tmp_path):
+    env = {**os.environ, "RHUBER_CACHE_DIR": str(tmp_path), "HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "rhuber.cli", "tune", "validate", "--no-lomo",
+                          "--json"], check=False, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert len(report["hardware_ids"]) >= 3 and "rule" in report
+
+
+def test_collect_simulates_a_smaller_machine_in_its_own_process(tmp_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing smaller to simulate")
+    require_module(*NATIVE_CPU)
+    store = tmp_path / "s.sqlite"
+    out = subprocess.run([sys.executable, "-m", "rhuber.cli", "tune", "collect", "--store",
+                          str(store), "--rows", "256", "--features", "2", "--budget", "3",
+                          "--simulate-cores", "1"], check=False, capture_output=True, text=True,
+                         env={**os.environ, "RHUBER_CACHE_DIR": str(tmp_path)}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    with Store(store, read_only=True) as s:
+        (hw_id, fp), = s.hardware().items()
+        assert fp["logical_cores"] == 1 and hw_id in s.simulated()
+    assert len(os.sched_getaffinity(0)) >= 2  # the test process was not restricted
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_memory():
+    """Trials are remembered per process: each test starts without what another measured."""
+    adv.reset_shared()
+    yield
+    adv.reset_shared()
