@@ -10,9 +10,11 @@ gross outliers). Backends: numpy, and native_cpu when installed (where its modul
 return the inference sums itself, the wrapper computes them on the host: the figure says so).
 Each configuration streams ``--repeats`` times, alternating False / True; the best time counts,
 as wall time and as the process's CPU time (all threads), which a machine busy with other work
-disturbs less than wall time.
+disturbs less than wall time. On a shared machine run it single-threaded (native_cpu's n_jobs=1 is
+the default here, and OpenBLAS's threads spin-wait, which counts as CPU time under load):
 
-    .venv/bin/python scripts/studies/inference_cost.py --out docs/inference/cost.json
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python scripts/studies/inference_cost.py \
+        --out docs/inference/cost.json
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from rhuber.engines import make_engine, native_cpu_available
 SHAPES = {"reference": (100_000, 90, 32_768), "streaming": (1_000_000, 32, 65_536)}
 
 
-def stream_seconds(batches: list, backend: str, matrices: bool) -> tuple[float, float]:
+def stream_seconds(batches: list, backend: str, matrices: bool,
+                   n_jobs: int | None) -> tuple[float, float]:
     """(wall, CPU) seconds of one stream."""
-    est = RenewableHuberRegressor(backend=backend, inference_matrices=matrices)
+    est = RenewableHuberRegressor(backend=backend, inference_matrices=matrices,
+                                  n_jobs=n_jobs if backend == "native_cpu" else None)
     wall, cpu = time.perf_counter(), time.process_time()
     for X, y in batches:
         est.partial_fit(X, y)
@@ -66,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--shapes", default="reference,streaming")
+    parser.add_argument("--n-jobs", type=int, default=1, help="native_cpu threads (1)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     backends, host_sums = ["numpy"], False
@@ -94,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             times = {False: [], True: []}
             for _ in range(args.repeats):
                 for matrices in (False, True):
-                    times[matrices].append(stream_seconds(batches, backend, matrices))
+                    times[matrices].append(stream_seconds(batches, backend, matrices,
+                                                          args.n_jobs))
             wall = {m: min(w for w, _ in t) for m, t in times.items()}
             cpu = {m: min(c for _, c in t) for m, t in times.items()}
             records.append({
@@ -107,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
                 "all_seconds": {str(m): t for m, t in times.items()}})
             print(records[-1], file=sys.stderr)
     report = {"repeats": args.repeats, "load_average": list(os.getloadavg()),
-              "cpus": os.cpu_count(), "records": records}
+              "cpus": os.cpu_count(), "native_cpu_n_jobs": args.n_jobs,
+              "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+              "records": records}
     text = json.dumps(report, indent=1) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
