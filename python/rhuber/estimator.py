@@ -81,6 +81,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     term (the "renewable" update of ``docs/method.md``); the data of past batches is never
     revisited.
 
+    An unpenalized stream also carries the sums of Huber's covariance estimates, renewed batch by
+    batch: :meth:`summary`, :meth:`cov_params`, :meth:`bse`, :meth:`conf_int`, :meth:`tvalues`
+    and :meth:`pvalues` give statsmodels' RLM statistics (H1, H2, H3) and the sandwich HC0
+    (``docs/inference.md``).
+
     Parameters
     ----------
     fit_intercept : bool, default=True

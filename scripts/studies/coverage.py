@@ -54,12 +54,12 @@ def draw(rng: np.random.Generator, law: str, n: int) -> tuple[np.ndarray, np.nda
     return X, X @ BETA[:-1] + BETA[-1] + e
 
 
-def replicate(seed: int, law: str, rows: int, batch_sizes: list[int]) -> dict[int, dict]:
+def replicate(seed: int, law: str, rows: int, batch_sizes: list[int],
+              config: Config) -> dict[int, dict]:
     """One stream, fitted once per batch size: per batch size the estimate and each cov type's
     standard errors."""
     rng = np.random.default_rng(seed)
     X, y = draw(rng, law, rows)
-    config = Config(inference_matrices=True)
     out = {}
     for size in batch_sizes:
         state = None
@@ -71,14 +71,16 @@ def replicate(seed: int, law: str, rows: int, batch_sizes: list[int]) -> dict[in
     return out
 
 
-def study(reps: int, rows: int, batch_sizes: list[int], seed: int) -> list[dict]:
+def study(reps: int, rows: int, batch_sizes: list[int], seed: int,
+          config: Config) -> list[dict]:
     records = []
     for law_index, law in enumerate(LAWS):
         coefs = {s: [] for s in batch_sizes}
         ses = {s: {t: [] for t in inf.COV_TYPES} for s in batch_sizes}
         started = time.perf_counter()
         for rep in range(reps):
-            result = replicate(seed + 1_000_003 * law_index + rep, law, rows, batch_sizes)
+            result = replicate(seed + 1_000_003 * law_index + rep, law, rows, batch_sizes,
+                               config)
             for size, r in result.items():
                 coefs[size].append(r["coef"])
                 for t in inf.COV_TYPES:
@@ -136,15 +138,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", default="2000,500,100",
                         help="comma-separated batch sizes (2000,500,100)")
     parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--curvature", choices=("indicator", "smoothed"), default="indicator")
+    parser.add_argument("--bandwidth-scale", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "inference")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.batch_sizes.split(",")]
     started = time.perf_counter()
-    records = study(args.reps, args.rows, sizes, args.seed)
+    config = Config(inference_matrices=True, curvature=args.curvature,
+                    bandwidth_scale=args.bandwidth_scale)
+    records = study(args.reps, args.rows, sizes, args.seed, config)
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {"reps": args.reps, "rows": args.rows, "batch_sizes": sizes, "seed": args.seed,
                 "features": BETA.size - 1, "beta": BETA.tolist(), "laws": list(LAWS),
                 "interval": "normal 95 %", "engine": "numpy reference",
+                "curvature": args.curvature, "bandwidth_scale": args.bandwidth_scale,
                 "seconds": round(time.perf_counter() - started, 1)}
     (args.out / "coverage.json").write_text(
         json.dumps({"settings": settings, "records": records}, indent=1) + "\n")
