@@ -129,13 +129,40 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
         return _advisor.Session(plan.id, how, plan=None if how == _advisor.PINNED else plan)
     if est.backend != "auto":
         return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
+    advisor = _advisor.shared()
+    key = (int(X.shape[0]), int(X.shape[1]), np.dtype(X.dtype).str, float(est.alpha) > 0,
+           bool(est.fit_intercept), est.n_jobs, est.l1_solver, advisor)
+    try:
+        known = _ANSWERS.get(key)
+    except TypeError:  # an unhashable setting or advisor: no memo
+        key, known = None, None
+    if known is None:
+        known = _answer(est, X, advisor)
+        if key is not None:
+            if len(_ANSWERS) >= _MAX_ANSWERS:
+                _ANSWERS.clear()
+            _ANSWERS[key] = known
+    if isinstance(known, _advisor.Session):
+        return known
+    return _advisor.Session.from_advice(known, batches=batches)
+
+
+#: The answers of start() per (batch shape, dtype, penalty, intercept, n_jobs, l1_solver,
+#: advisor): describing the workload and finding the rule's plan cost ~35 µs, which a stream of
+#: small batches would pay at every start (the advisor memoizes its own answers too).
+_ANSWERS: dict[tuple[Any, ...], Any] = {}
+_MAX_ANSWERS = 4096
+
+
+def _answer(est: Any, X: Any, advisor: Any) -> Any:
+    """The advice for a stream of ``est`` starting with ``X``, or the session when there is no
+    advice to take (no native engine, no model)."""
     w = workload(est, X)
     solver = est.l1_solver if w.penalized else "lamm"
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:
         return _advisor.Session(default.id, _advisor.NO_MODEL,
                                 "only the NumPy reference is installed")
-    advisor = _advisor.shared()
     default = rule_default(getattr(advisor, "rule", DEFAULT_RULE), w, candidates,
                            default, threads(est.n_jobs) if est.n_jobs is not None else None,
                            None if solver == "lamm" else solver)
@@ -143,8 +170,7 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
         return _advisor.Session(default.id, _advisor.NO_MODEL,
                                 "the tuner's models could not be loaded; the rule's plan",
                                 plan=default)
-    return _advisor.Session.from_advice(
-        advisor.advise(w, candidates=candidates, default=default), batches=batches)
+    return advisor.advise(w, candidates=candidates, default=default)
 
 
 def rule_default(rule: Rule, w: Workload, candidates: tuple[Plan, ...], engine_default: Plan,

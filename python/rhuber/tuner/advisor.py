@@ -102,6 +102,13 @@ class Advice:
     def chosen(self) -> bool:
         return self.reason == CHOSEN
 
+    @property
+    def out_of_distribution(self) -> bool:
+        """Whether the workload (or this machine) lies outside the training distribution,
+        whether or not trials follow."""
+        return self.reason == OUT_OF_DISTRIBUTION or (
+            self.reason == TRIAL and self.detail.startswith("out of distribution"))
+
 
 def _median_after_warmup(rates: tuple[float, ...]) -> float | None:
     evidence = rates[WARMUP_BATCHES:] or rates

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..engines.plans import Plan, parse_plan, plans_for
 from ..engines.workload import Workload
-from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN, OUT_OF_DISTRIBUTION, TRIAL
+from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN
 from .features import batch_roofline
 
 if TYPE_CHECKING:  # the advisor imports the models; keep this module light to import
@@ -266,8 +266,7 @@ def recommend(workload: Workload, advisor: Advisor, *, experiments: int = EXPERI
         workload=workload, hardware_id=hw.hardware_id, cores=hw.cores,
         model_source=advisor.source, model_id=advice.model_id, auto_plan=advice.plan.id,
         default_plan=advice.default.id, reason=advice.reason, detail=advice.detail,
-        out_of_distribution=advice.reason == OUT_OF_DISTRIBUTION or (
-            advice.reason == TRIAL and advice.detail.startswith("out of distribution")),
+        out_of_distribution=advice.out_of_distribution,
         predicted_rows_per_s=predicted, default_rows_per_s=default_rate, plans=rows,
         bottleneck=bottleneck_of(advisor, workload, advice.plan), experiments=suggested,
         commands=collect_commands(suggested))

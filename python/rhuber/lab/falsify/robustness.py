@@ -15,7 +15,6 @@ from ...estimator import RenewableHuberRegressor
 from ...tuner import advisor as _advisor
 from ...tuner import advisor as adv
 from ...tuner import model_files, models
-from ...tuner.advisor import OUT_OF_DISTRIBUTION
 from ...tuner.features import SIMD_ORDINAL
 from .. import validate
 from ..collect import workload_batches
@@ -115,9 +114,9 @@ def f085(ctx: Context) -> Outcome:
 def f086(ctx: Context) -> Outcome:
     outside = [Workload(rows=10**7, features=32), Workload(rows=64, features=32),
                Workload(rows=4096, features=4096), Workload(rows=4096, features=1)]
-    flagged = sum(ctx.advisor.advise(w).reason == OUT_OF_DISTRIBUTION for w in outside)
+    flagged = sum(ctx.advisor.advise(w).out_of_distribution for w in outside)
     inside = ctx.held_advice
-    quiet = sum(a.reason != OUT_OF_DISTRIBUTION for a in inside)
+    quiet = sum(not a.out_of_distribution for a in inside)
     return holds(flagged == len(outside) and quiet >= len(inside) / 2,
                  f"{flagged}/{len(outside)} outside flagged, {quiet}/{len(inside)} held-out "
                  "workloads not flagged", "all outside; at least half inside")
@@ -168,7 +167,7 @@ def f089(ctx: Context) -> Outcome:
     if len(seen) == 2:  # both seen: drift in the dtype of a machine instead
         drifted = [Workload(rows=4096, features=32, location="device")]
     advice = [ctx.advisor.advise(w) for w in drifted]
-    flagged = sum(a.reason == OUT_OF_DISTRIBUTION for a in advice)
+    flagged = sum(a.out_of_distribution for a in advice)
     return count(flagged, "==", len(advice), "flagged",
                  "; ".join(f"{a.workload.id}: {a.detail}" for a in advice)[:160])
 
