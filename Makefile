@@ -86,8 +86,9 @@ test-extras: setup
 	$(PIP) install -q "torch>=2.2"
 	$(PY) -m pytest tests -k "torch" -rs
 
-# The benchmark protocol's smoke profile: JSON records and PNG plots in docs/perf/results/.
-bench: setup
+# The benchmark protocol's smoke profile: JSON records and PNG plots in docs/perf/results/, the seed
+# system (renewable-huber, from .venv-seed) among the peers.
+bench: setup seed-venv
 	$(PY) scripts/benchmarks/benchmark_shape_sweep.py --profile smoke --out docs/perf/results/
 
 # On a machine with an NVIDIA GPU: build, GPU tests, benchmark; summary.json/.txt in $(OUT).

@@ -407,7 +407,8 @@ def test_paths_choose_what_is_timed_for_the_engines():
     engine_only = replace(TINY, engines=("numpy",), paths=("engine",))
     planned = sweep._subjects(engine_only, 0.0)
     assert [(e, path) for e, path, *_ in planned] == [
-        ("numpy", "engine"), ("sgd_huber", "estimator"), ("huber_regressor", "estimator")]
+        ("numpy", "engine"), ("sgd_huber", "estimator"), ("huber_regressor", "estimator"),
+        ("seed_native_cpu", "estimator"), ("seed_numpy", "estimator")]
     both = sweep._subjects(replace(TINY, engines=("numpy",), peers=()), 0.0)
     assert [type(s).__name__ for *_, s, _ in both] == ["EngineSubject", "EstimatorSubject"]
     with pytest.raises(ValueError, match="path"):
@@ -440,8 +441,7 @@ def test_schema_revision_1_is_a_compatible_extension(document):
     assert validation_errors(wrong)
     # A revision-0 run compares with a revision-1 run: engine rows pair with engine rows.
     pairs, warnings = compare(old, document)
-    assert pairs and all(p.key[2] == "engine" or p.key[1] in ("sgd_huber", "huber_regressor")
-                         for p in pairs)
+    assert pairs and all(p.key[2] == "engine" or p.key[1] in sweep.PEERS for p in pairs)
     assert all(p.ratio == pytest.approx(1.0) for p in pairs)
     assert any("only in the new" in w for w in warnings)
     # The gate and the tables read both revisions.

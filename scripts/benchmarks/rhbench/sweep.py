@@ -30,11 +30,13 @@ from .contracts import (
 )
 from .environment import collect_environment, hardware_fingerprint
 from .limits import measure_machine_limits, roofline_bound
+from .seed import MATCHED, SEED_PEERS, MatchedSubject, SeedSubject, seed_unavailable
 
 #: Engines of the project and peers from scikit-learn, in table order.
 #: native_cpu_prox_newton: native_cpu with the opt-in proximal Newton L1 solver (L1 rows only).
 ENGINES = ("numpy", "native_cpu", "native_cpu_prox_newton", "cuda")
-PEERS = ("sgd_huber", "huber_regressor")
+#: The seed system's peers (rhbench.seed) bring our rows in its configuration with them.
+PEERS = ("sgd_huber", "huber_regressor", *SEED_PEERS)
 #: What the clock covers: "engine" (engine.update on the batches) or "estimator" (a public
 #: estimator's partial_fit or fit, called as users call it). Peers have the estimator path only.
 PATHS = ("engine", "estimator")
@@ -313,8 +315,20 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
             else:
                 out.append((name, "estimator", "host",
                             HuberRegressorSubject(profile.epsilon, profile.max_iter), ""))
+        elif name in SEED_PEERS:
+            reason = seed_unavailable()
+            out.append((name, "estimator", "host",
+                        None if reason else SeedSubject(name, alpha, threads), reason))
         else:
             raise ValueError(f"unknown peer {name!r}; expected one of {PEERS}")
+    if set(SEED_PEERS) & set(profile.peers) and "estimator" in paths:
+        for name in MATCHED:
+            reason = ""
+            if not native_cpu_available():
+                reason = ("native_cpu engine not installed "
+                          "(module _rhuber_native_cpu cannot be imported)")
+            out.append((name, "estimator", "host",
+                        None if reason else MatchedSubject(name, config, threads), reason))
     return out
 
 
@@ -445,6 +459,7 @@ class Sweep:
         gc.collect()
         try:
             batches = subject.prepare(data.batches)
+            base["parameters"] = subject.parameters()  # some depend on the batches (the seed's)
             if "full_fit" in contracts:
                 return [self._full_fit(base, subject, batches, data)]
             return self._streamed(base, subject, batches, data)
@@ -518,8 +533,8 @@ class Sweep:
         p = self.profile
         from rhuber.core.types import default_tol
 
-        kind = ("reference" if engine == "numpy" else "native" if engine in ENGINES
-                else "peer")
+        kind = ("reference" if engine == "numpy" else "native"
+                if engine in ENGINES or engine in MATCHED else "peer")
         operation = ("fit" if engine == "huber_regressor" else
                      "update" if path == "engine" else "partial_fit")
         return {
@@ -622,6 +637,13 @@ class Sweep:
 
 def _timed_call(engine: str, path: str, operation: str) -> str:
     """The call the clock covers, once per batch (``fit``: once on all rows)."""
+    if engine in SEED_PEERS:
+        return (f"renewable_huber.RenewableHuberRegressor(backend="
+                f"{engine.removeprefix('seed_')!r}, tau=1.345).partial_fit(X, y)")
+    if engine in MATCHED:
+        tau = ", tau=1.345" if engine == "native_cpu_tau" else ""
+        return (f"RenewableHuberRegressor(backend='native_cpu'{tau}, curvature='smoothed')"
+                ".partial_fit(X, y) (L1: the seed's λ schedule, as lambda_scale; rhbench/seed.py)")
     if engine == "sgd_huber":
         return "SGDRegressor(loss='huber').partial_fit(X, y)"
     if engine == "huber_regressor":
