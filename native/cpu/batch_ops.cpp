@@ -625,15 +625,15 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   const std::size_t rows = X_.rows;
   const std::size_t square = dim_ * dim_;
   const std::size_t blocks = blocks_.count();
-  if (!smoothed) {
-    // J_b at the current point: the Gram maintained through the solve, brought to this point's
-    // curvature set (usually that of the last Newton matrix, so no flips at all).
-    weighted_gram(EngineBrick::info_update);
-  }
+  // The Gram maintained through the solve, brought to this point's curvature set (usually that
+  // of the last Newton matrix, so no flips at all): the indicator J_b, and the quadratic rows'
+  // share of G_b.
+  if (!smoothed || matrices) weighted_gram(EngineBrick::info_update);
   if (smoothed || matrices) require_design_scanned();
   // Sized on first use: most streams never ask for a smoothed curvature or the matrices.
-  if (ws_.information_weights.size() < rows) ws_.information_weights.resize(rows);
-  if (ws_.score_sq_weights.size() < rows) ws_.score_sq_weights.resize(rows);
+  for (auto* buffer : {&ws_.information_weights, &ws_.outlier_weights, &ws_.score_sq_weights}) {
+    if (buffer->size() < rows) buffer->resize(rows);
+  }
   if (ws_.inference_partials.size() < 4 * blocks) ws_.inference_partials.resize(4 * blocks);
   if (matrices && ws_.inference_gram_partials.size() < 2 * blocks * square) {
     ws_.inference_gram_partials.resize(2 * blocks * square);
@@ -641,17 +641,22 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   const T tau = tau_;
   const auto two_h = static_cast<T>(2.0 * request.bandwidth);  // exact: h is a value of T
   const T* residual = ws_.point.residual.data();
+  const T* newton_curvature = ws_.point.weighted_curvature.data();  // the kept Gram's w c
   const T* weights = weights_.data();
   T* information_weights = ws_.information_weights.data();
+  T* outlier_weights = ws_.outlier_weights.data();
   T* score_sq_weights = ws_.score_sq_weights.data();
 
   // One pass over the rows, chunk by chunk: psi, c and the sums from the residuals, and, where
-  // a Gram is asked for, its rows added from X while the chunk is in cache.
+  // a Gram is asked for, its rows added from X while the chunk is in cache. G_b and K_b need
+  // only one full Gram between them: with Q the rows of the kept Gram (|r| <= tau, psi = r) and
+  // O the others (psi = +-tau), G_b = (the kept Gram) + G_O and K_b = K_Q + tau^2 G_O, where G_O
+  // runs over the few rows of O.
   for_each_block([&](std::size_t b) {
     std::array<BlockGram, max_grams_per_pass> grams{};
     if (smoothed) grams[0] = block_gram_into(ws_.gram_partials.data() + b * square, 0);
     if (matrices) {
-      // G's blocks first, then K's: each half is laid out as reduce_partials reads it.
+      // G_O's blocks first, then K_Q's: each half is laid out as reduce_partials reads it.
       grams[1] = block_gram_into(ws_.inference_gram_partials.data() + b * square, 1);
       grams[2] = block_gram_into(ws_.inference_gram_partials.data() + (blocks + b) * square, 2);
     }
@@ -681,12 +686,14 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
           curvature_sq += wc * c64;
           weight += w64;
           information_weights[i] = w * c;
-          score_sq_weights[i] = w * psi * psi;
+          const bool quadratic = newton_curvature[i] != T{0};
+          outlier_weights[i] = quadratic ? T{0} : w;
+          score_sq_weights[i] = quadratic ? w * psi * psi : T{0};
         }
       }
       if (smoothed) add_gram_rows(grams[0], lo, hi, information_weights, EngineBrick::info_update);
       if (matrices) {
-        add_gram_rows(grams[1], lo, hi, weights, EngineBrick::info_update);
+        add_gram_rows(grams[1], lo, hi, outlier_weights, EngineBrick::info_update);
         add_gram_rows(grams[2], lo, hi, score_sq_weights, EngineBrick::info_update);
       }
     });
@@ -700,22 +707,28 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
     sums[3] = weight;
   });
 
+  if (matrices) {
+    // G_O and K_Q through the scratch of the incremental Gram, whose batch this is the end of.
+    T* outliers = ws_.gram_entering.data();
+    T* quadratic = ws_.gram_leaving.data();
+    reduce_partials(ws_.inference_gram_partials.data(), outliers, EngineBrick::info_update);
+    reduce_partials(ws_.inference_gram_partials.data() + blocks * square, quadratic,
+                    EngineBrick::info_update);
+    RH_BRICK_SCOPE(prof_, EngineBrick::info_update, 2 * square, 8 * square * sizeof(T),
+                   4 * square);
+    const T tau_sq = tau * tau;
+    for (std::size_t k = 0; k < square; ++k) {
+      out.gram[k] += ws_.gram[k] + outliers[k];
+      out.score_gram[k] += quadratic[k] + tau_sq * outliers[k];
+    }
+  }
   if (smoothed) {
     reduce_partials(ws_.gram_partials.data(), ws_.gram.data(), EngineBrick::info_update);
-    gram_valid_ = false;  // ws_.gram now holds J_b, not the Newton Gram of a curvature set
+    gram_valid_ = false;  // ws_.gram now holds the smoothed J_b, not a Newton Gram
   }
-  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, 3 * square, 9 * square * sizeof(T), 3 * square);
+  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, square, 3 * square * sizeof(T), square);
   for (std::size_t k = 0; k < square; ++k) {
     out.information[k] = ws_.gram[k] + previous_information_[k];
-  }
-  if (matrices) {
-    // G_b and K_b through the scratch of the incremental Gram, whose batch this is the end of.
-    reduce_partials(ws_.inference_gram_partials.data(), ws_.gram_entering.data(),
-                    EngineBrick::info_update);
-    for (std::size_t k = 0; k < square; ++k) out.gram[k] += ws_.gram_entering[k];
-    reduce_partials(ws_.inference_gram_partials.data() + blocks * square,
-                    ws_.gram_leaving.data(), EngineBrick::info_update);
-    for (std::size_t k = 0; k < square; ++k) out.score_gram[k] += ws_.gram_leaving[k];
   }
   InferenceSums batch{.inference_batches = 1};
   for (std::size_t b = 0; b < blocks; ++b) {

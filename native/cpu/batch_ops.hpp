@@ -76,8 +76,8 @@ class BatchOps {
   double objective_change(const Vector& step, double t);
   // The information update and the batch's inference sums at the current point
   // (rh::SolverOps): the indicator J_b from the kept Gram, or a pass over X forming the smoothed
-  // J_b and, when asked, G_b and K_b side by side, chunk by chunk from cache; the sums come from
-  // the rows' residuals and weights in the same loop.
+  // J_b and, when asked, the parts of G_b and K_b the kept Gram does not give, side by side,
+  // chunk by chunk from cache; the sums come from the rows' residuals and weights in that loop.
   InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
   // rh::FusedTrialOps: several trial steps, or a trial step and the point after it, in one

@@ -100,7 +100,8 @@ struct Workspace {
   std::vector<std::size_t> gram_rows;  // those rows' indices, for the thin-Gram kernel
   // The information pass (BatchOps::information), sized on first use.
   std::vector<T> information_weights;  // w * c of the information update's curvature
-  std::vector<T> score_sq_weights;     // w * psi^2, K's row weights
+  std::vector<T> outlier_weights;      // w on the rows outside the quadratic zone, else 0
+  std::vector<T> score_sq_weights;     // w * psi^2 on the rows inside it, else 0
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles
