@@ -207,6 +207,24 @@ def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
     assert fields[-1] == {"name": "rcond", "type": "double", "offset": 48}
 
 
+def test_config_carries_every_parameter_of_the_python_config(contract):
+    """rh_cuda_config has a field for every key of Config.native_dict but l1_solver (the CUDA
+    engine solves L1 batches with LAMM only; CudaEngine refuses another solver)."""
+    import numpy as np
+
+    from rhuber.core import Config
+
+    fields = {f["name"] for f in next(s for s in contract["structs"]
+                                      if s["name"] == "rh_cuda_config")["fields"]}
+    keys = set(Config().native_dict(np.dtype(np.float64))) - {"l1_solver"}
+    assert keys <= fields, keys - fields
+    info = {f["name"] for f in next(s for s in contract["structs"]
+                                    if s["name"] == "rh_cuda_state_info")["fields"]}
+    sums = {"score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight",
+            "inference_batches"}
+    assert sums <= info
+
+
 def test_built_module_reports_the_contract_version(contract):
     native = pytest.importorskip("_rhuber_native_cuda")
     version = contract["abi_version"]
