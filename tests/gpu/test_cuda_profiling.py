@@ -147,26 +147,30 @@ def test_the_abi_size_query_and_a_small_buffer(native):
         _fields_ = [("device", ctypes.c_int32), ("borrow_stream", ctypes.c_int32),
                     ("stream", ctypes.c_uint64)]
 
+    c = native.CONSTANTS
+    ok, invalid = c["RH_CUDA_OK"], c["RH_CUDA_ERROR_INVALID_ARGUMENT"]
+    report = ctypes.c_int32(c["RH_CUDA_PROFILE_FORMAT_REPORT"])
     handle = ctypes.c_void_p()
-    assert lib.rh_cuda_engine_create(ctypes.byref(Options()), ctypes.byref(handle)) == 0
+    assert lib.rh_cuda_engine_create(ctypes.byref(Options()), ctypes.byref(handle)) == ok
     try:
         needed = ctypes.c_uint64(0)
-        assert lib.rh_cuda_engine_profile_json(handle, 0, None, ctypes.c_uint64(0),
-                                               ctypes.byref(needed)) == 1
+        assert lib.rh_cuda_engine_profile_json(handle, report, None, ctypes.c_uint64(0),
+                                               ctypes.byref(needed)) == invalid
         assert b"never switched on" in lib.rh_cuda_last_error()
-        assert lib.rh_cuda_engine_set_profiling(handle, ctypes.c_int32(1)) == 0
-        assert lib.rh_cuda_engine_profile_json(handle, 0, None, ctypes.c_uint64(0),
-                                               ctypes.byref(needed)) == 0
+        assert lib.rh_cuda_engine_set_profiling(
+            handle, ctypes.c_int32(c["RH_CUDA_PROFILE_PER_BATCH"])) == ok
+        assert lib.rh_cuda_engine_profile_json(handle, report, None, ctypes.c_uint64(0),
+                                               ctypes.byref(needed)) == ok
         size = needed.value
         assert size > 2
         small = ctypes.create_string_buffer(b"x" * 3, 4)
-        assert lib.rh_cuda_engine_profile_json(handle, 0, small, ctypes.c_uint64(4),
-                                               ctypes.byref(needed)) == 1
+        assert lib.rh_cuda_engine_profile_json(handle, report, small, ctypes.c_uint64(4),
+                                               ctypes.byref(needed)) == invalid
         assert needed.value == size and small.raw == b"xxx\0"
         assert b"needs" in lib.rh_cuda_last_error()
         buffer = ctypes.create_string_buffer(size)
-        assert lib.rh_cuda_engine_profile_json(handle, 0, buffer, ctypes.c_uint64(size),
-                                               ctypes.byref(needed)) == 0
+        assert lib.rh_cuda_engine_profile_json(handle, report, buffer, ctypes.c_uint64(size),
+                                               ctypes.byref(needed)) == ok
         assert json.loads(buffer.value)["schema_version"] >= 1
     finally:
-        assert lib.rh_cuda_engine_free(handle) == 0
+        assert lib.rh_cuda_engine_free(handle) == ok

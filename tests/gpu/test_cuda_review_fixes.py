@@ -13,16 +13,14 @@ import pytest
 
 from helpers import make_problem
 from rhuber.core import Config, State, update
-from rhuber.engines.cuda import CudaEngine
-
-DEVICE_CUDA = 2
-FLOAT64 = 2
+from rhuber.engines.cuda import AbiCodes, CudaEngine
 
 
-def host_as_cuda(a: np.ndarray) -> tuple:
+def host_as_cuda(native, a: np.ndarray) -> tuple:
     """A host array's descriptor that claims the array is on cuda:0 (the caller's mistake)."""
-    cols = 1 if a.ndim == 1 else a.shape[1]
-    return (a.ctypes.data, a.shape[0], cols, cols, FLOAT64, DEVICE_CUDA, 0, 0)
+    codes = AbiCodes.from_constants(native.CONSTANTS)
+    descriptor = codes.host_descriptor(a)
+    return (*descriptor[:5], codes.device_cuda, *descriptor[6:])
 
 
 def test_a_returned_state_is_used_again(native, engine):
@@ -46,7 +44,8 @@ def test_a_host_pointer_described_as_cuda_memory_is_refused(native):
     config = Config(fit_intercept=False).native_dict(np.dtype(np.float64))
     with pytest.raises(ValueError, match=r"X is described as CUDA memory on cuda:0, but its "
                        r"address .* is not CUDA memory"):
-        engine.update(state, state, host_as_cuda(X), host_as_cuda(y), None, config)
+        engine.update(state, state, host_as_cuda(native, X), host_as_cuda(native, y), None,
+                      config)
     assert engine.stats()["updates"] == 0  # and the context is still usable:
     rng = np.random.default_rng(2)
     X, y, _ = make_problem(rng, 200, 3)
@@ -60,8 +59,9 @@ def test_parameters_are_checked_before_the_arrays(native):
     X = np.ones((8, 3))
     y32 = np.ones(8, dtype=np.float32)
     config = {**Config(fit_intercept=False).native_dict(np.dtype(np.float64)), "epsilon": -1.0}
-    y_descriptor = (y32.ctypes.data, 8, 1, 1, 1, 1, 0, 0)  # float32: a bad y, reported second
-    x_descriptor = (X.ctypes.data, 8, 3, 3, FLOAT64, 1, 0, 0)
+    codes = AbiCodes.from_constants(native.CONSTANTS)
+    y_descriptor = codes.host_descriptor(y32)  # float32: a bad y, reported second
+    x_descriptor = codes.host_descriptor(X)
     with pytest.raises(ValueError, match="epsilon"):
         engine.update(state, state, x_descriptor, y_descriptor, None, config)
 
@@ -80,8 +80,8 @@ def test_reading_a_state_while_it_is_updated_is_never_torn(native):
     config = Config().native_dict(np.dtype(np.float64))
     rng = np.random.default_rng(3)
     batches = [make_problem(rng, n, p)[:2] for _ in range(20)]
-    descriptors = [((X.ctypes.data, n, p, p, FLOAT64, 1, 0, 0),
-                    (y.ctypes.data, n, 1, 1, FLOAT64, 1, 0, 0)) for X, y in batches]
+    codes = AbiCodes.from_constants(native.CONSTANTS)
+    descriptors = [(codes.host_descriptor(X), codes.host_descriptor(y)) for X, y in batches]
     done = threading.Event()
 
     def run():
@@ -94,9 +94,10 @@ def test_reading_a_state_while_it_is_updated_is_never_torn(native):
     worker = threading.Thread(target=run)
     worker.start()
     coef, information = np.empty(p + 1), np.empty((p + 1, p + 1))
+    gram, score_gram = np.empty((p + 1, p + 1)), np.empty((p + 1, p + 1))
     reads = 0
     while not done.is_set():
-        scalars = handle.read(coef, information)
+        scalars = handle.read(coef, information, gram, score_gram)
         assert scalars["n_samples_seen"] == n * scalars["batch_count"]
         assert np.all(np.isfinite(coef)) and np.all(np.isfinite(information))
         reads += 1
@@ -113,12 +114,13 @@ def test_a_borrowed_stream_0_is_reported_as_the_legacy_stream(native):
         _fields_ = [("device", ctypes.c_int32), ("borrow_stream", ctypes.c_int32),
                     ("stream", ctypes.c_uint64)]
 
+    ok = native.CONSTANTS["RH_CUDA_OK"]
     handle = ctypes.c_void_p()
-    assert lib.rh_cuda_engine_create(ctypes.byref(Options(0, 1, 0)), ctypes.byref(handle)) == 0
+    assert lib.rh_cuda_engine_create(ctypes.byref(Options(0, 1, 0)), ctypes.byref(handle)) == ok
     try:
         stream = ctypes.c_uint64(12345)
-        assert lib.rh_cuda_engine_stream(handle, ctypes.byref(stream)) == 0
-        assert stream.value == 1
+        assert lib.rh_cuda_engine_stream(handle, ctypes.byref(stream)) == ok
+        assert stream.value == native.CONSTANTS["RH_CUDA_STREAM_LEGACY"]
     finally:
         lib.rh_cuda_engine_free(handle)
 
