@@ -12,7 +12,7 @@
 //
 //   build-bench/bench/rh_gram_bench --benchmark_repetitions=15
 //       --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true
-//       --benchmark_filter='path:[12]/d:(17|33)/'   (the comparison: kernel vs SYRK)
+//       --benchmark_filter='path:[12]/d:(17|33)/'   (the kernel against SYRK)
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
