@@ -219,7 +219,7 @@ class MatchedSubject(EstimatorSubject):
                                   "the seed's, lambda_scale · 1.345 · sqrt(log(max(p, 2)) / "
                                   "N_b), " + ("set per batch as alpha inside the clock"
                                               if self.by_hand else "as lambda_scale")),
-                 lambdas=self.lambdas or None)
+                 lambda_scale=getattr(self, "lambda_scale", None), lambdas=self.lambdas or None)
         return p
 
     def prepare(self, batches: Sequence[Batch]) -> Sequence[Batch]:
