@@ -188,7 +188,8 @@ nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Ve
                     .curvature_sum = inference_scalar<double>(state, "curvature_sum"),
                     .curvature_sq_sum = inference_scalar<double>(state, "curvature_sq_sum"),
                     .inference_weight = inference_scalar<double>(state, "inference_weight"),
-                    .inference_batches = inference_scalar<std::int64_t>(state, "inference_batches")},
+                    .inference_batches =
+                        inference_scalar<std::int64_t>(state, "inference_batches")},
       .gram = matrix_span(gram),
       .score_gram = matrix_span(score_gram)};
 

@@ -200,7 +200,8 @@ TEST(ContractV3, SmoothedCurvatureUsesTheScheduledBandwidthInTheInformationOnly)
   EXPECT_EQ(diag.objective, plain_diag.objective);
   // h_b = min(bandwidth_scale * scale / (sqrt(N_b) q), tau_b), reported as the bandwidth.
   const double tau = plain_diag.bandwidth;
-  const double h = std::min(40.0 * state.scale / (std::sqrt(state.effective_weight) * q_of(5)), tau);
+  const double h =
+      std::min(40.0 * state.scale / (std::sqrt(state.effective_weight) * q_of(5)), tau);
   EXPECT_DOUBLE_EQ(diag.bandwidth, h);
   ASSERT_LT(h, tau);
   const Naive want = naive(batch, std::span<const double>(state.coef), tau, h);
