@@ -56,6 +56,10 @@ def checkpoints() -> dict[str, bytes]:
     np.savez(buf, **named.state_dict())
     out["feature_names"] = buf.getvalue()
     out["plain_npy"] = _npy(np.eye(2))
+    # The seed system's format (rhuber.seed_checkpoint), as the seed itself wrote it.
+    fixtures = HERE.parent / "tests" / "fixtures" / "seed"
+    for name in ("v1_f64", "v2_l1_f32_no_intercept"):
+        out[f"seed_{name}"] = (fixtures / f"{name}.npz").read_bytes()
     return out
 
 

@@ -16,7 +16,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import targets  # imported plainly, then instrumented in place: see _instrument
 
-INSTRUMENTED = ["rhuber.checkpoint", "rhuber.io._arrays",
+INSTRUMENTED = ["rhuber.checkpoint", "rhuber.seed_checkpoint", "rhuber.io._arrays",
                 "rhuber.io._base", "rhuber.io._tables",
                 "rhuber.io", "numpy.lib._format_impl", "numpy.lib._npyio_impl",
                 "zipfile"]
