@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -229,6 +230,19 @@ def compare_stream(case: str, config: dict, batches: list, seed_states: list,
 
 
 # ------------------------------------------------------------------ seeded streams, live
+
+
+@needs_seed
+def test_the_seed_venv_holds_the_seeds_two_distributions_only():
+    listing = subprocess.run(
+        [str(SEED_PYTHON), "-c", "import importlib.metadata as m, json; print(json.dumps("
+         "{d.metadata['Name'].lower(): d.version for d in m.distributions()}))"],
+        capture_output=True, text=True, timeout=60, check=True)
+    installed = json.loads(listing.stdout)
+    assert installed["renewable-huber"] == installed["renewable-huber-native-cpu"] == "0.7.1"
+    # Theirs, what they need, and the venv's own tools: never rhuber.
+    assert set(installed) - {"renewable-huber", "renewable-huber-native-cpu", "numpy", "pip",
+                             "setuptools", "wheel"} == set(), installed
 
 
 def stream(seed: int, n: int, p: int, dtype: str, weighted: bool, batches: int = 3):
