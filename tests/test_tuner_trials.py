@@ -66,7 +66,8 @@ def test_the_shipped_rule_is_the_search_over_the_shipped_store():
 
 
 def test_the_built_in_rule_is_the_shipped_one():
-    assert rules.DEFAULT_RULE == rules.load(adv.default_models_dir())
+    shipped = json.loads((adv.default_models_dir() / rules.RULE_FILE).read_text())
+    assert rules.Rule.from_dict(shipped["rule"]) == rules.DEFAULT_RULE
 
 
 def test_a_rule_file_round_trips_and_a_bad_one_falls_back(tmp_path):

@@ -105,12 +105,16 @@ def f027(ctx: Context) -> Outcome:
 
 @check("F028", "Hardware features populated for every stored machine (GPU ones: 0 without)")
 def f028(ctx: Context) -> Outcome:
-    names = ("cores_log", "simd_level", "l2_log", "l3_log", "bandwidth_log", "peak_flops_log")
+    names = ("cores_log", "simd_level", "batch_over_l2_log", "batch_over_l3_log",
+             "work_per_core_log")
     gpu = ("gpu_present", "gpu_sms_log", "gpu_bandwidth_log", "gpu_l2_log")
     missing = []
     for hid, hw in ctx.hardware.items():
         v = ctx.extractor.extract_dict(Workload(rows=4096, features=32), Plan("numpy"), hw)
-        missing += [f"{hid}:{n}" for n in names if not v[n] > 0]
+        # log2 of one core is 0 by the transform: a one-core machine's cores_log is set, not
+        # missing.
+        missing += [f"{hid}:{n}" for n in names
+                    if not v[n] > 0 and not (n == "cores_log" and hw.cores == 1)]
         missing += [f"{hid}:{n}" for n in gpu if (v[n] > 0) != hw.has_gpu]
     return count(len(missing), "==", 0, "missing", ", ".join(missing[:5]))
 
@@ -133,9 +137,13 @@ def f029(ctx: Context) -> Outcome:
 #: Pairs correlated by construction on one machine (as tests/test_tuner_features.py lists them,
 #: with the reasons there): they carry different information across machines.
 CORRELATED_BY_DESIGN = {
-    ("features_log", "arithmetic_intensity"), ("features_log", "roofline_memory_share"),
-    ("arithmetic_intensity", "roofline_memory_share"), ("batch_bytes_log", "roofline_time_log"),
-    ("dtype_float32", "peak_flops_log")}
+    ("features_log", "arithmetic_intensity"),
+    # On one machine the batch's bytes over its caches are the bytes shifted, and with the
+    # plans' threads fixed the elements per thread follow them; across machines and plans
+    # they differ (schema 2, issue 28).
+    ("batch_bytes_log", "batch_over_l2_log"), ("batch_bytes_log", "batch_over_l3_log"),
+    ("batch_over_l2_log", "batch_over_l3_log"), ("batch_bytes_log", "threads_work_log"),
+    ("batch_over_l2_log", "threads_work_log"), ("batch_over_l3_log", "threads_work_log")}
 
 
 @check("F030", "No two features correlated above 0.95 (but one-hot complements and the "
@@ -179,13 +187,16 @@ def f032(ctx: Context) -> Outcome:
 
 @check("F033", "Roofline features help: ΔR² > 0.02")
 def f033(ctx: Context) -> Outcome:
-    drop = ("roofline_time_log", "roofline_memory_share", "batch_fits_l2", "batch_fits_l3")
+    # Schema 2 has no measured roofline: its machine-relative stand-ins are the batch against
+    # the caches and the work per core.
+    drop = ("batch_over_l2_log", "batch_over_l3_log", "batch_fits_l2", "batch_fits_l3",
+            "work_per_core_log")
     delta = ctx.proxy_r2() - ctx.proxy_r2(drop)
     return compare(delta, ">", 0.02, "{:.4f}", "held-out R² with all features minus without")
 
 
-HARDWARE_FEATURES = ("cores_log", "smt", "simd_level", "l2_log", "l3_log", "bandwidth_log",
-                     "peak_flops_log", "gpu_present", "gpu_sms_log", "gpu_bandwidth_log",
+HARDWARE_FEATURES = ("cores_log", "smt", "simd_level", "batch_over_l2_log", "batch_over_l3_log",
+                     "work_per_core_log", "gpu_present", "gpu_sms_log", "gpu_bandwidth_log",
                      "gpu_l2_log")
 
 
@@ -223,7 +234,10 @@ def f036(ctx: Context) -> Outcome:
                  f"held-out rows; top 3: {', '.join(ctx.ranking()[:3])}")
 
 
-BANDWIDTH_FEATURES = ("bandwidth_log", "roofline_time_log", "roofline_memory_share")
+#: Schema 2 measures no bandwidth: what stands for the memory hierarchy is the batch against
+#: the caches.
+BANDWIDTH_FEATURES = ("batch_over_l2_log", "batch_over_l3_log", "batch_fits_l2",
+                      "batch_fits_l3")
 
 
 @check("F037", "Memory bandwidth in the top 5 (a bandwidth feature or a roofline feature "

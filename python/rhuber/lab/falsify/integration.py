@@ -309,26 +309,30 @@ def f076(ctx: Context) -> Outcome:
     x = ctx.held_set.X[0]
     unmeasured = dataclasses.replace(_unseen_machine(ctx.machine),
                                      memory_bandwidth_bytes_per_s=None)
+    short = len(x) - 1
     cases: dict[str, Callable[[], Any]] = {
-        "47 features, NumPy": lambda: dataclasses.replace(
+        f"{short} features, NumPy": lambda: dataclasses.replace(
             ctx.models["throughput"], native=None).raw(x[:-1]),
-        "47 features, ensemble": lambda: ctx.ensemble.throughput(x[None, :-1]),
-        "unmeasured hardware, extractor": lambda: ctx.extractor.extract(
-            Workload(4096, 32), Plan("numpy"), unmeasured),
+        f"{short} features, ensemble": lambda: ctx.ensemble.throughput(x[None, :-1]),
     }
     native = ctx.models["throughput"].native
     if native is not None:
-        cases["47 features, native"] = lambda: native.predict(x[:-1])
+        cases[f"{short} features, native"] = lambda: native.predict(x[:-1])
     handled = 0
     for call in cases.values():
         try:
             call()
         except ValueError:
             handled += 1
-
-    blind = Advisor(ctx.ensemble, unmeasured)
+    # Unmeasured hardware: the documented default is the same features (schema 2 needs
+    # nothing measured), finite and in [0, 1].
+    v = ctx.extractor.extract(Workload(4096, 32), Plan("numpy"), unmeasured)
+    handled += bool(np.isfinite(v).all() and (v >= 0).all() and (v <= 1).all())
+    blind = Advisor(ctx.ensemble, dataclasses.replace(
+        ctx.machine, cpu_model="another CPU", memory_bandwidth_bytes_per_s=None,
+        peak_flops_float64=None, peak_flops_float32=None))
     handled += not blind.advise(Workload(4096, 32)).out_of_distribution
-    return count(handled, "==", len(cases) + 1, "handled",
+    return count(handled, "==", len(cases) + 2, "handled",
                  "the last: the advisor on a machine without measured limits answers (the "
                  "features need nothing measured)")
 

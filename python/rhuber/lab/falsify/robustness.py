@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import numpy as np
 
-from ...engines.plans import Plan, default_plan
+from ...engines.plans import Plan
 from ...engines.workload import Workload
 from ...estimator import RenewableHuberRegressor
 from ...tuner import advisor as _advisor
 from ...tuner import advisor as adv
 from ...tuner import model_files, models
 from ...tuner.features import SIMD_ORDINAL
+from ...tuner.rules import DEFAULT_RULE
 from .. import validate
 from ..collect import workload_batches
 from .context import SEED, Context, fit_proxy, mape, model_outputs, r2
@@ -193,6 +195,7 @@ def f091(ctx: Context) -> Outcome:
     with _advisor._SHARED_LOCK:
         saved = dict(_advisor._SHARED)
         _advisor._SHARED.clear()
+        _advisor._SHARED["generation"] = _advisor.local.generation()
         _advisor._SHARED["advisor"] = None
     try:
         est = RenewableHuberRegressor(backend="auto").partial_fit(X, y)
@@ -202,7 +205,7 @@ def f091(ctx: Context) -> Outcome:
             _advisor._SHARED.update(saved)
     report = est.plan_
 
-    expected = default_plan(w).resolved().id
+    expected = DEFAULT_RULE.plan(w, os.cpu_count() or 1).id  # the rule, without a model
     return holds(report.reason == _advisor.NO_MODEL and report.plan == expected
                  and bool(np.isfinite(est.coef_).all()),
                  f"{report.plan} ({report.reason})", f"{expected} ({_advisor.NO_MODEL})")
@@ -253,7 +256,8 @@ def f095(ctx: Context) -> Outcome:
                                   blas_kernel=None)
     x = ctx.extractor.extract_dict(Workload(4096, 32), Plan("numpy"), partial)
     values = np.array(list(x.values()))
-    filled = [x[n] for n in ("l2_log", "l3_log", "batch_fits_l2", "batch_fits_l3", "simd_level")]
+    filled = [x[n] for n in ("batch_over_l2_log", "batch_over_l3_log", "batch_fits_l2",
+                             "batch_fits_l3", "simd_level")]
     ok = bool(np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()
               and not any(filled))
     return holds(ok, f"filled {filled}", "finite, in [0, 1], unknowns 0")
