@@ -106,6 +106,9 @@ def test_trials_time_each_candidate_and_keep_the_fastest_measured():
     session = adv.Session.from_advice(advice)
     assert session.reason == adv.TRIAL and session.plan == a
     # warm-up and evidence batch each: a 1000 rows/s, b 2000, c 1250.
+    half, _ = _run(session, [9.0, 1.0, 9.0])  # a stream that ends during the trial
+    assert half.reason == adv.TRIAL and "trying 2 of 3 plans" in half.report().detail
+    assert f"{a.id} 1,000 rows/s" in half.report().detail
     session, ran = _run(session, [9.0, 1.0, 9.0, 0.5, 9.0, 0.8])
     assert ran == [a, a, b, b, c, c]
     assert session.settled and session.reason == adv.TRIED and session.plan == b

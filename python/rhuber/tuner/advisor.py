@@ -452,5 +452,15 @@ class Session:
                        settled=True)
 
     def report(self) -> PlanReport:
+        if self.trials:  # a trial still running: what it has measured so far
+            done = [(p, t[-1]) for p, t in zip(self.trials, self.tried, strict=False)
+                    if len(t) == TRIAL_PLAN_BATCHES]
+            so_far = ", ".join(f"{p.id} {r:,.0f} rows/s" for p, r in done) or "nothing yet"
+            current = self.tried[-1] if self.tried else ()
+            return PlanReport(self.display, self.reason,
+                              f"{self.detail}; trying {len(self.tried)} of {len(self.trials)} "
+                              f"plans, measured so far: {so_far}", self.promised,
+                              _median_after_warmup(current) if current else None,
+                              self.model_id)
         return PlanReport(self.display, self.reason, self.detail, self.promised,
                           self.measured(), self.model_id)
