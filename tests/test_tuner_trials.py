@@ -302,3 +302,26 @@ def _fresh_process_memory():
     adv.reset_shared()
     yield
     adv.reset_shared()
+
+
+def test_a_measurement_that_would_overrun_the_budget_is_not_taken():
+    require_module(*NATIVE_CPU)
+    import time
+
+    from rhuber.lab import collect
+    from rhuber.tuner.quality import Quality
+
+    w, plan = Workload(256, 4), Plan("native_cpu", threads=1)
+    quality = Quality(runs=3, batches_per_run=2, profile=False)
+    assert collect.measure(w, plan, "x", quality, deadline=time.perf_counter()) is None
+    m = collect.measure(w, plan, "x", quality, deadline=time.perf_counter() + 60)
+    assert m is not None and m.status in ("ok", "unstable")
+
+
+def test_the_design_holds_the_rfc_wide_and_streaming_batches():
+    from rhuber.lab import collect
+
+    shapes = {(w.rows, w.features) for w in collect.design()}
+    assert {(4096, 256), (65536, 32)} <= shapes
+    assert {(w.dtype, w.penalized) for w in collect.design()} == {
+        (d, p) for d in ("float64", "float32") for p in (False, True)}

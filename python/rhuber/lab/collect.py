@@ -153,9 +153,11 @@ def brick_fractions(workload: Workload, plan: Plan, batches: list[tuple[Any, Any
 
 
 def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality = Quality(),
-            batches: list[tuple[Any, Any]] | None = None) -> Measurement:
+            batches: list[tuple[Any, Any]] | None = None, *,
+            deadline: float | None = None) -> Measurement | None:
     """One stored measurement of ``plan`` on ``workload``; never raises for the plan's own
-    failure (it is stored as ``failed``)."""
+    failure (it is stored as ``failed``). With a ``deadline`` (``time.perf_counter()``
+    seconds), None when the timed warm-up run shows the measurement's runs would end past it."""
     batches = workload_batches(workload, quality.batches_per_run) if batches is None else batches
     rows_per_run = sum(len(y) for _, y in batches)
     common = {"hardware_id": hardware_id, "workload_id": workload.id, "plan_id": plan.id,
@@ -164,8 +166,12 @@ def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality =
               "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
     runs: list[float] = []
     try:
+        warm = 0.0
         for _ in range(quality.warmup):
-            _timed_run(workload, plan, batches)
+            warm = max(warm, _timed_run(workload, plan, batches))
+        if deadline is not None and (
+                time.perf_counter() + warm * (quality.runs + quality.profile) > deadline):
+            return None
         remeasured = 0
         while True:
             runs += [_timed_run(workload, plan, batches) for _ in range(quality.runs)]
@@ -204,7 +210,9 @@ def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
             progress: bool = True, shuffle_seed: int | None = 0) -> CollectSummary:
     """Measure every (workload, plan) not yet in the store for ``hardware`` (with
     ``hardware_id`` and ``as_dict()``), stopping cleanly — between measurements — once
-    ``budget_s`` seconds have passed. A rerun resumes where the last one stopped.
+    ``budget_s`` seconds have passed, or before a measurement whose timed warm-up run shows
+    its runs would end past the budget (so a budget is overrun by at most one warm-up run).
+    A rerun resumes where the last one stopped.
 
     The workloads are measured in a seeded shuffled order (``shuffle_seed``; None keeps the
     given order) so that the time a workload was measured says nothing about its size: a
@@ -229,7 +237,11 @@ def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
             if batches_for[0] != w:  # generated once per workload, outside the timing
                 batches_for = (w, workload_batches(w, quality.batches_per_run))
             bar.set_postfix_str(f"{w.id} {p.id}")
-            m = measure(w, p, hardware.hardware_id, quality, batches_for[1])
+            # The deadline only with a budget: measure's plain call stays what it was.
+            extra = {} if budget_s is None else {"deadline": start + budget_s}
+            m = measure(w, p, hardware.hardware_id, quality, batches_for[1], **extra)
+            if m is None:  # its runs would overrun the budget: stop here, resumable
+                break
             store.record(m)
             counts["measured"] += 1
             counts["failed"] += m.status == "failed"
