@@ -626,39 +626,52 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   const std::size_t square = dim_ * dim_;
   const std::size_t blocks = blocks_.count();
   // The Gram maintained through the solve, brought to this point's curvature set (usually that
-  // of the last Newton matrix, so no flips at all): the indicator J_b, and the quadratic rows'
-  // share of G_b.
-  if (!smoothed || matrices) weighted_gram(EngineBrick::info_update);
+  // of the last Newton matrix, so no flips at all): the indicator J_b, and what the smoothed
+  // J_b and G_b differ from it by only on a few rows.
+  weighted_gram(EngineBrick::info_update);
   if (smoothed || matrices) require_design_scanned();
   // Sized on first use: most streams never ask for a smoothed curvature or the matrices.
-  for (auto* buffer : {&ws_.information_weights, &ws_.outlier_weights, &ws_.score_sq_weights}) {
+  for (auto* buffer : {&ws_.band_added_weights, &ws_.band_removed_weights, &ws_.outlier_weights,
+                       &ws_.score_sq_weights}) {
     if (buffer->size() < rows) buffer->resize(rows);
   }
   if (ws_.inference_partials.size() < 4 * blocks) ws_.inference_partials.resize(4 * blocks);
-  if (matrices && ws_.inference_gram_partials.size() < 2 * blocks * square) {
-    ws_.inference_gram_partials.resize(2 * blocks * square);
+  if ((smoothed || matrices) && ws_.inference_gram_partials.size() < 4 * blocks * square) {
+    ws_.inference_gram_partials.resize(4 * blocks * square);
+    ws_.inference_grams.resize(4 * square);
   }
   const T tau = tau_;
   const auto two_h = static_cast<T>(2.0 * request.bandwidth);  // exact: h is a value of T
   const T* residual = ws_.point.residual.data();
   const T* newton_curvature = ws_.point.weighted_curvature.data();  // the kept Gram's w c
   const T* weights = weights_.data();
-  T* information_weights = ws_.information_weights.data();
+  T* band_added = ws_.band_added_weights.data();
+  T* band_removed = ws_.band_removed_weights.data();
   T* outlier_weights = ws_.outlier_weights.data();
   T* score_sq_weights = ws_.score_sq_weights.data();
+  // The Grams of the pass, each in its quarter of the partials (blocks x d x d, as
+  // reduce_partials reads them) and its own staging slot.
+  enum Part : std::size_t { added = 0, removed, outliers, quadratic };
+  const auto partials = [&](std::size_t part, std::size_t b) {
+    return ws_.inference_gram_partials.data() + (part * blocks + b) * square;
+  };
 
   // One pass over the rows, chunk by chunk: psi, c and the sums from the residuals, and, where
-  // a Gram is asked for, its rows added from X while the chunk is in cache. G_b and K_b need
-  // only one full Gram between them: with Q the rows of the kept Gram (|r| <= tau, psi = r) and
-  // O the others (psi = +-tau), G_b = (the kept Gram) + G_O and K_b = K_Q + tau^2 G_O, where G_O
-  // runs over the few rows of O.
+  // a Gram is asked for, its rows added from X while the chunk is in cache. With Q the rows of
+  // the kept Gram (|r| <= tau, where psi = r) and O the others (psi = +-tau), every Gram asked
+  // for is the kept one plus Grams over few rows, or needs one full Gram:
+  //  * smoothed J_b = (kept) + sum_O w c_h x~x~' - sum_Q w (1 - c_h) x~x~': both sums run over
+  //    the band |r| in (tau - h, tau + h) only, where c_h is neither 0 nor the indicator;
+  //  * G_b = (kept) + G_O and K_b = K_Q + tau^2 G_O, G_O over the rows of O.
   for_each_block([&](std::size_t b) {
     std::array<BlockGram, max_grams_per_pass> grams{};
-    if (smoothed) grams[0] = block_gram_into(ws_.gram_partials.data() + b * square, 0);
+    if (smoothed) {
+      grams[added] = block_gram_into(partials(added, b), added);
+      grams[removed] = block_gram_into(partials(removed, b), removed);
+    }
     if (matrices) {
-      // G_O's blocks first, then K_Q's: each half is laid out as reduce_partials reads it.
-      grams[1] = block_gram_into(ws_.inference_gram_partials.data() + b * square, 1);
-      grams[2] = block_gram_into(ws_.inference_gram_partials.data() + (blocks + b) * square, 2);
+      grams[outliers] = block_gram_into(partials(outliers, b), outliers);
+      grams[quadratic] = block_gram_into(partials(quadratic, b), quadratic);
     }
     double score_sq = 0.0;
     double curvature = 0.0;
@@ -685,16 +698,20 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
           curvature += wc;
           curvature_sq += wc * c64;
           weight += w64;
-          information_weights[i] = w * c;
-          const bool quadratic = newton_curvature[i] != T{0};
-          outlier_weights[i] = quadratic ? T{0} : w;
-          score_sq_weights[i] = quadratic ? w * psi * psi : T{0};
+          const bool in_q = newton_curvature[i] != T{0};
+          band_added[i] = in_q ? T{0} : w * c;
+          band_removed[i] = in_q ? w - w * c : T{0};
+          outlier_weights[i] = in_q ? T{0} : w;
+          score_sq_weights[i] = in_q ? w * psi * psi : T{0};
         }
       }
-      if (smoothed) add_gram_rows(grams[0], lo, hi, information_weights, EngineBrick::info_update);
+      if (smoothed) {
+        add_gram_rows(grams[added], lo, hi, band_added, EngineBrick::info_update);
+        add_gram_rows(grams[removed], lo, hi, band_removed, EngineBrick::info_update);
+      }
       if (matrices) {
-        add_gram_rows(grams[1], lo, hi, outlier_weights, EngineBrick::info_update);
-        add_gram_rows(grams[2], lo, hi, score_sq_weights, EngineBrick::info_update);
+        add_gram_rows(grams[outliers], lo, hi, outlier_weights, EngineBrick::info_update);
+        add_gram_rows(grams[quadratic], lo, hi, score_sq_weights, EngineBrick::info_update);
       }
     });
     for (std::size_t k = 0; k < max_grams_per_pass; ++k) {
@@ -707,28 +724,31 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
     sums[3] = weight;
   });
 
+  const auto reduced = [&](std::size_t part) {
+    T* gram = ws_.inference_grams.data() + part * square;
+    reduce_partials(partials(part, 0), gram, EngineBrick::info_update);
+    return gram;
+  };
+  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, 3 * square, 12 * square * sizeof(T),
+                 6 * square);
+  const T* kept = ws_.gram.data();
+  if (smoothed) {
+    const T* gained = reduced(added);
+    const T* lost = reduced(removed);
+    for (std::size_t k = 0; k < square; ++k) {
+      out.information[k] = (kept[k] + gained[k] - lost[k]) + previous_information_[k];
+    }
+  } else {
+    for (std::size_t k = 0; k < square; ++k) out.information[k] = kept[k] + previous_information_[k];
+  }
   if (matrices) {
-    // G_O and K_Q through the scratch of the incremental Gram, whose batch this is the end of.
-    T* outliers = ws_.gram_entering.data();
-    T* quadratic = ws_.gram_leaving.data();
-    reduce_partials(ws_.inference_gram_partials.data(), outliers, EngineBrick::info_update);
-    reduce_partials(ws_.inference_gram_partials.data() + blocks * square, quadratic,
-                    EngineBrick::info_update);
-    RH_BRICK_SCOPE(prof_, EngineBrick::info_update, 2 * square, 8 * square * sizeof(T),
-                   4 * square);
+    const T* outside = reduced(outliers);
+    const T* inside = reduced(quadratic);
     const T tau_sq = tau * tau;
     for (std::size_t k = 0; k < square; ++k) {
-      out.gram[k] += ws_.gram[k] + outliers[k];
-      out.score_gram[k] += quadratic[k] + tau_sq * outliers[k];
+      out.gram[k] += kept[k] + outside[k];
+      out.score_gram[k] += inside[k] + tau_sq * outside[k];
     }
-  }
-  if (smoothed) {
-    reduce_partials(ws_.gram_partials.data(), ws_.gram.data(), EngineBrick::info_update);
-    gram_valid_ = false;  // ws_.gram now holds the smoothed J_b, not a Newton Gram
-  }
-  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, square, 3 * square * sizeof(T), square);
-  for (std::size_t k = 0; k < square; ++k) {
-    out.information[k] = ws_.gram[k] + previous_information_[k];
   }
   InferenceSums batch{.inference_batches = 1};
   for (std::size_t b = 0; b < blocks; ++b) {

@@ -75,9 +75,10 @@ class BatchOps {
   void project(const Vector& step);
   double objective_change(const Vector& step, double t);
   // The information update and the batch's inference sums at the current point
-  // (rh::SolverOps): the indicator J_b from the kept Gram, or a pass over X forming the smoothed
-  // J_b and, when asked, the parts of G_b and K_b the kept Gram does not give, side by side,
-  // chunk by chunk from cache; the sums come from the rows' residuals and weights in that loop.
+  // (rh::SolverOps): J_b, G_b and K_b from the kept Gram and, where that is not all of them, a
+  // pass over X forming what it does not give (a few rows' Grams, and K's inside rows), side by
+  // side, chunk by chunk from cache; the sums come from the rows' residuals and weights in the
+  // same loop.
   InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
   // rh::FusedTrialOps: several trial steps, or a trial step and the point after it, in one
@@ -211,8 +212,8 @@ class BatchOps {
     std::size_t staged = 0;  // of those, scaled and not yet multiplied
   };
   BlockGram block_gram(std::size_t b) const;  // into ws_.gram_partials, staging slot 0
-  // Grams formed side by side in one pass: J_b (smoothed), G_b and K_b (the information pass).
-  static constexpr std::size_t max_grams_per_pass = 3;
+  // Grams formed side by side in one pass (the information pass's four).
+  static constexpr std::size_t max_grams_per_pass = 4;
   BlockGram block_gram_into(T* partial, std::size_t slot) const;
   // The blocks' partials (blocks x d x d lower triangles) summed in block order into out,
   // mirrored: exactly symmetric.

@@ -99,14 +99,16 @@ struct Workspace {
                                       // (the incremental Gram: at most rows / 4 of them)
   std::vector<std::size_t> gram_rows;  // those rows' indices, for the thin-Gram kernel
   // The information pass (BatchOps::information), sized on first use.
-  std::vector<T> information_weights;  // w * c of the information update's curvature
-  std::vector<T> outlier_weights;      // w on the rows outside the quadratic zone, else 0
-  std::vector<T> score_sq_weights;     // w * psi^2 on the rows inside it, else 0
+  std::vector<T> band_added_weights;    // w * c_h on the rows outside the quadratic zone
+  std::vector<T> band_removed_weights;  // w * (1 - c_h) on the rows inside it
+  std::vector<T> outlier_weights;       // w on the rows outside the quadratic zone, else 0
+  std::vector<T> score_sq_weights;      // w * psi^2 on the rows inside it, else 0
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles
   std::vector<double> scratch_partials;  // blocks x (steps tried in one pass)
-  std::vector<T> inference_gram_partials;  // 2 x blocks x d x d: G's blocks, then K's
+  std::vector<T> inference_gram_partials;  // 4 x blocks x d x d: the information pass's Grams
+  std::vector<T> inference_grams;          // 4 x d x d: their sums
   std::vector<double> inference_partials;  // blocks x 4: the inference sums of each block
 
   // Coefficient-sized.
