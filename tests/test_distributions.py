@@ -49,7 +49,7 @@ def test_the_cuda_distribution_depends_on_nvidia_wheels_not_the_build_machine():
         "dependencies"]["result"]
     names = {d.split(">")[0].split("=")[0] for d in deps}
     assert {"nvidia-cuda-runtime", "nvidia-cublas", "nvidia-cusolver"} <= names
-    cmake = (ROOT / "native" / "cuda" / "python" / "CMakeLists.txt").read_text()
+    cmake = (ROOT / "native" / "python" / "cuda_module.cmake").read_text()
     assert "$ORIGIN/nvidia/cu${CUDAToolkit_VERSION_MAJOR}/lib" in cmake
     assert "RH_CUDA_TOOLKIT_RPATH=OFF" in (ROOT / "scripts" / "dist.sh").read_text()
 

@@ -223,13 +223,15 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");
+  // The estimate before what is derived from it: a batch whose objective overflows is reported
+  // as that, not as the inference sums that overflow with it.
+  detail::require_finite(std::span<const double>(&diagnostics.objective, 1), "objective");
+  detail::require_finite(std::span<const double>(&scale, 1), "scale");
   detail::require_finite(std::span<const T>(next.gram), "inference matrix G");
   detail::require_finite(std::span<const T>(next.score_gram), "inference matrix K");
   const double sums[] = {next.inference.score_sq_sum, next.inference.curvature_sum,
                          next.inference.curvature_sq_sum, next.inference.inference_weight};
   detail::require_finite(std::span<const double>(sums), "inference sum");
-  detail::require_finite(std::span<const double>(&diagnostics.objective, 1), "objective");
-  detail::require_finite(std::span<const double>(&scale, 1), "scale");
   return {std::move(next), diagnostics};
 }
 
