@@ -84,7 +84,7 @@ def test_the_margin_decides(shipped, monkeypatch):
 ])
 def test_workloads_outside_the_training_distribution_run_the_default(shipped, workload, why):
     # Out of distribution, auto runs the rule's default, or tries it first against the model's
-    # candidates predicted faster (issue 28).
+    # candidates predicted faster.
     advice = advise(shipped, workload)
     assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL)
     assert why in advice.detail

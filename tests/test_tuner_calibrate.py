@@ -1,4 +1,4 @@
-"""`rhuber tune calibrate` (issue 15, part 4): the designed subset, the budget, the local store,
+"""`rhuber tune calibrate`: the designed subset, the budget, the local store,
 the local models (atomic writes) and `--reset`. Every test writes under a temporary cache
 directory (RHUBER_CACHE_DIR), never ~/.cache."""
 

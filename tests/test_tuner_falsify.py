@@ -1,4 +1,4 @@
-"""`rhuber tune falsify` (issue 15): the registry covers exactly F001–F100, the scorecard adds up,
+"""`rhuber tune falsify`: the registry covers exactly F001–F100, the scorecard adds up,
 and checks fail when what they read is broken (a tampered model, a bad measurement)."""
 
 import dataclasses

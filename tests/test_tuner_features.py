@@ -1,4 +1,4 @@
-"""Features (issue 13, item 3), checked against the seed's F021–F030 where they apply.
+"""Features, checked against the seed's F021–F030 where they apply.
 
 F024 (importances sum to 1) and F025 (top-5 stability) judge a trained model: part 2. F026
 (roofline bound above measured throughput) needs measurements: the labels check it on the store.

@@ -1,4 +1,4 @@
-"""The hardware fingerprint (issue 13, item 2): a stable id of the identity fields only, measured
+"""The hardware fingerprint: a stable id of the identity fields only, measured
 fields cached per process and on disk, a describe() text, and no GPU fields without a GPU."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tuner's models (issue 14): training, the safetensors files and their NumPy evaluation,
+"""The tuner's models: training, the safetensors files and their NumPy evaluation,
 validation figures computed from measurements, and `rhuber tune train/validate`."""
 
 import itertools

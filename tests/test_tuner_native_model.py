@@ -1,4 +1,4 @@
-"""C++ inference of the tuner's models (issue 14, item 3): the native Model loads safetensors files
+"""C++ inference of the tuner's models: the native Model loads safetensors files
 in the tuner's format and predicts as scikit-learn does, to 1e-12; bad files are ValueErrors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Opt-in online learning (issue 15, part 5): batches of a profiled estimator become
+"""Opt-in online learning: batches of a profiled estimator become
 measurements in the local store by the collector's rules, and the local models are retrained in
 the background. Every test writes under a temporary cache directory, never ~/.cache."""
 

@@ -44,12 +44,12 @@ from ..tuner.store import Measurement, Store
 #: work, small enough that most coefficients stay non-zero on the synthetic streams.
 PENALTY_ALPHA = 0.01
 
-#: The default grid's axes (issue 13): rows per batch 256 … 262,144 and features 2 … 512,
+#: The default grid's axes: rows per batch 256 … 262,144 and features 2 … 512,
 #: log-spaced, both dtypes, penalty off and on.
 GRID_ROWS = (256, 1024, 4096, 16384, 65536, 262144)
 GRID_FEATURES = (2, 8, 32, 128, 512)
 
-#: The designed subset ``rhuber tune collect`` measures by default (issue 28): (rows, features)
+#: The designed subset ``rhuber tune collect`` measures by default: (rows, features)
 #: points spread over the corpus grid (√2-spaced rows 256 … 65,536, features 2 … 512, and
 #: between its points), plus the RFC benchmark shapes' batches beyond the first corpus's 4 MiB:
 #: wide 4,096 × 256 (8 MiB in float64), reference 32,768 × 90 (22.5 MiB), streaming

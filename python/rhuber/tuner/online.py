@@ -1,4 +1,4 @@
-"""Opt-in online learning (issue 15, part 5; docs/tuner.md, "Calibration and online learning").
+"""Opt-in online learning (docs/tuner.md, "Calibration and online learning").
 
 With ``learn_online(True)``, every batch a profiled estimator (``profile=True``) commits is timed
 into this machine's local store, and the local models are retrained from time to time::

@@ -140,7 +140,7 @@ CORRELATED_BY_DESIGN = {
     ("features_log", "arithmetic_intensity"),
     # On one machine the batch's bytes over its caches are the bytes shifted, and with the
     # plans' threads fixed the elements per thread follow them; across machines and plans
-    # they differ (schema 2, issue 28).
+    # they differ (feature schema 2).
     ("batch_bytes_log", "batch_over_l2_log"), ("batch_bytes_log", "batch_over_l3_log"),
     ("batch_over_l2_log", "batch_over_l3_log"), ("batch_bytes_log", "threads_work_log"),
     ("batch_over_l2_log", "threads_work_log"), ("batch_over_l3_log", "threads_work_log")}
