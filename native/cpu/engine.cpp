@@ -25,7 +25,7 @@ static_assert(TracingOps<BatchOps<double>>);
 
 struct Engine::Impl {
   Impl(std::size_t threads, GramStrategy strategy, std::size_t resolved_chunk_bytes)
-      : pool(threads), gram(strategy), chunk_bytes(resolved_chunk_bytes) {}
+      : pool(shared_pool(threads)), gram(strategy), chunk_bytes(resolved_chunk_bytes) {}
 
   template <std::floating_point T>
   Workspace<T>& workspace() {
@@ -37,7 +37,7 @@ struct Engine::Impl {
   }
 
   std::mutex mutex;  // one update at a time: the workspaces are shared
-  ThreadPool pool;
+  std::shared_ptr<ThreadPool> pool;  // the process's pool of this size (shared_pool)
   GramStrategy gram;
   std::size_t chunk_bytes;  // resolved: never 0
   std::shared_ptr<rh::bricks::Profiler> profiler;  // null: the process's off profiler
@@ -84,7 +84,7 @@ Engine::~Engine() = default;
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
-std::size_t Engine::threads() const { return impl_->pool.size(); }
+std::size_t Engine::threads() const { return impl_->pool->size(); }
 GramStrategy Engine::gram_strategy() const { return impl_->gram; }
 std::size_t Engine::chunk_bytes() const { return impl_->chunk_bytes; }
 
@@ -125,7 +125,7 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                        2 * d * sizeof(T),
                    0);
     workspace.reserve(d, X.rows, blocks.count());
-    ops.emplace(workspace, impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
+    ops.emplace(workspace, *impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
                 /*scan_design=*/true, impl_->gram, impl_->chunk_bytes);
   }
   ops->set_tracing(trace != nullptr);

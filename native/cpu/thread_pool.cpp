@@ -1,5 +1,7 @@
 #include "thread_pool.hpp"
 
+#include <map>
+
 namespace rh::cpu {
 
 ThreadPool::ThreadPool(std::size_t threads) {
@@ -9,7 +11,8 @@ ThreadPool::ThreadPool(std::size_t threads) {
 }
 
 void ThreadPool::run(std::size_t count, const std::function<void(std::size_t)>& task) {
-  if (workers_.empty() || count <= 1) {
+  std::unique_lock owner(run_mutex_, std::defer_lock);
+  if (workers_.empty() || count <= 1 || !owner.try_lock()) {
     for (std::size_t i = 0; i < count; ++i) task(i);
     return;
   }
@@ -47,6 +50,15 @@ void ThreadPool::work(std::stop_token stop) {
     }
     finished_.notify_one();
   }
+}
+
+std::shared_ptr<ThreadPool> shared_pool(std::size_t threads) {
+  static std::mutex mutex;
+  static std::map<std::size_t, std::shared_ptr<ThreadPool>> pools;
+  std::lock_guard lock(mutex);
+  std::shared_ptr<ThreadPool>& pool = pools[threads];
+  if (!pool) pool = std::make_shared<ThreadPool>(threads);
+  return pool;
 }
 
 }  // namespace rh::cpu

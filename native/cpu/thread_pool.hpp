@@ -1,14 +1,20 @@
 #pragma once
-// A fixed set of worker threads owned by one engine. run() hands out task indices from a shared
-// counter; the caller's thread works too and returns when every task has finished. Which thread
-// runs a task is left to timing, so tasks must write only their own output slots: the caller
-// combines the slots in index order, which keeps results independent of timing and of the
-// thread count.
+// A fixed set of worker threads. run() hands out task indices from a shared counter; the
+// caller's thread works too and returns when every task has finished. Which thread runs a task
+// is left to timing, so tasks must write only their own output slots: the caller combines the
+// slots in index order, which keeps results independent of timing and of the thread count.
+//
+// Engines share one pool per thread count for the whole process (shared_pool): a fresh engine
+// (a fresh estimator) then starts no thread, and engines running side by side never put more
+// threads on the cores than the pool has plus their callers. A run() that finds the pool busy
+// with another caller's run does its tasks on its own thread, in index order: the same tasks
+// and slots, so the same results.
 
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -25,13 +31,15 @@ class ThreadPool {
 
   std::size_t size() const { return workers_.size() + 1; }
 
-  // Runs task(0) ... task(count - 1); a task must not throw.
+  // Runs task(0) ... task(count - 1); a task must not throw. Safe to call from several threads
+  // at once (one run uses the workers at a time; the others run on their callers).
   void run(std::size_t count, const std::function<void(std::size_t)>& task);
 
  private:
   void work(std::stop_token stop);
   void drain();
 
+  std::mutex run_mutex_;  // held by the run that has the workers
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::condition_variable finished_;
@@ -42,5 +50,9 @@ class ThreadPool {
   std::size_t busy_ = 0;
   std::vector<std::jthread> workers_;  // last: joined before the members they use are destroyed
 };
+
+// The process's pool of `threads` threads (the caller's included), made on first request and
+// kept until the process exits, so that engines made later reuse its threads.
+std::shared_ptr<ThreadPool> shared_pool(std::size_t threads);
 
 }  // namespace rh::cpu

@@ -1,5 +1,6 @@
 // The engine used from several threads at once: calls sharing one engine (serialized by its
-// mutex) and engines side by side, each on a thread pool of its own. The results must equal
+// mutex) and engines side by side, sharing the process's pool of their thread count (one run has
+// its workers at a time, the others run on their callers). The results must equal
 // the same updates run one after another. scripts/test_native_cpp.sh runs this executable under
 // ThreadSanitizer too (build-tsan/), where any data race reported fails the run.
 
@@ -71,6 +72,35 @@ TEST(Concurrency, StreamsSharingOneEngineTakeTurns) {
 
 TEST(Concurrency, StreamsOnTheirOwnEnginesRunSideBySide) {
   streams_in_parallel_equal_streams_in_turn<double>(false, rh::Config{});
+}
+
+// Fresh engines made, used and dropped from several threads, as fresh estimators are: they share
+// the process's pool (no thread started after the first), and their results are bitwise those
+// of one engine running the same streams in turn.
+TEST(Concurrency, FreshEnginesInThreadsShareOnePoolAndMatchOneEngine) {
+  constexpr std::size_t kStreams = 4;
+  std::vector<std::vector<Batch<double>>> inputs;
+  for (std::size_t s = 0; s < kStreams; ++s) inputs.push_back(batches<double>(300 + s, 5));
+  rh::cpu::Engine alone({.threads = 1});
+  std::vector<rh::State<double>> expected;
+  for (const auto& input : inputs) expected.push_back(stream(alone, input, rh::Config{}));
+  const auto pool = rh::cpu::shared_pool(2);
+  std::vector<rh::State<double>> got(kStreams);
+  std::vector<std::thread> threads;
+  for (std::size_t s = 0; s < kStreams; ++s) {
+    threads.emplace_back([&, s] {
+      for (int round = 0; round < 2; ++round) {
+        rh::cpu::Engine fresh({.threads = 2});
+        got[s] = stream(fresh, inputs[s], rh::Config{});
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(rh::cpu::shared_pool(2), pool);
+  for (std::size_t s = 0; s < kStreams; ++s) {
+    EXPECT_EQ(got[s].coef, expected[s].coef) << "stream " << s;
+    EXPECT_EQ(got[s].information, expected[s].information);
+  }
 }
 
 TEST(Concurrency, PenalizedFloat32StreamsSharingOneEngine) {

@@ -1,5 +1,6 @@
 #pragma once
-// The CPU engine: one batch update per call, on OpenBLAS/LAPACK and the engine's own threads.
+// The CPU engine: one batch update per call, on OpenBLAS/LAPACK and worker threads that every
+// engine of the same thread count in the process shares (started once, by the first of them).
 //
 //   rh::cpu::Engine engine({.threads = 0});   // or {.threads = 2, .gram = GramStrategy::full}
 //   auto [next, diagnostics] = engine.update(state, X, y, w, config);
@@ -41,7 +42,9 @@ enum class GramStrategy {
 
 // The options that change an engine's cost, never its contract (docs/tuner.md, "Plans").
 struct EngineOptions {
-  std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
+  // The pool's threads, the caller's included: 0: std::thread::hardware_concurrency(). Engines of
+  // the same count share one pool; one that finds it busy runs its passes on its caller's thread.
+  std::size_t threads = 0;
   GramStrategy gram = GramStrategy::incremental;
   // Bytes of X per row chunk of a fused pass (a chunk is read from memory once and reused from
   // cache); 0: default_chunk_bytes. At most max_chunk_bytes. The chunking sets the summation
