@@ -12,8 +12,10 @@
 #include "rh/bricks/scope.hpp"
 #include "rh/validation.hpp"
 #include "row_kernels.hpp"
+#include "thread_rows.hpp"
 
 namespace rh::cpu {
+
 
 template <std::floating_point T>
 BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
@@ -212,8 +214,8 @@ void BatchOps<T>::stepped_residual_rows(const T* beta, const T* projection, std:
 
 template <std::floating_point T>
 void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo,
-                                std::size_t hi, PointRows<T>& point, T* partial, double& loss,
-                                double& score_sum) const {
+                                std::size_t hi, PointRows<T>& point, T* scores, T* partial,
+                                double& loss, double& score_sum) const {
   const std::size_t rows = hi - lo;
   // Three back-to-back bricks: phases share one clock reading per boundary.
   RH_BRICK_PHASES(phases, prof_);
@@ -227,19 +229,18 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
   }
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::huber, rows, 4 * rows * sizeof(T), 8 * rows);
-  double* loss_terms = ws_.row_terms.data();
-  huber_rows(residual + lo, weights_.data() + lo, rows, tau_, point.weighted_score.data() + lo,
-             point.weighted_curvature.data() + lo, loss_terms + lo);
+  double* loss_terms = thread_rows<LossTerms, double>(rows);
+  huber_rows(residual + lo, weights_.data() + lo, rows, tau_, scores,
+             point.weighted_curvature.data() + lo, loss_terms);
   // The sums in row order, as one loop over the rows would take them.
-  for (std::size_t i = lo; i < hi; ++i) {
+  for (std::size_t i = 0; i < rows; ++i) {
     loss += loss_terms[i];
-    score_sum += static_cast<double>(point.weighted_score[i]);
+    score_sum += static_cast<double>(scores[i]);
   }
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::score, rows * dim_, rows * sizeof(T),
                       2 * rows * dim_);
-  blas::gemv(true, rows, features_, T{1}, X_.row(lo), features_,
-             point.weighted_score.data() + lo, T{1}, partial);
+  blas::gemv(true, rows, features_, T{1}, X_.row(lo), features_, scores, T{1}, partial);
 }
 
 template <std::floating_point T>
@@ -257,12 +258,13 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
     double score_sum = 0.0;
     BlockGram gram = block_gram(b);
     RowTrace row_trace;
+    T* scores = thread_rows<Scores, T>(chunk_);  // w * psi of the chunk's rows
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, 0, lo, hi);
-      evaluate_rows(beta, source, lo, hi, point, partial, loss, score_sum);
+      evaluate_rows(beta, source, lo, hi, point, scores, partial, loss, score_sum);
       if (tracing_) {  // the chunk's rows are still in cache
-        row_trace.add_rows(point.residual.data() + lo, point.weighted_score.data() + lo,
+        row_trace.add_rows(point.residual.data() + lo, scores,
                            point.weighted_curvature.data() + lo, hi - lo);
       }
       if (with_gram) {
@@ -485,11 +487,11 @@ double BatchOps<T>::add_loss_change(double sum, std::size_t slot, std::size_t lo
                  12 * (hi - lo));
   // The terms first, vectorized (row_kernels.hpp); then their sum in row order, which fixes the
   // result bit for bit.
-  double* terms = ws_.row_terms.data();
+  double* terms = thread_rows<LossTerms, double>(hi - lo);
   loss_change_rows(ws_.point.residual.data() + lo, projection(slot) + lo, weights_.data() + lo,
-                   hi - lo, factor, static_cast<double>(tau_), terms + lo);
+                   hi - lo, factor, static_cast<double>(tau_), terms);
   double change = sum;
-  for (std::size_t i = lo; i < hi; ++i) change += terms[i];
+  for (std::size_t i = 0; i < hi - lo; ++i) change += terms[i];
   return change;
 }
 
@@ -630,10 +632,14 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   // J_b and G_b differ from it by only on a few rows.
   weighted_gram(EngineBrick::info_update);
   if (smoothed || matrices) require_design_scanned();
-  // Sized on first use: most streams never ask for a smoothed curvature or the matrices.
-  for (auto* buffer : {&ws_.band_added_weights, &ws_.band_removed_weights, &ws_.outlier_weights,
-                       &ws_.score_sq_weights}) {
-    if (buffer->size() < rows) buffer->resize(rows);
+  // Sized on first use, by the streams that ask for a smoothed curvature (the band's row
+  // weights) or the matrices (G's and K's): the others never hold these row vectors
+  // (docs/native.md, "Memory").
+  for (auto* buffer : {&ws_.band_added_weights, &ws_.band_removed_weights}) {
+    if (smoothed && buffer->size() < rows) buffer->resize(rows);
+  }
+  for (auto* buffer : {&ws_.outlier_weights, &ws_.score_sq_weights}) {
+    if (matrices && buffer->size() < rows) buffer->resize(rows);
   }
   if (ws_.inference_partials.size() < 4 * blocks) ws_.inference_partials.resize(4 * blocks);
   if ((smoothed || matrices) && ws_.inference_gram_partials.size() < 4 * blocks * square) {
@@ -699,10 +705,14 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
           curvature_sq += wc * c64;
           weight += w64;
           const bool in_q = newton_curvature[i] != T{0};
-          band_added[i] = in_q ? T{0} : w * c;
-          band_removed[i] = in_q ? w - w * c : T{0};
-          outlier_weights[i] = in_q ? T{0} : w;
-          score_sq_weights[i] = in_q ? w * psi * psi : T{0};
+          if (smoothed) {
+            band_added[i] = in_q ? T{0} : w * c;
+            band_removed[i] = in_q ? w - w * c : T{0};
+          }
+          if (matrices) {
+            outlier_weights[i] = in_q ? T{0} : w;
+            score_sq_weights[i] = in_q ? w * psi * psi : T{0};
+          }
         }
       }
       if (smoothed) {

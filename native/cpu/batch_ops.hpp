@@ -147,10 +147,12 @@ class BatchOps {
   int slot_reaching(const Vector& point) const;
   T* projection(std::size_t slot) { return ws_.projections.data() + slot * X_.rows; }
   const T* projection(std::size_t slot) const { return ws_.projections.data() + slot * X_.rows; }
-  // The evaluation at beta of rows [lo, hi) of a block into `point`; adds the rows' score to
-  // the block's partial (a d-vector) and their loss and intercept score to the sums.
+  // The evaluation at beta of rows [lo, hi) of a block into `point`, their w * psi into
+  // scores[0, hi - lo) (a chunk's buffer); adds the rows' score to the block's partial (a
+  // d-vector) and their loss and intercept score to the sums.
   void evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo, std::size_t hi,
-                     PointRows<T>& point, T* partial, double& loss, double& score_sum) const;
+                     PointRows<T>& point, T* scores, T* partial, double& loss,
+                     double& score_sum) const;
   // evaluate() and evaluate_with_gram(): with_gram forms the point's Gram in the pass.
   void evaluate_point(const Vector& beta, double tau, bool with_gram);
   // A whole evaluation pass at beta into `point`; project_step, if given, is projected into

@@ -12,6 +12,7 @@
 #include "blas.hpp"
 #include "gram_kernel.hpp"
 #include "rh/bricks/scope.hpp"
+#include "thread_rows.hpp"
 
 namespace rh::cpu {
 
@@ -164,17 +165,22 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
 template <std::floating_point T>
 bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   const std::size_t rows = X_.rows;
+  // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
+  // ws_.flipped has room for them (Workspace::reserve: rows / 8 + 1).
+  static_assert(max_flip_fraction_inverse >= 8);
+  const std::size_t max_flips = rows / max_flip_fraction_inverse;
   std::size_t flips = 0;
   std::size_t in_set = 0;  // rows of the new curvature set
   {
     RH_BRICK_SCOPE(prof_, brick, rows, 2 * rows * sizeof(T), 0);
     for (std::size_t i = 0; i < rows; ++i) {
       in_set += ws_.point.weighted_curvature[i] != T{0};
-      if (ws_.point.weighted_curvature[i] != ws_.gram_curvature[i]) ws_.flipped[flips++] = i;
+      if (ws_.point.weighted_curvature[i] != ws_.gram_curvature[i]) {
+        if (flips == max_flips) return false;
+        ws_.flipped[flips++] = i;
+      }
     }
   }
-  // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
-  if (flips * max_flip_fraction_inverse > rows) return false;
   if (flips == 0) return true;  // the Gram is this point's already
   // Subtracting the leaving rows leaves a rounding residue of the size of what they added; when
   // the set keeps fewer rows than that, the residue is no longer small next to what remains (an
@@ -187,63 +193,48 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   }
   if (leaving_rows >= in_set) return false;
   ++incremental_updates_;
-  // The rows entering the curvature set, then those leaving it, scaled as in full_gram; a row
-  // whose weight moved without leaving (not produced by 0/w curvature, but cheap to allow) is
-  // both. At most 2 * flips <= rows / 4 rows: scaled_rows has room (Workspace::reserve).
-  static_assert(max_flip_fraction_inverse >= 8);
+  // The rows entering the curvature set with their new weights, then those leaving it with
+  // their old, scaled as in full_gram; a row whose weight moved without leaving (not produced by
+  // 0/w curvature, but cheap to allow) is both. Each correction is staged gram_stage_rows() rows
+  // at a time in a buffer of the thread's (no row-length copy of the flipped rows), from the
+  // same kernel as the full Gram, so duplicated columns stay exactly duplicated.
   RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
-  std::size_t entering = 0;
-  std::size_t leaving = 0;
-  if (thin_gram_) {
-    // The thin kernel straight from X: the entering rows with their new weights, the leaving
-    // ones with their old.
-    std::size_t* listed = ws_.gram_rows.data();
-    for (std::size_t k = 0; k < flips; ++k) {
-      const std::size_t i = ws_.flipped[k];
-      if (ws_.point.weighted_curvature[i] != T{0}) listed[entering++] = i;
-    }
-    for (std::size_t k = 0; k < flips; ++k) {
-      const std::size_t i = ws_.flipped[k];
-      if (ws_.gram_curvature[i] != T{0}) listed[entering + leaving++] = i;
-    }
-    if (entering > 0) {
-      std::fill(ws_.gram_entering.begin(), ws_.gram_entering.end(), T{0});
-      gram::accumulate_lower(X_.data, features_, intercept_, ws_.point.weighted_curvature.data(),
-                             listed, entering, ws_.gram_entering.data());
-    }
-    if (leaving > 0) {
-      std::fill(ws_.gram_leaving.begin(), ws_.gram_leaving.end(), T{0});
-      gram::accumulate_lower(X_.data, features_, intercept_, ws_.gram_curvature.data(),
-                             listed + entering, leaving, ws_.gram_leaving.data());
-    }
-    for (std::size_t k = 0; k < flips; ++k) {
-      const std::size_t i = ws_.flipped[k];
-      ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
-    }
-  } else {
-    T* scaled = ws_.scaled_rows.data();
-    for (std::size_t k = 0; k < flips; ++k) {
-      const std::size_t i = ws_.flipped[k];
-      if (ws_.point.weighted_curvature[i] != T{0}) {
-        scale_row(i, ws_.point.weighted_curvature[i], scaled + entering++ * dim_);
+  const std::size_t stage = gram_stage_rows();
+  const auto correction = [&](const T* weights, T* out) {
+    std::size_t used = 0;
+    std::size_t staged = 0;
+    std::size_t* listed = thin_gram_ ? thread_rows<GramRows, std::size_t>(stage) : nullptr;
+    T* scaled = thin_gram_ ? nullptr : thread_rows<ScaledRows, T>(stage * dim_);
+    if (thin_gram_) std::fill_n(out, dim_ * dim_, T{0});  // the kernel adds to it
+    const auto multiply = [&] {
+      if (thin_gram_) {
+        gram::accumulate_lower(X_.data, features_, intercept_, weights, listed, staged, out);
+      } else {
+        blas::syrk_lower(staged, dim_, scaled, used == staged ? T{0} : T{1}, out, dim_);
       }
-    }
+      staged = 0;
+    };
     for (std::size_t k = 0; k < flips; ++k) {
       const std::size_t i = ws_.flipped[k];
-      if (ws_.gram_curvature[i] != T{0}) {
-        scale_row(i, ws_.gram_curvature[i], scaled + (entering + leaving++) * dim_);
+      if (weights[i] == T{0}) continue;
+      if (thin_gram_) {
+        listed[staged] = i;
+      } else {
+        scale_row(i, weights[i], scaled + staged * dim_);
       }
-      ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
+      ++staged;
+      ++used;
+      if (staged == stage) multiply();
     }
-    // Each correction comes from the same SYRK kernel as the full Gram, so duplicated columns
-    // stay exactly duplicated.
-    if (entering > 0) {
-      blas::syrk_lower(entering, dim_, scaled, T{0}, ws_.gram_entering.data(), dim_);
-    }
-    if (leaving > 0) {
-      blas::syrk_lower(leaving, dim_, scaled + entering * dim_, T{0}, ws_.gram_leaving.data(),
-                       dim_);
-    }
+    if (staged > 0) multiply();
+    return used;
+  };
+  const std::size_t entering = correction(ws_.point.weighted_curvature.data(),
+                                          ws_.gram_entering.data());
+  const std::size_t leaving = correction(ws_.gram_curvature.data(), ws_.gram_leaving.data());
+  for (std::size_t k = 0; k < flips; ++k) {
+    const std::size_t i = ws_.flipped[k];
+    ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
   }
   // Only the lower triangle is updated, then mirrored: exactly symmetric.
   T* gram = ws_.gram.data();

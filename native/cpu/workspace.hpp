@@ -15,11 +15,11 @@
 namespace rh::cpu {
 
 // What an evaluation at one point leaves behind: the per-row quantities and the per-block
-// partial sums of the score and the loss.
+// partial sums of the score and the loss. (w * psi is used only in the pass, chunk by chunk:
+// it lives in a chunk-sized buffer of the thread's, not here.)
 template <std::floating_point T>
 struct PointRows {
   std::vector<T> residual;            // r = y - X~ beta
-  std::vector<T> weighted_score;      // w * psi(r)
   std::vector<T> weighted_curvature;  // w * c(r)
   std::vector<T> score_partials;      // blocks x d: X~^T (w * psi) of each block
   std::vector<double> loss_partials;  // sum of w * rho(r) of each block
@@ -27,7 +27,6 @@ struct PointRows {
 
   void reserve_rows(std::size_t rows) {
     residual.resize(rows);
-    weighted_score.resize(rows);
     weighted_curvature.resize(rows);
   }
   void reserve_blocks(std::size_t blocks, std::size_t dim) {
@@ -69,11 +68,8 @@ struct Workspace {
       fault::allocation_point();
       point.reserve_rows(rows);
       prepared.reserve_rows(rows);
-      row_terms.resize(rows);
       gram_curvature.resize(rows);
-      flipped.resize(rows);
-      scaled_rows.resize((rows / 4 + 1) * dim);
-      gram_rows.resize(rows / 4 + 1);
+      flipped.resize(rows / 8 + 1);  // an incremental Gram takes at most rows / 8 flips
       rows_ = rows;
     }
     if (blocks > blocks_) {
@@ -92,12 +88,9 @@ struct Workspace {
   // One entry per row.
   std::vector<T> projections;         // X~ s of each step s being tried, slot k at k * rows;
                                       // grown to the slots a pass uses (BatchOps)
-  std::vector<double> row_terms;      // per-row terms of a sum, before it is taken in order
   std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
-  std::vector<std::size_t> flipped;   // rows whose curvature changed since that point
-  std::vector<T> scaled_rows;         // sqrt(w c) x~ of the rows whose curvature flipped
-                                      // (the incremental Gram: at most rows / 4 of them)
-  std::vector<std::size_t> gram_rows;  // those rows' indices, for the thin-Gram kernel
+  std::vector<std::size_t> flipped;   // rows whose curvature changed since that point (at
+                                      // most rows / 8: BatchOps::max_flip_fraction_inverse)
   // The information pass (BatchOps::information), sized on first use.
   std::vector<T> band_added_weights;    // w * c_h on the rows outside the quadratic zone
   std::vector<T> band_removed_weights;  // w * (1 - c_h) on the rows inside it

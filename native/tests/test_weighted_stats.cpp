@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <rh/weighted_stats.hpp>
@@ -78,6 +79,14 @@ TEST(WeightedMedian, SelectionAndSortAgreeWithTheDefinition) {
     fractional_w[rng() % n] += 0.3;
     EXPECT_EQ(wmedian(v, integer_w), wmedian_by_definition(v, integer_w));
     EXPECT_EQ(wmedian(v, fractional_w), wmedian_by_definition(v, fractional_w));
+    // Unit weights take the order statistic; the MAD's deviations too.
+    const std::vector<double> units(n, 1.0);
+    EXPECT_EQ(wmedian(v, units), wmedian_by_definition(v, units));
+    const double center = wmedian_by_definition(v, units);
+    std::vector<double> deviations(n);
+    for (std::size_t i = 0; i < n; ++i) deviations[i] = std::fabs(v[i] - center);
+    EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(units)),
+              wmedian_by_definition(deviations, units));
   }
 }
 

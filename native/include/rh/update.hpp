@@ -160,10 +160,11 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
       start.back() = static_cast<T>(weighted_median(std::span<const T>(y), weights));
       ops.assign(start, beta);
     }
+    const double pilot_s = config.tau ? 0.0 : detail::pilot_scale(std::span<const T>(y), weights);
+    std::vector<T>().swap(y);  // the solves do not need it: a row vector less at the peak
     if (config.tau) {
       scale = *config.tau / config.epsilon;
     } else {
-      const double pilot_s = detail::pilot_scale(std::span<const T>(y), weights);
       const double pilot_tau = detail::dtype_tau<T>(config.epsilon * pilot_s);
       pilot = detail::solve_batch(ops, beta, pilot_tau, schedules.lambda(pilot_tau), weight_total,
                                   config, tol, trace, SolvePhase::pilot);

@@ -81,35 +81,77 @@ double weighted_median_exact_sums(std::span<const V> values, std::span<const W> 
 
 }  // namespace detail
 
+namespace detail {
+
+enum class WeightKind { units, integers, general };
+
+// What the weights allow: all 1 (the default), integers with exact sums (total <= 2^53), or
+// neither; and their float64 total.
+template <class W>
+WeightKind weight_kind(std::span<const W> weights, double& total) {
+  constexpr double exact_limit = 9007199254740992.0;  // 2^53
+  total = 0.0;
+  bool units = true;
+  bool integers = true;
+  for (const W w : weights) {
+    const auto weight = static_cast<double>(w);
+    units = units && weight == 1.0;
+    integers = integers && weight == std::floor(weight);
+    total += weight;
+  }
+  if (integers && total <= exact_limit) return units ? WeightKind::units : WeightKind::integers;
+  return WeightKind::general;
+}
+
+// Unit weights: the first sorted value whose count reaches n / 2 is the order statistic of rank
+// ceil(n / 2) - 1, the same number the stable sort gives; found in place in `values`, reordered.
+template <class V>
+double unit_median_in_place(std::span<V> values) {
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return static_cast<double>(*middle);
+}
+
+template <class V, class W>
+double weighted_median_of(std::span<const V> values, std::span<const W> weights,
+                          WeightKind kind, double total) {
+  if (kind == WeightKind::units) {
+    std::vector<V> copy(values.begin(), values.end());
+    return unit_median_in_place(std::span<V>(copy));
+  }
+  if (kind == WeightKind::integers) return weighted_median_exact_sums(values, weights, total);
+  return weighted_median_sorted(values, weights);
+}
+
+}  // namespace detail
+
 // The lower weighted median: sort stably, accumulate weights sequentially in float64, return the
 // first value whose cumulative weight reaches half of the sequential total. Values compare in
 // their own type. Requires a positive total weight and finite values. Integer weights (the
 // default unit weights, frequency weights) take a selection instead of a sort, with the same
-// result: their sums are exact in any order.
+// result: their sums are exact in any order; unit weights select on a copy of the values alone.
 template <class V, class W>
 double weighted_median(std::span<const V> values, std::span<const W> weights) {
-  constexpr double exact_limit = 9007199254740992.0;  // 2^53
   double total = 0.0;
-  bool integers = true;
-  for (const W w : weights) {
-    const auto weight = static_cast<double>(w);
-    integers = integers && weight == std::floor(weight);
-    total += weight;
-  }
-  if (integers && total <= exact_limit) {
-    return detail::weighted_median_exact_sums(values, weights, total);
-  }
-  return detail::weighted_median_sorted(values, weights);
+  const detail::WeightKind kind = detail::weight_kind(weights, total);
+  return detail::weighted_median_of(values, weights, kind, total);
 }
 
-// wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64.
+// wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64. With unit weights its
+// only buffer is the deviations' (the center's copy freed first): one row-length vector, where
+// the general path holds a (value, weight) pair per row besides (docs/native.md, "Memory").
 template <class V, class W>
 double weighted_mad(std::span<const V> values, std::span<const W> weights) {
-  const double center = weighted_median(values, weights);
+  double total = 0.0;
+  const detail::WeightKind kind = detail::weight_kind(weights, total);
+  const double center = detail::weighted_median_of(values, weights, kind, total);
   std::vector<double> deviations(values.size());
   std::transform(values.begin(), values.end(), deviations.begin(),
                  [&](V v) { return std::fabs(static_cast<double>(v) - center); });
-  return weighted_median(std::span<const double>(deviations), weights);
+  if (kind == detail::WeightKind::units) {
+    return detail::unit_median_in_place(std::span<double>(deviations));
+  }
+  return detail::weighted_median_of(std::span<const double>(deviations), weights, kind, total);
 }
 
 // sqrt(sum w (v - m)^2 / sum w) with m the weighted mean, all in float64.

@@ -1,0 +1,25 @@
+#pragma once
+// Per-thread buffers for per-row values a pass needs only while it works on a chunk (or a block),
+// instead of a row-length vector of the batch's (docs/native.md, "Memory").
+
+#include <cstddef>
+#include <vector>
+
+namespace rh::cpu {
+
+// A buffer of the calling thread's, at least `size` entries. One buffer per Use, so that two
+// uses within one chunk never share it.
+template <class Use, class V>
+V* thread_rows(std::size_t size) {
+  thread_local std::vector<V> buffer;
+  if (buffer.size() < size) buffer.resize(size);
+  return buffer.data();
+}
+
+// The uses.
+struct LossTerms {};   // w rho(r) or its change, before the sum in row order
+struct Scores {};      // w psi(r) of a chunk
+struct GramRows {};    // the incremental Gram's staged row indices (thin kernel)
+struct ScaledRows {};  // the incremental Gram's staged scaled rows (SYRK)
+
+}  // namespace rh::cpu
