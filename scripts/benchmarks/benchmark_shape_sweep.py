@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from rhbench.race import plot as plot_race
 from rhbench.report import compare, format_comparison, format_gate, gate, markdown_tables, plot
 from rhbench.schema import validate_document
 from rhbench.sweep import ENGINES, PATHS, PEERS, PROFILES, Sweep
@@ -136,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
         validate_document(document)
         if not args.no_plots:
-            for png in plot(document, path.with_suffix("")):
+            for png in [*plot(document, path.with_suffix("")),
+                        *plot_race(document, path.with_suffix(""))]:
                 print(f"wrote {png}")
     if args.tables:
         print(markdown_tables(_load(args.tables)))

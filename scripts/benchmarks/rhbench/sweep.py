@@ -30,6 +30,8 @@ from .contracts import (
 )
 from .environment import collect_environment, hardware_fingerprint
 from .limits import measure_machine_limits, roofline_bound
+from .memory import peak_over
+from .race import HELD_OUT_SEED_OFFSET, race
 from .seed import MATCHED, SEED_PEERS, MatchedSubject, SeedSubject, seed_unavailable
 
 #: Engines of the project and peers from scikit-learn, in table order.
@@ -373,6 +375,7 @@ class Sweep:
         self.progress = progress
         self.limits = limits
         self.environment: dict[str, Any] = {}
+        self.races: list[dict[str, Any]] = []
 
     def run(self, command: Sequence[str] | None = None) -> dict[str, Any]:
         """Measure the machine, then every subject on every shape, penalty and dtype.
@@ -417,6 +420,7 @@ class Sweep:
             "environment": self.environment,
             "machine_limits": self.limits,
             "records": records,
+            "sgd_race": self.races,
         }
 
     def _loop(self, tasks: list[tuple[Shape, str, float]], bar: Any) -> list[dict[str, Any]]:
@@ -443,7 +447,25 @@ class Sweep:
                 records.extend(self._measure(shape, dtype, alpha, engine, path, residency,
                                              subject, reason, data))
                 bar.update()
+            self._race(shape, dtype, alpha, data, records)
         return records
+
+    def _race(self, shape: Shape, dtype: str, alpha: float, data: _Data,
+              records: list[dict[str, Any]]) -> None:
+        """SGD pass after pass to the native estimator's error (rhbench.race), when both ran."""
+        ours = next((r for r in records if r["engine"] == "native_cpu"
+                     and r["path"] == "estimator" and r["contract"] == "cold"
+                     and r["status"] == "ok" and r["shape_class"] == shape.name
+                     and r["dtype"] == dtype and r["penalty"]["alpha"] == alpha), None)
+        if ours is None or "sgd_huber" not in self.profile.peers:
+            return
+        self._log(f"SGD race on {shape.name} {dtype} alpha={alpha:g}")
+        held_out = make_data(shape, dtype, self.profile.seed + HELD_OUT_SEED_OFFSET).batches
+        result = race(data.batches, held_out, data.coef, data.intercept, alpha,
+                      self.profile.epsilon, self.profile.seed, ours["coef_error"]["rel_l2"],
+                      ours["median_s"])
+        self.races.append({"shape_class": shape.name, "dtype": dtype, "alpha": alpha,
+                           "ours_record": ours["id"], **result})
 
     def _log(self, message: str) -> None:
         if self.progress:
@@ -476,9 +498,15 @@ class Sweep:
         notes: dict[str, str] = {}
         cold_target = p.cold_repeats
         cold_share = p.budget_s * p.cold_repeats / (p.cold_repeats + p.steady_repeats)
+        memory = None
         while len(cold) < cold_target:
             obj = subject.make()
-            cold.append(subject.run(obj, subject.start(obj), batches))
+            if not cold:  # the first pass: peak memory over the resident batches
+                result, memory = peak_over(lambda o=obj: subject.run(o, subject.start(o), batches),
+                                           max(b[0].nbytes for b in data.batches))
+                cold.append(result)
+            else:
+                cold.append(subject.run(obj, subject.start(obj), batches))
             if len(cold) == 1:
                 cold_target = self._affordable(cold[0].seconds, p.cold_repeats, cold_share,
                                                notes, "cold")
@@ -490,7 +518,8 @@ class Sweep:
         steady = [subject.run(obj, subject.restore(primed), batches)
                   for _ in range(steady_target)]
         return [
-            self._record(base, "cold", subject, cold, data, notes.get("cold")),
+            self._record(base, "cold", subject, cold, data, notes.get("cold")) | {
+                "peak_memory": memory},
             self._record(base, "steady", subject, steady, data, notes.get("steady")),
         ]
 
