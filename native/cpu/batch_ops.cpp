@@ -143,6 +143,12 @@ void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t en
 
 template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
+  if (point_valid_ && beta == current_) {
+    // The last evaluation's point (the pilot's final one, for the first batch's scale): its
+    // residual is in ws_.point already, and the evaluation stays valid.
+    std::copy_n(ws_.point.residual.begin(), X_.rows, out.begin());
+    return;
+  }
   // Into ws_.point.residual as well: an evaluation at beta (the solve's first, usually) takes it
   // from there. The calls that refer to the current point need an evaluate() after this.
   T* residual = ws_.point.residual.data();

@@ -58,6 +58,7 @@ class BatchOps {
 
   double weight_sum() const { return weight_sum_; }
   std::span<const T> host_weights() const { return weights_; }
+  // At the last evaluation's point: a copy of its residual, no pass.
   void residuals_to_host(const Vector& beta, std::span<T> out);
 
   void evaluate(const Vector& beta, double tau) { evaluate_point(beta, tau, false); }

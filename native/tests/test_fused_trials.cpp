@@ -313,4 +313,45 @@ TEST(ReusedResiduals, MatchAFreshEvaluation) {
   expect_reused_residuals_match_fresh_ones<float>(1e-4);
 }
 
+// residuals_to_host at the last evaluation's point (the first batch's scale after the pilot)
+// copies that evaluation's residual: no pass, the same bits as a pass, and the evaluation kept
+// (a following evaluate at the same point and bandwidth skips its pass too).
+template <class T>
+void expect_residuals_at_the_current_point_copied() {
+  const auto batch = rh::test::contaminated_batch<T>(94, 5000, 7);
+  const auto empty = rh::State<T>::empty(8);
+  rh::cpu::ThreadPool pool(2);
+  rh::cpu::Workspace<T> space;
+  rh::cpu::Workspace<T> fresh_space;
+  const rh::cpu::RowBlocks blocks(batch.rows);
+  space.reserve(8, batch.rows, blocks.count());
+  fresh_space.reserve(8, batch.rows, blocks.count());
+  rb::Options options;
+  options.sync_mode = rb::SyncMode::immediate;
+  options.track_page_faults = false;
+  rb::Profiler prof(rh::engine_brick_table(), options);
+  const auto residual_calls = [&] {
+    return prof.stats(static_cast<rb::BrickId>(rh::EngineBrick::residual)).count;
+  };
+  const std::vector<T> start = {0.5, -1, 2, 0, 0.25, -0.75, 1.5, 0.1};
+  rh::cpu::BatchOps<T> ops(space, pool, empty.view(), batch.design(), batch.response(),
+                           batch.weights(), true, prof);
+  ops.evaluate_with_gram(start, 1.5);
+  const auto calls = residual_calls();
+  std::vector<T> copied(batch.rows);
+  ops.residuals_to_host(start, copied);
+  ops.evaluate_with_gram(start, 1.5);
+  EXPECT_EQ(residual_calls(), calls);  // neither ran a pass
+  rh::cpu::BatchOps<T> fresh(fresh_space, pool, empty.view(), batch.design(), batch.response(),
+                             batch.weights(), true, quiet_profiler());
+  std::vector<T> passed(batch.rows);
+  fresh.residuals_to_host(start, passed);
+  EXPECT_EQ(copied, passed);
+}
+
+TEST(RepeatedEvaluation, ResidualsAtTheCurrentPointAreACopy) {
+  expect_residuals_at_the_current_point_copied<double>();
+  expect_residuals_at_the_current_point_copied<float>();
+}
+
 }  // namespace
