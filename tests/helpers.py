@@ -83,3 +83,17 @@ def other_machine(fingerprints: dict, cpu_model: str):
     hw = dataclasses.replace(Hardware.from_dict(fingerprint), cpu_model=cpu_model)
     assert hw.measured and hw.hardware_id not in fingerprints
     return hw
+
+
+class BatchClock:
+    """time.perf_counter for the estimator: each batch (two readings) lasts the next of
+    ``durations``, then a second."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.reads = list(durations), 0.0, 0
+
+    def perf_counter(self):
+        self.reads += 1
+        if self.reads % 2 == 0:
+            self.now += self.durations.pop(0) if self.durations else 1.0
+        return self.now

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from helpers import NATIVE_CPU, make_problem, require_module
+from helpers import NATIVE_CPU, BatchClock, make_problem, require_module
 from rhuber import RenewableHuberRegressor
 from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
@@ -239,19 +239,6 @@ def _stream(estimator, X, y, batch):
     return estimator
 
 
-class _Clock:
-    """time.perf_counter for the estimator: each batch (two readings) lasts the next of
-    ``durations``, then a second."""
-
-    def __init__(self, durations):
-        self.durations, self.now, self.reads = list(durations), 0.0, 0
-
-    def perf_counter(self):
-        self.reads += 1
-        if self.reads % 2 == 0:
-            self.now += self.durations.pop(0) if self.durations else 1.0
-        return self.now
-
 
 def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
     from rhuber import estimator
@@ -260,7 +247,7 @@ def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
     monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))
     # Four batches on the chosen plan at 300 rows/s (far below its promise), then the default's
     # trial at 600 rows/s: the default wins.
-    monkeypatch.setattr(estimator, "time", _Clock([1.0] * 4 + [0.5] * 4))
+    monkeypatch.setattr(estimator, "time", BatchClock([1.0] * 4 + [0.5] * 4))
     X, y, _ = make_problem(np.random.default_rng(3), 8 * 300, 5)
     auto = RenewableHuberRegressor()
     engines = []

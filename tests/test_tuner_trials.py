@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from helpers import NATIVE_CPU, make_problem, require_module
+from helpers import NATIVE_CPU, BatchClock, make_problem, require_module
 from rhuber import RenewableHuberRegressor, dispatch
 from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
@@ -140,19 +140,6 @@ def test_a_stream_too_short_for_trials_runs_the_default():
     assert adv.Session.from_advice(advice, batches=7).reason == adv.TRIAL
 
 
-class _Clock:
-    """time.perf_counter for the estimator: each batch (two readings) lasts the next of
-    ``durations``."""
-
-    def __init__(self, durations):
-        self.durations, self.now, self.reads = list(durations), 0.0, 0
-
-    def perf_counter(self):
-        self.reads += 1
-        if self.reads % 2 == 0:
-            self.now += self.durations.pop(0) if self.durations else 1.0
-        return self.now
-
 
 class _UnsureAdvisor:
     rule = rules.DEFAULT_RULE
@@ -169,7 +156,7 @@ def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
 
     monkeypatch.setattr(adv, "shared", _UnsureAdvisor)
     # default 300 rows/s, the second candidate 600, the third 450 (evidence batches).
-    monkeypatch.setattr(estimator, "time", _Clock([5.0, 1.0, 5.0, 0.5, 5.0, 0.67]))
+    monkeypatch.setattr(estimator, "time", BatchClock([5.0, 1.0, 5.0, 0.5, 5.0, 0.67]))
     X, y, _ = make_problem(np.random.default_rng(3), 10 * 300, 5)
     auto = RenewableHuberRegressor()
     ran = []
