@@ -14,7 +14,7 @@ from rhuber.engines.plans import default_plan
 from rhuber.engines.workload import Workload
 from rhuber.lab import calibrate
 from rhuber.lab.collect import Quality
-from rhuber.tuner import hardware, local, models
+from rhuber.tuner import hardware, local, models, rules
 from rhuber.tuner.store import Store
 
 DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
@@ -72,8 +72,8 @@ def test_tasks_put_default_and_first_choice_first_then_uncertain(machine):
     n_first = sum(r in ("default", "top-1") for r in reasons)
     assert set(reasons[:n_first]) <= {"default", "top-1"}  # priority order
     assert reasons[n_first:] == sorted(reasons[n_first:], key=lambda r: r != "uncertain")
-    for w in workloads:
-        assert (w.id, default_plan(w).resolved(machine.cores).id) in keys
+    for w in workloads:  # the rule's plan is the default measured (what auto runs without a model)
+        assert (w.id, _ruled(w, machine, rules.DEFAULT_RULE).id) in keys
         ranked = ensemble.rank(w, calibrate.plans_for(w, machine), machine)
         assert (w.id, ranked[0].plan.id) in keys and (w.id, ranked[1].plan.id) in keys
     uncertain = [t for t in todo if t.reason == "uncertain"]
@@ -102,8 +102,9 @@ def test_calibrate_measures_into_the_local_store_and_trains_local_models(cache, 
     trained_on = {m.hardware_id for m in base[0] if m.status == "ok"}
     assert set(json.loads(meta["hardware_ids"])) == {*trained_on, *[machine.hardware_id] * good}
     assert result.measured and len(stored) == len(result.measured)
-    for w in TINY:  # the default plan of every workload was measured, with the light quality
-        m = stored[(w.id, default_plan(w).resolved(machine.cores).id)]
+    shipped_rule = rules.load(models.default_models_dir())
+    for w in TINY:  # the rule's plan of every workload was measured, with the light quality
+        m = stored[(w.id, _ruled(w, machine, shipped_rule).id)]
         assert m.status in ("ok", "unstable") and len(m.runs_s) == 3
         assert m.rows_per_run == w.rows and m.brick_fractions is None
     assert result.training_measurements == len(base[0]) + result.local_measurements
@@ -202,3 +203,11 @@ def test_written_and_removed_local_models_reach_the_advisor(cache, base, machine
     advisor.shared()
     assert len(loads) == 3
     advisor.reset_shared()
+
+
+def _ruled(workload, machine, rule):
+    """The default plan calibration measures: the rule's, else the engine default."""
+    plan = rule.plan(workload, machine.cores)
+    if plan not in calibrate.plans_for(workload, machine):
+        plan = default_plan(workload)
+    return plan.resolved(machine.cores)

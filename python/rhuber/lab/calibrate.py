@@ -42,7 +42,9 @@ from ..engines.workload import Workload
 from ..estimator import RenewableHuberRegressor
 from ..tuner import local
 from ..tuner.hardware import Hardware, fingerprint
-from ..tuner.models import Ensemble
+from ..tuner.models import Ensemble, default_models_dir
+from ..tuner.rules import DEFAULT_RULE, Rule
+from ..tuner.rules import load as load_rule
 from ..tuner.store import Measurement
 from .collect import PENALTY_ALPHA, Quality, measure, workload_batches
 
@@ -99,8 +101,10 @@ def predicted_seconds(log_rows_per_s: float, workload: Workload,
 
 def tasks(ensemble: Any, hardware: Hardware, workloads: Iterable[Workload], *,
           top: int = TOP_PLANS, uncertain: int = UNCERTAIN_PLANS, quality: Quality = QUALITY,
-          skip: Iterable[tuple[str, str]] = ()) -> list[Task]:
-    """The design's (workload, plan) pairs in priority order: per workload the default plan and
+          skip: Iterable[tuple[str, str]] = (), rule: Rule = DEFAULT_RULE) -> list[Task]:
+    """The design's (workload, plan) pairs in priority order: per workload the default plan
+    (``rule``'s, what auto runs without a model; the engine default where the rule's plan is not
+    a candidate here) and
     the model's first choice; then, per workload, the ``uncertain`` pairs the trees disagree on
     most among the contenders (plans predicted within :data:`CONTENDER` × of the best; not
     chosen already nor in ``skip``), the most uncertain first; then the model's choices
@@ -124,7 +128,8 @@ def tasks(ensemble: Any, hardware: Hardware, workloads: Iterable[Workload], *,
         by_id = {r.plan.id: r for r in ranked}
         contenders[w] = [r.plan for r in ranked
                          if ranked[0].log_rows_per_s - r.log_rows_per_s <= math.log(CONTENDER)]
-        default = default_plan(w).resolved(cores)
+        ruled = rule.plan(w, cores)
+        default = (ruled if ruled in candidates else default_plan(w)).resolved(cores)
         if default.id in by_id:
             add(first, w, default, "default", by_id[default.id].log_rows_per_s)
         for k, r in enumerate(ranked[:top]):
@@ -158,16 +163,17 @@ def warm_up(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> f
     return time.perf_counter() - start
 
 
-def model_in_effect(hardware_id: str) -> tuple[Any, str]:
-    """The ensemble of this machine's local models when they load, else the shipped one; and
-    which it is."""
+def model_in_effect(hardware_id: str) -> tuple[Any, str, Rule]:
+    """The ensemble of this machine's local models when they load, else the shipped one; which
+    it is; and the default rule written beside it."""
 
     if local.has_models(hardware_id):
+        directory = local.models_dir(hardware_id)
         try:
-            return Ensemble.load(local.models_dir(hardware_id)), "local"
+            return Ensemble.load(directory), "local", load_rule(directory)
         except (OSError, ValueError):
             pass
-    return Ensemble.load(), "shipped"
+    return Ensemble.load(), "shipped", load_rule(default_models_dir())
 
 
 def machine() -> Hardware:
@@ -212,12 +218,12 @@ def calibrate(*, budget_s: float = BUDGET_S, workloads: Sequence[Workload] | Non
     if not hw.measured:
         raise ValueError("calibrate needs a measured fingerprint (fingerprint(measure=True))")
     say(f"[{elapsed():5.1f} s] hardware {hw.hardware_id}: {hw.cpu_model}, {hw.cores} cores")
-    ensemble, source = model_in_effect(hw.hardware_id)
+    ensemble, source, rule = model_in_effect(hw.hardware_id)
     workloads = design() if workloads is None else list(workloads)
     with local.open_store() as store:
         store.add_hardware(hw.hardware_id, hw.as_dict())
         todo = tasks(ensemble, hw, workloads, top=top, uncertain=uncertain, quality=quality,
-                     skip=store.done(hw.hardware_id))
+                     skip=store.done(hw.hardware_id), rule=rule)
         say(f"[{elapsed():5.1f} s] {len(todo)} pairs designed over {len(workloads)} workloads "
             f"(plans ranked by the {source} model); measuring into {store.path}")
         deadline = budget_s * (1.0 - train_reserve_fraction)
