@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
+from typing import Any
 
 from .._version import __version__
 from ._common import fail
@@ -47,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.run(args)
     except (ValueError, ArithmeticError, ImportError) as exc:
         # DataFileError, CheckpointError and the estimator's parameter errors are ValueErrors,
         # NumericalError an ArithmeticError, EngineNotAvailableError an ImportError.
@@ -63,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rhuber: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """A warning as one line in the command's words (what a library shows as a source line)."""
+    print(f"rhuber: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _build_parser() -> argparse.ArgumentParser:
