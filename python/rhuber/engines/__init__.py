@@ -95,7 +95,6 @@ class NativeCpuEngine:
     def update(self, state, X, y, w, config, trace=None):
         # trace: None, or a list receiving one dict per solver iteration (docs/tracing.md).
         config.validate()
-        require_features(self, config)
         # The C++ engine scans the values (finiteness, weights) itself; here only shapes, dtypes.
         X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
         # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
