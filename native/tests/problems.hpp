@@ -12,6 +12,7 @@
 #include <rh/state.hpp>
 #include <rh/views.hpp>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace rh::test {
@@ -98,6 +99,24 @@ inline double max_abs(std::span<const double> v) {
   double m = 0.0;
   for (double x : v) m = std::max(m, std::fabs(x));
   return m;
+}
+
+// The first `count` rows of `base` weighted 2, and `base` with those rows appended once more
+// at weight 1: the pair of batches a weight-2 row must not tell apart from a duplicated one.
+template <class T>
+std::pair<Batch<T>, Batch<T>> weighted_twice_and_duplicated(const Batch<T>& base,
+                                                            std::size_t count) {
+  Batch<T> weighted = base;
+  Batch<T> duplicated = base;
+  const std::size_t p = base.features;
+  for (std::size_t i = 0; i < count; ++i) {
+    weighted.w[i] = T{2};
+    duplicated.X.insert(duplicated.X.end(), base.X.begin() + p * i, base.X.begin() + p * (i + 1));
+    duplicated.y.push_back(base.y[i]);
+    duplicated.w.push_back(T{1});
+  }
+  duplicated.rows += count;
+  return {std::move(weighted), std::move(duplicated)};
 }
 
 }  // namespace rh::test

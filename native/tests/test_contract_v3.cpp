@@ -164,15 +164,7 @@ TEST(ContractV3, MatricesAreKeptOnlyWhileEveryCoveredBatchAskedForThem) {
 
 TEST(ContractV3, AWeightTwoRowGivesTheSumsOfADuplicatedRow) {
   const auto base = contaminated_batch<double>(9, 150, 3);
-  Batch<double> weighted = base;
-  Batch<double> duplicated = base;
-  for (std::size_t i = 0; i < 10; ++i) {
-    weighted.w[i] = 2.0;
-    duplicated.X.insert(duplicated.X.end(), base.X.begin() + 3 * i, base.X.begin() + 3 * i + 3);
-    duplicated.y.push_back(base.y[i]);
-    duplicated.w.push_back(1.0);
-  }
-  duplicated.rows += 10;
+  auto [weighted, duplicated] = rh::test::weighted_twice_and_duplicated(base, 10);
   rh::cpu::Engine engine;
   rh::Config config;
   config.inference_matrices = true;

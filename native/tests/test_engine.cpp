@@ -29,16 +29,8 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, do
 
 TEST(Engine, WeightTwoRowEqualsADuplicatedRow) {
   const auto base = contaminated_batch<double>(21, 120, 3);
-  Batch<double> weighted = base;
-  Batch<double> duplicated = base;
-  // Weight rows 0..9 by 2, and append copies of them to the duplicated batch.
-  for (std::size_t i = 0; i < 10; ++i) {
-    weighted.w[i] = 2.0;
-    duplicated.X.insert(duplicated.X.end(), base.X.begin() + 3 * i, base.X.begin() + 3 * i + 3);
-    duplicated.y.push_back(base.y[i]);
-    duplicated.w.push_back(1.0);
-  }
-  duplicated.rows += 10;
+  // Rows 0..9 weighted by 2, and copies of them appended to the duplicated batch.
+  auto [weighted, duplicated] = rh::test::weighted_twice_and_duplicated(base, 10);
   weighted.w[20] = 0.0;  // and a zero weight is a dropped row
   duplicated.w[20] = 0.0;
 
