@@ -126,8 +126,7 @@ def _update(
     else:
         batch_scale = robust_scale(problem.residual(state.coef), w)
         batch_scale = state.scale if math.isnan(batch_scale) else batch_scale
-        total = problem.W + problem.sum_w
-        scale = (problem.W * state.scale + problem.sum_w * batch_scale) / total
+        scale = (problem.W * state.scale + problem.sum_w * batch_scale) / n_total
         tau = as_tau(scale)
         beta = state.coef
 
@@ -137,11 +136,10 @@ def _update(
     if p is not None:
         p.next_iteration()  # the final evaluation, as native_cpu counts it
     r = problem.residual(beta)
-    bandwidth = smoothing = None
+    bandwidth = None  # h_b, with the smoothed curvature only
     if config.curvature == "smoothed":
-        bandwidth = smoothing = float(dtype.type(
-            config.batch_bandwidth(tau, scale, n_total, n_features)))
-    c = problem.curvature(r, tau, smoothing)
+        bandwidth = float(dtype.type(config.batch_bandwidth(tau, scale, n_total, n_features)))
+    c = problem.curvature(r, tau, bandwidth)
     t0 = _prof.now() if p is not None else 0
     information = state.information + problem.weighted_gram(w * c)
     if p is not None:
