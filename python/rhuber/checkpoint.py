@@ -219,6 +219,13 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
         raise CheckpointError(f"{source}: 'params' is not valid JSON: {exc}") from exc
     if not isinstance(params, dict):
         raise CheckpointError(f"{source}: 'params' must be a JSON object")
+    if "fit_intercept" in params and params["fit_intercept"] is not bool(fit_intercept):
+        state = "has an intercept coordinate" if fit_intercept else "has no intercept coordinate"
+        raise CheckpointError(
+            f"{source} contradicts itself: its 'params' say fit_intercept="
+            f"{params['fit_intercept']!r}, but its state {state} ('fit_intercept' "
+            f"{bool(fit_intercept)}, 'coef' of shape {out['coef'].shape} for {n_features} "
+            "features)")
     out["params"] = params
     out["library_version"] = _text(raw, "library_version", source)
 

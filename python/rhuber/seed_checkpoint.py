@@ -127,6 +127,11 @@ def convert(raw: dict[str, Any], source: str) -> dict[str, Any]:
         raise CheckpointError(f"{source}: the seed checkpoint's 'weight_sum' is 0 after "
                               f"{n_seen} samples")
 
+    if "fit_intercept" in config and config["fit_intercept"] is not fit_intercept:
+        raise CheckpointError(
+            f"{source}: the seed checkpoint contradicts itself: its config says fit_intercept="
+            f"{config['fit_intercept']!r}, its metadata (which shapes the coefficients) "
+            f"fit_intercept={fit_intercept!r}")
     dtype = _field(config, "dtype", source, lambda v: v in ("float32", "float64"),
                    "'float32' or 'float64'")
     tau = float(_field(config, "tau", source, lambda v: _number(v) and v > 0,
