@@ -395,10 +395,26 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         """Two-sided normal p-values of the z statistics."""
         return self._wald(cov_type, 0.05).pvalues
 
-    def conf_int(self, alpha: float = 0.05, cov_type: str | None = None) -> np.ndarray:
-        """(d, 2) normal confidence intervals [lower, upper] at level 1 − alpha."""
+    def conf_int(self, alpha: float = 0.05, cov_type: str | None = None) -> Any:
+        """(d, 2) normal confidence intervals [lower, upper] at level 1 − alpha. For a model
+        fitted on named columns, a pandas DataFrame indexed by the names (the intercept last)
+        with columns 0 and 1, as statsmodels returns for a DataFrame's model."""
         table = self._wald(cov_type, alpha)
-        return np.column_stack([table.lower, table.upper])
+        bounds = np.column_stack([table.lower, table.upper])
+        if "feature_names_in_" not in self.__dict__:
+            return bounds
+        try:
+            import pandas as pd
+        except ImportError:  # names from Polars or a table-like object, and no pandas
+            return bounds
+        return pd.DataFrame(bounds, index=self._coefficient_names())
+
+    def _coefficient_names(self) -> list[str]:
+        """The rows of summary and conf_int: feature_names_in_ (x0, x1, ... without names),
+        then "intercept"."""
+        names = [str(n) for n in getattr(self, "feature_names_in_",
+                                         [f"x{j}" for j in range(self.n_features_in_)])]
+        return [*names, "intercept"] if self._fitted_intercept else names
 
     def summary(self, cov_type: str | None = None, alpha: float = 0.05) -> _inference.Summary:
         """statsmodels' familiar table (coef, std err, z, P>|z|, interval) under a header of
@@ -409,23 +425,54 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         state = self._inference_state()
         cov_type = cov_type or _inference.default_cov_type(state)
         table = self._wald(cov_type, alpha)
-        names = [str(n) for n in getattr(self, "feature_names_in_",
-                                         [f"x{j}" for j in range(self.n_features_in_)])]
-        if self._fitted_intercept:
-            names.append("intercept")
+        names = self._coefficient_names()
         covered = _inference.coverage(state)
+        threshold = (lambda d: f"{d['epsilon']:g}" if d["tau"] is None  # noqa: E731
+                     else f"tau = {d['tau']:g}")
         header = (
             ("Model", "RenewableHuberRegressor (Huber's T)"),
-            ("Epsilon", f"{self.epsilon:g}" if self.tau is None else f"tau = {self.tau:g}"),
+            ("Epsilon", self._per_batch(threshold)),
             ("Observations", f"{state.n_samples_seen:,} rows, weight "
                              f"{state.effective_weight:,.6g}"),
             ("Batches", str(state.batch_count)),
             ("Scale", f"{state.scale:.6g}"),
-            ("Curvature", self.curvature),
+            ("Curvature", self._per_batch(lambda d: d["curvature"])),
             ("Covariance type", cov_type),
             ("Covariance covers", covered.describe()),
         )
+        matrices = self._per_batch(lambda d: "accumulated" if d["inference_matrices"]
+                                   else "not accumulated")
+        if matrices.startswith("differs"):  # else the covariance type says it
+            header = (*header, ("Inference matrices", matrices))
         return _inference.Summary(tuple(names), table, cov_type, header, covered)
+
+    def _per_batch(self, describe: Any) -> str:
+        """``describe(parameters)`` of the stream's batches: one value when every batch ran
+        with it, else each value with its batches ("1.345 (batches 1-5), 5 (batch 6)"). The
+        parameters may change between batches; the batches before a load_checkpoint ran with
+        the checkpoint's, which it does not record one by one."""
+        first = self.n_batches_ - len(self.diagnostics_) + 1  # diagnostics_ since the last load
+        runs: list[list] = []  # [value, first batch, last batch]
+        for k, diag in enumerate(self.diagnostics_, start=first):
+            value = describe(diag) if "epsilon" in diag else None
+            if runs and runs[-1][0] == value:
+                runs[-1][2] = k
+            else:
+                runs.append([value, k, k])
+        if first > 1:
+            loaded = self.__dict__.get("_loaded_params")
+            value = None if loaded is None else describe({**_DEFAULTS, **loaded})
+            if runs and runs[0][0] == value:
+                runs[0][1] = 1
+            else:
+                runs.insert(0, [value, 1, first - 1])
+        if not runs:
+            return describe(self._json_params())
+        if len(runs) == 1 and runs[0][0] is not None:
+            return runs[0][0]
+        return "differs by batch: " + ", ".join(
+            f"{'not recorded' if value is None else value} "
+            f"({f'batch {a}' if a == b else f'batches {a}-{b}'})" for value, a, b in runs)
 
     def _wald(self, cov_type: str | None, alpha: float) -> _inference.WaldTable:
         return _inference.wald_table(self._state.coef, self.cov_params(cov_type), alpha)
@@ -771,7 +818,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return X, y, sample_weight
 
     def _reset(self) -> None:
-        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session"):
+        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session",
+                     "_loaded_params"):
             self.__dict__.pop(name, None)
 
     def _commit(self, state: State, diagnostics: list[dict], backend: str, *,
@@ -810,6 +858,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             "previous_lambda", "scale", "score_sq_sum", "curvature_sum", "curvature_sq_sum",
             "inference_weight", "inference_batches", "gram", "score_gram")})
         self._commit(state, [], self._engine().name)
+        self._loaded_params = dict(payload["params"])  # what the loaded batches ran with
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
         """At most one warning of each kind per batch: not converged, ill-conditioned."""
@@ -834,6 +883,9 @@ _parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_name
 _config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
                                      "max_iter", "tol", "lambda_scale", "curvature",
                                      "bandwidth_scale", "inference_matrices")
+
+#: The parameters' defaults.
+_DEFAULTS = RenewableHuberRegressor().get_params()
 
 #: The parameters that take numbers, where a boolean is refused (_validate_params).
 _NUMERIC_PARAMETERS = tuple(
