@@ -230,3 +230,87 @@ def test_engines_word_bad_values_alike(backend):
     X[5, 2] = np.nan
     with pytest.raises(ValueError, match=r"^X contains a non-finite value at row 5, column 2$"):
         engine.update(None, X, y0, None, Config())
+
+
+# --------------------------------------------------------- checkpoint messages
+
+
+def test_a_file_that_is_no_archive_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "notes.npz"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(CheckpointError, match="is not a checkpoint") as raised:
+        RenewableHuberRegressor.load_checkpoint(path)
+    assert "allow_pickle" not in str(raised.value)
+
+
+def test_saving_into_a_missing_directory_names_the_directory(tmp_path):
+    model = RenewableHuberRegressor(backend="numpy").fit(X0, y0)
+    target = tmp_path / "missing" / "model.npz"
+    with pytest.raises(FileNotFoundError) as raised:
+        model.save_checkpoint(target)
+    assert f"the directory {target.parent} does not exist" in str(raised.value)
+    assert ".tmp" not in str(raised.value)
+
+
+# ----------------------------------------------- parameters changed mid-stream
+
+
+def test_parameters_changed_mid_stream_are_recorded_per_batch_and_summarized():
+    model = RenewableHuberRegressor(backend="numpy")
+    for k in range(5):
+        model.partial_fit(X0[16 * k:16 * (k + 1)], y0[16 * k:16 * (k + 1)])
+    model.set_params(epsilon=5.0, curvature="smoothed")
+    model.partial_fit(X0, y0)
+    assert [d["epsilon"] for d in model.diagnostics_] == [1.345] * 5 + [5.0]
+    assert [d["curvature"] for d in model.diagnostics_] == ["indicator"] * 5 + ["smoothed"]
+    header = dict(model.summary().header)
+    assert header["Epsilon"] == "differs by batch: 1.345 (batches 1-5), 5 (batch 6)"
+    assert header["Curvature"] == ("differs by batch: indicator (batches 1-5), smoothed "
+                                   "(batch 6)")
+    assert dict(RenewableHuberRegressor(backend="numpy").fit(X0, y0).summary().header)[
+        "Epsilon"] == "1.345"
+
+
+def test_batches_before_a_load_are_summarized_with_the_checkpoint_s_parameters(tmp_path):
+    RenewableHuberRegressor(backend="numpy", epsilon=2.0).fit(X0, y0).save_checkpoint(
+        tmp_path / "m.npz")
+    model = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz")
+    assert dict(model.summary().header)["Epsilon"] == "2"
+    model.set_params(epsilon=3.0).partial_fit(X0, y0)
+    assert dict(model.summary().header)["Epsilon"] == ("differs by batch: 2 (batch 1), "
+                                                       "3 (batch 2)")
+
+
+# ---------------------------------------------------------------- small things
+
+
+def test_read_batches_frames_keep_the_file_s_names(tmp_path):
+    pd = pytest.importorskip("pandas", reason="pandas comes with the [io] and [test] extras")
+    from rhuber.io import read_batches
+
+    frame = pd.DataFrame(X0, columns=NAMES).assign(price=y0)
+    frame.to_csv(tmp_path / "sales.csv", index=False)
+    model = RenewableHuberRegressor(backend="numpy")
+    for X, y, _ in read_batches(tmp_path / "sales.csv", target="price",
+                                batch_size=30).frames():
+        model.partial_fit(X, y)
+    assert list(model.feature_names_in_) == NAMES and model.n_batches_ == 3
+
+
+def test_conf_int_of_a_model_fitted_on_a_dataframe_is_labelled():
+    pd = pytest.importorskip("pandas", reason="pandas comes with the [io] and [test] extras")
+    model = RenewableHuberRegressor(backend="numpy").fit(pd.DataFrame(X0, columns=NAMES), y0)
+    intervals = model.conf_int()
+    assert list(intervals.index) == [*NAMES, "intercept"] and list(intervals.columns) == [0, 1]
+    np.testing.assert_allclose(intervals.to_numpy(),
+                               RenewableHuberRegressor(backend="numpy").fit(X0, y0).conf_int(),
+                               rtol=1e-12)
+
+
+def test_the_summary_keeps_one_notation_and_counts_one_batch_in_the_singular():
+    X = X0 * 1e3  # coefficients and errors around 1e-3
+    text = str(RenewableHuberRegressor(backend="numpy").fit(X, y0).summary())
+    numbers = [line.split()[1:3] + line.split()[5:] for line in text.splitlines()
+               if line.split() and line.split()[0] in ("x0", "x1", "x2")]
+    assert numbers and all("e" in value for row in numbers for value in row)
+    assert "the 1 batch (weight" in text and "all 1 batches" not in text
