@@ -131,7 +131,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if that plan's first batches measure slower than promised (``plan_``; docs/tuner.md,
         "The advisor"). The environment variable ``RH_PLAN=<plan id>`` pins a plan instead.
     device : int or None, default=None
-        CUDA device ordinal for ``backend="cuda"``.
+        CUDA device ordinal for ``backend="cuda"``; with a host engine (numpy, native_cpu, or
+        "auto" running one) fitting raises ValueError instead of computing on the host.
     n_jobs : int or None, default=None
         Threads of the native_cpu engine, the calling thread included. None uses all cores (the
         engine's default; unlike scikit-learn's None, which means 1), and so does -1; other
@@ -177,7 +178,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
         Solver iterations of the last batch.
     diagnostics_ : list of dict
-        One dict per batch since the last reset.
+        One dict per batch since the last reset (fit, or load_checkpoint): the solve's figures
+        and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with.
     backend_ : str
         The engine that ran.
     plan_ : rhuber.tuner.advisor.PlanReport
