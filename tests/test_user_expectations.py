@@ -114,7 +114,7 @@ def test_a_checkpoint_with_a_parameter_the_estimator_lacks_is_refused(tmp_path):
         RenewableHuberRegressor.load_checkpoint(path)
 
 
-def test_a_seed_checkpoint_whose_config_contradicts_its_metadata_is_refused(tmp_path):
+def test_a_seed_checkpoint_that_contradicts_itself_or_names_unknown_parameters_is_refused():
     from rhuber.seed_checkpoint import convert
 
     fixture = np.load(Path(__file__).parent / "fixtures" / "seed" / "v2_weighted_f64.npz")
@@ -123,6 +123,11 @@ def test_a_seed_checkpoint_whose_config_contradicts_its_metadata_is_refused(tmp_
     meta["config"]["fit_intercept"] = not meta["fit_intercept"]
     raw["metadata"] = np.str_(json.dumps(meta))
     with pytest.raises(CheckpointError, match=r"contradicts itself.*config says fit_intercept"):
+        convert(raw, source="seed.npz")
+    meta["config"]["fit_intercept"] = meta["fit_intercept"]
+    meta["config"]["shrinkage"] = 0.5
+    raw["metadata"] = np.str_(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"config names 'shrinkage'"):
         convert(raw, source="seed.npz")
 
 
