@@ -80,3 +80,13 @@ def test_the_demo_s_feature_count_is_n_features_in_every_command(capsys, tmp_pat
     status, out, err = run(capsys, "profile", "demo", "--features", "10")
     assert status == 2 and out == ""
     assert "--features names a data file's columns" in err and "--n-features" in err
+
+
+def test_an_engine_error_leaves_nothing_on_stdout(capsys, tmp_path, monkeypatch):
+    def refuse(self, *args, **kwargs):
+        raise ValueError("the engine refused the batch")
+
+    monkeypatch.setattr(RenewableHuberRegressor, "partial_fit", refuse)
+    status, out, err = run(capsys, "demo", "--rows", 500, "--n-features", 3,
+                           "-o", tmp_path / "d.npz")
+    assert status == 2 and out == "" and "the engine refused the batch" in err

@@ -71,15 +71,16 @@ def _run_demo(args: argparse.Namespace) -> int:
     )
     estimator = RenewableHuberRegressor(batch_size=args.batch_size, backend=args.backend)
     ols = _NormalEquations(args.n_features)
+    stats = stream_batches(estimator, stream, total=stream.n_samples, observe=ols.add)
+    estimator.save_checkpoint(args.output)
+
+    # Printed once the stream has run: an error exit leaves nothing on stdout.
     print(
         f"rhuber demo: {stream.n_samples:,} rows × {stream.n_features} features in "
         f"{batch_count_text(stream.n_batches)} of up to {stream.batch_size:,} rows; Student-t "
         f"(df={stream.df:g}) noise, {stream.outlier_fraction:.0%} gross outliers, "
         f"seed {stream.seed}"
     )
-    stats = stream_batches(estimator, stream, total=stream.n_samples, observe=ols.add)
-    estimator.save_checkpoint(args.output)
-
     print(f"backend: {estimator.backend_}")
     print(f"plan: {estimator.plan_}")
     print_throughput(stats, excluded="data generation excluded")
