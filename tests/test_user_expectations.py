@@ -184,6 +184,27 @@ def test_rows_of_weight_zero_give_exactly_what_removing_them_gives(backend):
     np.testing.assert_array_equal(weighted.coef_, removed.coef_)
 
 
+@pytest.mark.parametrize("ridge", [1e-8, 1e-6])
+def test_a_ridge_keeps_weights_equivalent_to_repeated_and_removed_rows(backend, ridge):
+    """scikit-learn's check (rows shuffled, weights 0 to 4 against removed and repeated rows):
+    the ridge must not multiply rounding by 1/ridge in the directions no row determines."""
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rank-deficient: an IllConditionedWarning
+        check_sample_weight_equivalence_on_dense_data(
+            "RenewableHuberRegressor", RenewableHuberRegressor(backend=backend, ridge=ridge))
+
+
+def test_a_ridge_still_damps_a_regular_newton_matrix(backend):
+    """Full-rank data: the ridge is added (the first steps differ), the minimizer is not moved."""
+    plain = RenewableHuberRegressor(backend=backend, trace=True).fit(X0, y0)
+    damped = RenewableHuberRegressor(backend=backend, ridge=50.0, trace=True).fit(X0, y0)
+    np.testing.assert_allclose(damped.coef_, plain.coef_, rtol=1e-7, atol=1e-9)
+    first = [b.iterations[0] for b in (plain.trace_.batches[0], damped.trace_.batches[0])]
+    assert first[1].hessian_diagonal.max == pytest.approx(first[0].hessian_diagonal.max + 50.0)
+
+
 def test_a_batch_with_zero_and_negative_weights_names_the_negative_entry(backend):
     w = np.ones(len(y0))
     w[2], w[5] = 0.0, -2.0
