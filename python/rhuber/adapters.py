@@ -60,27 +60,44 @@ def table_column_names(a: Any) -> np.ndarray | None:
 def first_unusable_value(X: Any, names: Any = None) -> str | None:
     """Where the first value of ``X`` (2-D, or 1-D like y) that is not a finite real number
     sits, in words ("row 3, column 'b' (index 1) is nan"), or None when every value is one.
-    Rows and columns count from 0; ``names`` are the column names when X had them."""
+    Rows and columns count from 0, the first in row order is named; ``names`` are the column
+    names when X had them. Columns that convert to numbers are scanned by NumPy; only a column
+    holding text is read value by value, up to its first bad one."""
     try:
-        values = np.asarray(X, dtype=object)
-    except Exception:
+        values = np.asarray(X, dtype=np.float64)  # numbers only: no Python object per value
+    except (TypeError, ValueError):
+        values = None
+    try:
+        if values is None:
+            values = np.asarray(X, dtype=object)
+    except Exception:  # a container NumPy cannot even hold: no position to give
         return None
+    if values.ndim not in (1, 2):
+        return None
+    columns = values.reshape(values.shape[0], -1)
+    found = [(row, j) for j in range(columns.shape[1])
+             if (row := _first_bad_row(columns[:, j])) is not None]
+    if not found:
+        return None
+    i, j = min(found)
     if values.ndim == 1:
-        for i, value in enumerate(values):
-            where = _unusable(value, f"row {i}")
-            if where:
-                return where
+        return _unusable(columns[i, j], f"row {i}")
+    column = (f"column {names[j]!r} (index {j})" if names is not None and j < len(names)
+              else f"column {j}")
+    return _unusable(columns[i, j], f"row {i}, {column}")
+
+
+def _first_bad_row(column: np.ndarray) -> int | None:
+    """The first row of a 1-D object array whose value is not a finite real number."""
+    try:
+        numbers = column.astype(np.float64)
+    except (TypeError, ValueError):  # text somewhere: value by value
+        for i, value in enumerate(column):
+            if _unusable(value, "") is not None:
+                return i
         return None
-    if values.ndim != 2:
-        return None
-    for i, row in enumerate(values):
-        for j, value in enumerate(row):
-            column = (f"column {names[j]!r} (index {j})" if names is not None
-                      and j < len(names) else f"column {j}")
-            where = _unusable(value, f"row {i}, {column}")
-            if where:
-                return where
-    return None
+    bad = ~np.isfinite(numbers)
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 def _unusable(value: Any, position: str) -> str | None:
