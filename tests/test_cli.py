@@ -22,7 +22,7 @@ SMALL_DEMO = [
     "demo",
     "--rows",
     "5000",
-    "--features",
+    "--n-features",
     "5",
     "--batch-size",
     "1000",

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.validation import validate_data
 
 from helpers import make_problem, state_dicts_equal
 from rhuber import RenewableHuberRegressor
@@ -55,8 +54,8 @@ def _bad_batches(X, y):
 def test_bad_batches_keep_validate_data_s_error_and_the_state(stream, case):
     est, X, y = stream
     bad_X, bad_y = _bad_batches(X, y)[case]
-    with pytest.raises(ValueError) as expected:
-        validate_data(est, bad_X, bad_y, reset=False, dtype=est._state.dtype, y_numeric=True)
+    with pytest.raises(ValueError) as expected:  # the general path's error
+        est._validate_batch(np.asfortranarray(bad_X), bad_y, None, reset=False)
     before, history = est.state_dict(), list(est.diagnostics_)
     with pytest.raises(ValueError) as raised:
         est.partial_fit(bad_X, bad_y)
@@ -66,13 +65,16 @@ def test_bad_batches_keep_validate_data_s_error_and_the_state(stream, case):
 
 def test_unchecked_values_are_refused_by_the_engine_with_validate_data_s_error(stream):
     """A plain batch's values are scanned by the engine, not before it; a NaN still gets
-    scikit-learn's message (and the engine's own error is not what the user sees)."""
+    the general path's message, which names the row and the column (and the engine's own error
+    is not what the user sees)."""
     est, X, y = stream
     bad = X.copy()
     bad[-1, -1] = np.inf
     assert est._plain_batch(bad, y, None)  # the fast path takes it ...
-    with pytest.raises(ValueError, match="Input X contains infinity") as raised:
-        est.partial_fit(bad, y)  # ... and the error is validate_data's
+    row = bad.shape[0] - 1
+    with pytest.raises(ValueError, match=rf"X must hold finite .*: row {row}, column 3 is inf\.") \
+            as raised:
+        est.partial_fit(bad, y)  # ... and the error is the general path's
     assert raised.value.__suppress_context__
 
 

@@ -235,7 +235,9 @@ def test_summary_table_names_rows_and_reports_counts():
     assert data["cov_type"] == "HC0" and [r["name"] for r in data["coefficients"]][-1] == (
         "intercept")
     assert est.summary().frame().shape == (4, 6)
-    ci = est.conf_int(alpha=0.05)
+    ci = est.conf_int(alpha=0.05)  # a DataFrame: the model was fitted on one
+    assert list(ci.index) == ["age", "dose", "weight", "intercept"]
+    ci = ci.to_numpy()
     np.testing.assert_allclose(ci[:, 1] - ci[:, 0], 2 * 1.959963984540054 * est.bse(),
                                rtol=1e-12)
     np.testing.assert_allclose(est.tvalues(), est._state.coef / est.bse(), rtol=1e-12)

@@ -75,6 +75,41 @@ TEST(Newton, RankDeficientDesignTakesSvdAndSplitsADuplicatedColumnEvenly) {
   EXPECT_NEAR(next.coef[1], next.coef[2], 1e-9);
 }
 
+// A ridge damps only a Newton matrix that is regular without it: a singular one (here a column
+// duplicated) takes the minimum-norm step, exactly as without the ridge, instead of a damped
+// step whose rounding the ridge multiplies by 1/ridge in the direction no row determines.
+TEST(Newton, RidgeLeavesASingularSystemToTheMinimumNormStep) {
+  auto batch = rh::test::contaminated_batch<double>(11, 200, 3);
+  for (std::size_t i = 0; i < batch.rows; ++i) batch.X[i * 3 + 2] = batch.X[i * 3 + 1];
+  rh::cpu::Engine engine;
+  rh::Config ridged;
+  ridged.ridge = 1e-8;
+  rh::Diagnostics plain_diag;
+  rh::Diagnostics ridged_diag;
+  const auto plain =
+      run_stream(engine, rh::State<double>::empty(4), batch, rh::Config{}, &plain_diag);
+  const auto damped = run_stream(engine, rh::State<double>::empty(4), batch, ridged, &ridged_diag);
+  EXPECT_EQ(ridged_diag.solver, rh::Solver::svd);
+  EXPECT_EQ(ridged_diag.n_iter, plain_diag.n_iter);
+  EXPECT_EQ(damped.coef, plain.coef);
+}
+
+// On a regular system the ridge damps the steps and leaves the minimizer where it was.
+TEST(Newton, RidgeDampsARegularSystemWithoutMovingTheMinimizer) {
+  const auto batch = rh::test::contaminated_batch<double>(7, 500, 5);
+  rh::cpu::Engine engine;
+  rh::Config ridged;
+  ridged.ridge = 50.0;
+  rh::Diagnostics diag;
+  const auto plain = run_stream(engine, rh::State<double>::empty(6), batch, rh::Config{});
+  const auto damped = run_stream(engine, rh::State<double>::empty(6), batch, ridged, &diag);
+  EXPECT_EQ(diag.solver, rh::Solver::cholesky);
+  EXPECT_NE(damped.coef, plain.coef);  // another path ...
+  for (std::size_t j = 0; j < 6; ++j) {
+    EXPECT_NEAR(damped.coef[j], plain.coef[j], 1e-7);  // ... to the same minimizer
+  }
+}
+
 // Columns in very different units (contract v2): cond(X~^T X~) ~ 1e18, which without the
 // ladder's equilibration sends the Newton system to the SVD rung, whose cut-off drops the 1e-3
 // column. Equilibrated, Cholesky solves it and the fit is the least-squares one (tau so large

@@ -9,6 +9,7 @@ first) removes those, and leaves the locked temporaries of live writers alone.
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import tempfile
@@ -32,6 +33,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, encoding: str | No
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():  # else the error would name the temporary, not the directory
+        raise FileNotFoundError(errno.ENOENT, f"cannot write {path}: the directory {directory} "
+                                "does not exist")
     remove_stale_temporaries(path)  # first: a kill after it leaves one at most
     fd, tmp = _locked_temporary(path, directory)
     text = "b" not in mode

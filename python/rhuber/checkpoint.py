@@ -74,6 +74,7 @@ _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Read and check a checkpoint; raise CheckpointError naming what is wrong."""
+    _require_archive(path)
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):
@@ -93,6 +94,23 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if seed_checkpoint.is_seed_layout(raw):  # the seed system's format: converted, with a warning
         raw = seed_checkpoint.convert(raw, source=str(path))
     return validate_payload(raw, source=str(path))
+
+
+#: How the files np.load reads begin: a zip archive (.npz) or a .npy array.
+_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")
+
+
+def _require_archive(path: str | os.PathLike) -> None:
+    """Refuse a file that is no NumPy file at all before np.load reads it: np.load takes any
+    other bytes for a pickle and answers with advice about allow_pickle."""
+    if os.path.isdir(path):
+        raise CheckpointError(f"{path} is a directory, not a checkpoint")
+    with open(path, "rb") as f:  # a missing file: FileNotFoundError, as ever
+        head = f.read(8)
+    if not head.startswith(_MAGICS):
+        raise CheckpointError(
+            f"{path} is not a checkpoint: checkpoints are .npz archives (save_checkpoint, "
+            f"rhuber fit -o), and this file begins {head!r}")
 
 
 def _scalar(raw: dict, key: str, kind: str, source: str) -> Any:
@@ -219,6 +237,13 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
         raise CheckpointError(f"{source}: 'params' is not valid JSON: {exc}") from exc
     if not isinstance(params, dict):
         raise CheckpointError(f"{source}: 'params' must be a JSON object")
+    if "fit_intercept" in params and params["fit_intercept"] is not bool(fit_intercept):
+        state = "has an intercept coordinate" if fit_intercept else "has no intercept coordinate"
+        raise CheckpointError(
+            f"{source} contradicts itself: its 'params' say fit_intercept="
+            f"{params['fit_intercept']!r}, but its state {state} ('fit_intercept' "
+            f"{bool(fit_intercept)}, 'coef' of shape {out['coef'].shape} for {n_features} "
+            "features)")
     out["params"] = params
     out["library_version"] = _text(raw, "library_version", source)
 

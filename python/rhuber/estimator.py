@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import operator
@@ -9,19 +10,19 @@ import os
 import threading
 import time
 import warnings
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import dispatch
 from ._version import __version__
-from .adapters import as_host_input
+from .adapters import as_host_input, first_unusable_value, is_table_like, table_column_names
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
 from .core import L1_SOLVERS, Config, State
 from .core import inference as _inference
@@ -29,7 +30,7 @@ from .core.ladder import ill_conditioned, ill_conditioning_message
 from .core.merge import combine_states
 from .core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
 from .core.xp import to_host
-from .engines import BACKENDS, make_engine, require_features
+from .engines import BACKENDS, make_engine, native_cpu_available, require_features
 from .engines.dlpack import is_device_tensor
 from .engines.plans import Plan
 from .errors import CheckpointError, IllConditionedWarning
@@ -130,7 +131,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if that plan's first batches measure slower than promised (``plan_``; docs/tuner.md,
         "The advisor"). The environment variable ``RH_PLAN=<plan id>`` pins a plan instead.
     device : int or None, default=None
-        CUDA device ordinal for ``backend="cuda"``.
+        CUDA device ordinal for ``backend="cuda"``; with a host engine (numpy, native_cpu, or
+        "auto" running one) fitting raises ValueError instead of computing on the host.
     n_jobs : int or None, default=None
         Threads of the native_cpu engine, the calling thread included. None uses all cores (the
         engine's default; unlike scikit-learn's None, which means 1), and so does -1; other
@@ -176,7 +178,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
         Solver iterations of the last batch.
     diagnostics_ : list of dict
-        One dict per batch since the last reset.
+        One dict per batch since the last reset (fit, or load_checkpoint): the solve's figures
+        and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with.
     backend_ : str
         The engine that ran.
     plan_ : rhuber.tuner.advisor.PlanReport
@@ -326,9 +329,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         engine = self._engine(plan)
         config = self._config(plan)
         require_features(engine, config)
-        state, diag = self._update(engine, state, X, y, w, config)
+        kept, dropped = _without_zero_weights(X, y, w)
+        state, diag = self._update(engine, state, *kept, config)
+        if dropped:
+            state = dataclasses.replace(state,
+                                        n_samples_seen=state.n_samples_seen + dropped)
         self._observe(X, time.perf_counter() - began, engine.name)
-        return state, diag.as_dict(), engine.name
+        record = diag.as_dict()
+        record.update(epsilon=self.epsilon, tau=self.tau, curvature=self.curvature,
+                      inference_matrices=bool(self.inference_matrices))
+        return state, record, engine.name
 
     # --------------------------------------------------------------- prediction
 
@@ -338,9 +348,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if is_device_tensor(X):
             raise ValueError("predict takes host arrays; device-resident prediction is not "
                              "supported, and X is not copied to the host implicitly")
-        X = validate_data(
-            self, as_host_input(X, "X"), reset=False, dtype=[self._state.dtype, np.float64]
-        )
+        names = table_column_names(X) if is_table_like(X) else None
+        X = as_host_input(X, "X")
+        with _named_columns(self, names, reset=False):
+            try:
+                X = validate_data(self, X, reset=False, dtype=[self._state.dtype, np.float64])
+            except ValueError as exc:
+                raise _located(exc, X, None, names) from None
         with self._profiling(restart=False):
             recorder = _prof.ACTIVE
             if recorder is None:
@@ -383,10 +397,26 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         """Two-sided normal p-values of the z statistics."""
         return self._wald(cov_type, 0.05).pvalues
 
-    def conf_int(self, alpha: float = 0.05, cov_type: str | None = None) -> np.ndarray:
-        """(d, 2) normal confidence intervals [lower, upper] at level 1 − alpha."""
+    def conf_int(self, alpha: float = 0.05, cov_type: str | None = None) -> Any:
+        """(d, 2) normal confidence intervals [lower, upper] at level 1 − alpha. For a model
+        fitted on named columns, a pandas DataFrame indexed by the names (the intercept last)
+        with columns 0 and 1, as statsmodels returns for a DataFrame's model."""
         table = self._wald(cov_type, alpha)
-        return np.column_stack([table.lower, table.upper])
+        bounds = np.column_stack([table.lower, table.upper])
+        if "feature_names_in_" not in self.__dict__:
+            return bounds
+        try:
+            import pandas as pd
+        except ImportError:  # names from Polars or a table-like object, and no pandas
+            return bounds
+        return pd.DataFrame(bounds, index=self._coefficient_names())
+
+    def _coefficient_names(self) -> list[str]:
+        """The rows of summary and conf_int: feature_names_in_ (x0, x1, ... without names),
+        then "intercept"."""
+        names = [str(n) for n in getattr(self, "feature_names_in_",
+                                         [f"x{j}" for j in range(self.n_features_in_)])]
+        return [*names, "intercept"] if self._fitted_intercept else names
 
     def summary(self, cov_type: str | None = None, alpha: float = 0.05) -> _inference.Summary:
         """statsmodels' familiar table (coef, std err, z, P>|z|, interval) under a header of
@@ -397,23 +427,54 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         state = self._inference_state()
         cov_type = cov_type or _inference.default_cov_type(state)
         table = self._wald(cov_type, alpha)
-        names = [str(n) for n in getattr(self, "feature_names_in_",
-                                         [f"x{j}" for j in range(self.n_features_in_)])]
-        if self._fitted_intercept:
-            names.append("intercept")
+        names = self._coefficient_names()
         covered = _inference.coverage(state)
+        threshold = (lambda d: f"{d['epsilon']:g}" if d["tau"] is None  # noqa: E731
+                     else f"tau = {d['tau']:g}")
         header = (
             ("Model", "RenewableHuberRegressor (Huber's T)"),
-            ("Epsilon", f"{self.epsilon:g}" if self.tau is None else f"tau = {self.tau:g}"),
+            ("Epsilon", self._per_batch(threshold)),
             ("Observations", f"{state.n_samples_seen:,} rows, weight "
                              f"{state.effective_weight:,.6g}"),
             ("Batches", str(state.batch_count)),
             ("Scale", f"{state.scale:.6g}"),
-            ("Curvature", self.curvature),
+            ("Curvature", self._per_batch(lambda d: d["curvature"])),
             ("Covariance type", cov_type),
             ("Covariance covers", covered.describe()),
         )
+        matrices = self._per_batch(lambda d: "accumulated" if d["inference_matrices"]
+                                   else "not accumulated")
+        if matrices.startswith("differs"):  # else the covariance type says it
+            header = (*header, ("Inference matrices", matrices))
         return _inference.Summary(tuple(names), table, cov_type, header, covered)
+
+    def _per_batch(self, describe: Any) -> str:
+        """``describe(parameters)`` of the stream's batches: one value when every batch ran
+        with it, else each value with its batches ("1.345 (batches 1-5), 5 (batch 6)"). The
+        parameters may change between batches; the batches before a load_checkpoint ran with
+        the checkpoint's, which it does not record one by one."""
+        first = self.n_batches_ - len(self.diagnostics_) + 1  # diagnostics_ since the last load
+        runs: list[list] = []  # [value, first batch, last batch]
+        for k, diag in enumerate(self.diagnostics_, start=first):
+            value = describe(diag) if "epsilon" in diag else None
+            if runs and runs[-1][0] == value:
+                runs[-1][2] = k
+            else:
+                runs.append([value, k, k])
+        if first > 1:
+            loaded = self.__dict__.get("_loaded_params")
+            value = None if loaded is None else describe({**_DEFAULTS, **loaded})
+            if runs and runs[0][0] == value:
+                runs[0][1] = 1
+            else:
+                runs.insert(0, [value, 1, first - 1])
+        if not runs:
+            return describe(self._json_params())
+        if len(runs) == 1 and runs[0][0] is not None:
+            return runs[0][0]
+        return "differs by batch: " + ", ".join(
+            f"{'not recorded' if value is None else value} "
+            f"({f'batch {a}' if a == b else f'batches {a}-{b}'})" for value, a, b in runs)
 
     def _wald(self, cov_type: str | None, alpha: float) -> _inference.WaldTable:
         return _inference.wald_table(self._state.coef, self.cov_params(cov_type), alpha)
@@ -477,13 +538,23 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         write_checkpoint(path, self.state_dict())
 
     @classmethod
-    def load_checkpoint(cls, path: str | os.PathLike, **overrides: Any) -> RenewableHuberRegressor:
+    def load_checkpoint(cls, path: str | os.PathLike, *, dtype: Any = None,
+                        **overrides: Any) -> RenewableHuberRegressor:
         """An estimator with the parameters and state of a checkpoint; ``overrides`` replace
-        parameters (``backend="numpy"``, say) before the state is loaded."""
+        parameters (``backend="numpy"``, say) before the state is loaded. ``dtype``
+        ("float32" or "float64") converts the state, and so the stream, to that dtype.
+        A checkpoint whose parameters name one this estimator does not have is refused."""
         payload = read_checkpoint(path)
         known = cls().get_params()
-        params = {k: v for k, v in payload["params"].items() if k in known}
-        estimator = cls(**{**params, **overrides})
+        unknown = sorted(set(payload["params"]) - set(known))
+        if unknown:
+            raise CheckpointError(
+                f"{path}: its parameters name {', '.join(map(repr, unknown))}, which "
+                f"{cls.__name__} {__version__} does not have (a checkpoint of another version, "
+                "or a damaged one)")
+        if dtype is not None:
+            payload = _converted(payload, dtype)
+        estimator = cls(**{**payload["params"], **overrides})
         try:
             estimator._validate_params()  # a hostile 'params' must not surface later, or oddly
             estimator._adopt(payload)
@@ -661,9 +732,21 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         cached = self.__dict__.get("_engine_cache")
         if cached is None or cached[0] != key:
             backend, device, threads, gram, chunk_kib = key
+            _check_device(self.backend, backend, device)
             self._engine_cache = (key, make_engine(backend, device, threads=threads, gram=gram,
                                                    chunk_kib=chunk_kib))
         return self._engine_cache[1]
+
+    def _validate_params(self) -> None:
+        """scikit-learn's validation, after refusing booleans for numbers: its intervals take
+        True for 1 (bool is an Integral), which would reach the engines as a number."""
+        for name in _NUMERIC_PARAMETERS:
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must be a number, not "
+                    f"the boolean {value!r}")
+        super()._validate_params()
 
     def _validate_changed_params(self) -> None:
         """_validate_params, skipped while the parameters are the ones last validated: they
@@ -687,11 +770,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if self._engine_settings(self._plan())[0] == "cuda" and \
                 any(map(is_device_tensor, (X, y, sample_weight))):
             return self._validate_device_batch(X, y, sample_weight, reset=reset)
+        names = table_column_names(X) if is_table_like(X) else None
         X = as_host_input(X, "X")
         y = as_host_input(y, "y")
         sample_weight = as_host_input(sample_weight, "sample_weight")
         dtype = [np.float64, np.float32] if reset else self._state.dtype
-        X, y = validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
+        with _named_columns(self, names, reset=reset):
+            try:
+                X, y = validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
+            except ValueError as exc:
+                raise _located(exc, X, y, names) from None
         return X, y, _checked_weight(sample_weight, X)
 
     def _plain_batch(self, X: Any, y: Any, sample_weight: Any) -> bool:
@@ -715,7 +803,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         try:
             validate_data(self, X, y, reset=False, dtype=self._state.dtype, y_numeric=True)
         except ValueError as exc:
-            raise exc from None
+            raise _located(exc, X, y, None) from None
 
     def _validate_device_batch(self, X, y, sample_weight, *, reset: bool):
         """Device tensors go to the CUDA engine untouched (it checks values on the device and
@@ -732,7 +820,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return X, y, sample_weight
 
     def _reset(self) -> None:
-        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session"):
+        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session",
+                     "_loaded_params"):
             self.__dict__.pop(name, None)
 
     def _commit(self, state: State, diagnostics: list[dict], backend: str, *,
@@ -771,6 +860,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             "previous_lambda", "scale", "score_sq_sum", "curvature_sum", "curvature_sq_sum",
             "inference_weight", "inference_batches", "gram", "score_gram")})
         self._commit(state, [], self._engine().name)
+        self._loaded_params = dict(payload["params"])  # what the loaded batches ran with
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
         """At most one warning of each kind per batch: not converged, ill-conditioned."""
@@ -795,6 +885,14 @@ _parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_name
 _config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
                                      "max_iter", "tol", "lambda_scale", "curvature",
                                      "bandwidth_scale", "inference_matrices")
+
+#: The parameters' defaults.
+_DEFAULTS = RenewableHuberRegressor().get_params()
+
+#: The parameters that take numbers, where a boolean is refused (_validate_params).
+_NUMERIC_PARAMETERS = tuple(
+    name for name, constraints in RenewableHuberRegressor._parameter_constraints.items()
+    if any(isinstance(c, Interval) for c in constraints))
 
 #: What _profiling returns without profile=True (a nullcontext holds no state: one serves all).
 _NOT_PROFILING = nullcontext()
@@ -822,6 +920,117 @@ class _Transaction:
         return False
 
 
+@contextmanager
+def _named_columns(estimator: RenewableHuberRegressor, names: np.ndarray | None, *,
+                   reset: bool):
+    """Feature names for a table-like X (adapters.is_table_like), which reaches validate_data as
+    a bare array: checked against ``feature_names_in_`` as scikit-learn checks a DataFrame's,
+    and kept on ``reset``. Nothing to do without names."""
+    if names is None:
+        yield
+        return
+    fitted = estimator.__dict__.get("feature_names_in_")
+    if not reset:
+        if fitted is None:
+            warnings.warn(f"X has feature names, but {type(estimator).__name__} was fitted "
+                          "without feature names", UserWarning, stacklevel=4)
+        elif len(fitted) != len(names) or not np.array_equal(fitted, names):
+            raise ValueError(f"The feature names should match those that were passed during "
+                             f"fit: X has {list(names)}, the model was fitted with "
+                             f"{list(fitted)}")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        yield
+    if reset:
+        estimator.feature_names_in_ = names
+
+
+#: Words of validate_data's errors about values that are not finite real numbers.
+_VALUE_ERRORS = ("NaN", "infinity", "could not convert", "too large")
+
+
+def _located(exc: ValueError, X: Any, y: Any, names: np.ndarray | None, *,
+             weight: Any = None) -> ValueError:
+    """validate_data's error about a NaN, an infinity or a string, replaced by one that names
+    the row and the column of the first such value (rows and columns from 0); any other error
+    as it is."""
+    if not any(word in str(exc) for word in _VALUE_ERRORS):
+        return exc
+    for label, values, columns in (("X", X, names), ("y", y, None),
+                                   ("sample_weight", weight, None)):
+        if values is None:
+            continue
+        where = first_unusable_value(values, _column_names(values) if columns is None
+                                     and label == "X" else columns)
+        if where is not None:
+            return ValueError(f"{label} must hold finite real numbers (no NaN, infinity or "
+                              f"text): {where}. Drop or impute such rows before fitting or "
+                              "predicting")
+    return exc
+
+
+def _column_names(X: Any) -> list[str] | None:
+    """A DataFrame's column names, for error messages."""
+    columns = getattr(X, "columns", None)
+    try:
+        return None if columns is None else [str(c) for c in columns]
+    except TypeError:
+        return None
+
+
+def _without_zero_weights(X: Any, y: Any, w: Any) -> tuple[tuple[Any, Any, Any], int]:
+    """The batch without its rows of weight 0, and how many those were. Such a row adds exact
+    zeros to every sum, but where it stands changes how BLAS and NumPy group the other rows'
+    terms, and so their rounding; on rank-deficient data with ridge > 0 the Newton system
+    multiplies that rounding by 1/ridge in the directions no row determines, which is where
+    predictions at other rows look. Removed, the rows give exactly what leaving them out gives
+    (scikit-learn's check_sample_weight_equivalence). Host arrays only; a batch with a
+    negative or non-finite weight, or none positive, goes to the engine whole, which names the
+    bad entry by its index in the batch."""
+    if type(w) is not np.ndarray or w.all():
+        return (X, y, w), 0
+    keep = w != 0
+    if not keep.any() or not np.isfinite(w).all() or w.min() < 0:
+        return (X, y, w), 0
+    return (X[keep], y[keep], w[keep]), int(w.shape[0] - np.count_nonzero(keep))
+
+
+def _converted(payload: dict[str, Any], dtype: Any) -> dict[str, Any]:
+    """A checked checkpoint payload with its state in ``dtype`` (float32 or float64)."""
+    try:
+        target = np.dtype(dtype)
+    except TypeError as exc:
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}") from exc
+    if target not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    out = dict(payload, dtype=target.name)
+    for key in ("coef", "information", "gram", "score_gram"):
+        if out.get(key) is not None:
+            with np.errstate(over="ignore"):
+                out[key] = out[key].astype(target)
+            if not np.all(np.isfinite(out[key])):
+                raise CheckpointError(f"the checkpoint's '{key}' does not fit in {target.name} "
+                                      "(it overflows); keep the stream in float64")
+    return out
+
+
+def _check_device(asked: str, backend: str, device: int | None) -> None:
+    """A CUDA device ordinal is meaningful only to the cuda engine: a host engine given one
+    would fit on the host while the caller expects the device."""
+    if device is None or backend == "cuda":
+        return
+    host = "native_cpu" if backend == "auto" and native_cpu_available() else backend
+    chose = f"backend={asked!r} runs {host}" if asked != host else f"backend={host!r}"
+    raise ValueError(f"device={device} names a CUDA device, but {chose}, which computes on the "
+                     "host: use backend='cuda' for the device, or device=None")
+
+
 def _checked_weight(sample_weight: Any, X: np.ndarray) -> Any:
-    return None if sample_weight is None else _check_sample_weight(sample_weight, X,
-                                                                  dtype=X.dtype)
+    """sample_weight as X's dtype; a NaN, infinity or text in it named by its row. Signs are
+    the engines' to check, in their first pass, alike on every engine."""
+    if sample_weight is None:
+        return None
+    try:
+        return _check_sample_weight(sample_weight, X, dtype=X.dtype)
+    except ValueError as exc:
+        raise _located(exc, None, None, None, weight=sample_weight) from None

@@ -27,6 +27,10 @@ from .errors import CheckpointError
 #: The members of a seed checkpoint, every version.
 SEED_MEMBERS = frozenset({"coefficients", "information", "metadata"})
 SEED_VERSIONS = (1, 2)
+#: The parameters of the seed's estimator (renewable-huber 0.7.1), as its config records them.
+SEED_CONFIG_KEYS = frozenset({
+    "tau", "penalty", "lambda_scale", "bandwidth_scale", "fit_intercept", "max_iter", "tol",
+    "ridge", "backend", "device", "dtype", "n_jobs", "cuda_graphs", "cuda_fast_math"})
 #: Our epsilon (method.md's default): with the seed's fixed tau, scale = tau / epsilon.
 EPSILON = 1.345
 #: Our checkpoint format this module produces (method.md: a format-2 payload always loads).
@@ -127,6 +131,16 @@ def convert(raw: dict[str, Any], source: str) -> dict[str, Any]:
         raise CheckpointError(f"{source}: the seed checkpoint's 'weight_sum' is 0 after "
                               f"{n_seen} samples")
 
+    unknown = sorted(set(config) - SEED_CONFIG_KEYS)
+    if unknown:
+        raise CheckpointError(f"{source}: the seed checkpoint's config names "
+                              f"{', '.join(map(repr, unknown))}, which the seed's estimator "
+                              "does not have (a damaged checkpoint, or another library's)")
+    if "fit_intercept" in config and config["fit_intercept"] is not fit_intercept:
+        raise CheckpointError(
+            f"{source}: the seed checkpoint contradicts itself: its config says fit_intercept="
+            f"{config['fit_intercept']!r}, its metadata (which shapes the coefficients) "
+            f"fit_intercept={fit_intercept!r}")
     dtype = _field(config, "dtype", source, lambda v: v in ("float32", "float64"),
                    "'float32' or 'float64'")
     tau = float(_field(config, "tau", source, lambda v: _number(v) and v > 0,

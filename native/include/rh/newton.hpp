@@ -73,6 +73,31 @@ double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
   }
 }
 
+// The Newton step -H^-1 g through the ladder (method.md, "ridge"). With a ridge, the undamped H
+// decides first: singular even after equilibration (the SVD rung), its minimum-norm step is
+// taken, as without a ridge. The ridge alone would make such a system regular with eigenvalues of
+// only `ridge` in the directions no row determines, and the solve would put its rounding there
+// multiplied by 1/ridge (docs/numerics.md). The ladder equilibrates H in place, so the damped
+// matrix is formed anew.
+template <SolverOps O>
+LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
+                         typename O::Vector& step, LadderScratch<typename O::Scalar>& scratch,
+                         double ridge, IterationTrace* record) {
+  if (ridge > 0.0) {
+    ops.form_hessian(0.0);
+    detail::trace_hessian_diagonal(ops, record);
+    ops.copy(gradient, rhs);
+    ops.scale(-1.0, rhs);
+    const LadderResult undamped = solve_ladder(ops, rhs, step, scratch);
+    if (undamped.rung == Solver::svd) return undamped;
+  }
+  ops.form_hessian(ridge);
+  detail::trace_hessian_diagonal(ops, record);
+  ops.copy(gradient, rhs);
+  ops.scale(-1.0, rhs);
+  return solve_ladder(ops, rhs, step, scratch);
+}
+
 }  // namespace detail
 
 // Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau. With a
@@ -91,11 +116,8 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     detail::evaluate_for_hessian(ops, beta, tau);
     IterationTrace* record = detail::open_record(trace, ops, beta, 0.0);
     ops.gradient(gradient);
-    ops.form_hessian(config.ridge);
-    detail::trace_hessian_diagonal(ops, record);
-    ops.copy(gradient, rhs);
-    ops.scale(-1.0, rhs);
-    const LadderResult ladder = solve_ladder(ops, rhs, step, scratch);
+    const LadderResult ladder =
+        detail::newton_step(ops, gradient, rhs, step, scratch, config.ridge, record);
     result.solver = ladder.rung;
     result.rcond = ladder.rcond;
     if (record != nullptr) {

@@ -85,23 +85,16 @@ def add_column_options(parser: argparse.ArgumentParser, *, target_help: str) -> 
     )
 
 
-def labelled(
-    reader: BatchReader, names: tuple[str, ...] | None
-) -> Iterator[tuple[Any, NDArray | None]]:
-    """``(X, y)`` of every batch, X as a DataFrame with columns ``names`` unless None.
+def labelled(reader: BatchReader, named: bool) -> Iterator[tuple[Any, NDArray | None]]:
+    """``(X, y)`` of every batch; with ``named``, X as a DataFrame named by the file's columns
+    (:meth:`BatchReader.frames`; arrays have no names).
 
     Fitted on named columns, the estimator records ``feature_names_in_`` in the checkpoint,
     and ``predict`` can then take the same columns by name from a file that orders them
     differently.
     """
-    if names is None:
-        for X, y, _ in reader:
-            yield X, y
-        return
-    import pandas as pd
-
-    for X, y, _ in reader:
-        yield pd.DataFrame(X, columns=list(names), copy=False), y
+    for X, y, _ in (reader.frames() if named else reader):
+        yield X, y
 
 
 @contextmanager
@@ -114,6 +107,11 @@ def output(path: Path | None) -> Iterator[TextIO]:
     check_directory(path)
     with atomic_write(path, newline="") as file:
         yield file
+
+
+def batch_count_text(count: int) -> str:
+    """"1 batch", "3 batches"."""
+    return f"{count:,} batch" if count == 1 else f"{count:,} batches"
 
 
 def check_directory(path: Path) -> None:
@@ -147,6 +145,10 @@ def add_stream_source(parser: argparse.ArgumentParser) -> None:
 
 def open_source(args: argparse.Namespace, *, seed_offset: int = 0) -> tuple[str, Any, int | None]:
     """``(description, batches of (X, y), total rows)`` of the source."""
+    if args.source == "demo" and (args.features is not None or args.target is not None):
+        option = "--features" if args.features is not None else "--target"
+        raise ValueError(f"{option} names a data file's columns, and the source is the demo "
+                         "(give FILE first); the demo's size is --rows N and --n-features P")
     if args.source == "demo":
         stream = make_contaminated_stream(
             args.rows, args.n_features, batch_size=args.batch_size, seed=args.seed + seed_offset
@@ -226,7 +228,7 @@ def print_throughput(stats: StreamStats, *, excluded: str) -> None:
     rate = stats.rows / stats.update_seconds if stats.update_seconds > 0 else float("inf")
     print(
         f"update time: {stats.update_seconds:.3f} s for {stats.rows:,} rows in "
-        f"{stats.batches} batches = {rate:,.0f} rows/s ({excluded}; "
+        f"{batch_count_text(stats.batches)} = {rate:,.0f} rows/s ({excluded}; "
         f"wall {stats.wall_seconds:.3f} s)"
     )
 

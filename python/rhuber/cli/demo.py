@@ -14,6 +14,7 @@ from ..estimator import RenewableHuberRegressor
 from ..io import DEFAULT_BATCH_SIZE
 from ._common import (
     add_engine_options,
+    batch_count_text,
     check_directory,
     positive_int,
     print_diagnostics,
@@ -38,8 +39,11 @@ def add_demo(commands: Any) -> None:
         "--rows", type=positive_int, default=100_000, metavar="N", help="rows (default 100,000)"
     )
     parser.add_argument(
-        "--features", type=positive_int, default=90, metavar="P", help="features (default 90)"
+        "--n-features", type=positive_int, default=90, metavar="P", help="features (default 90)"
     )
+    # --features names a file's columns in every other command: here it says so, rather than
+    # argparse's "unrecognized arguments".
+    parser.add_argument("--features", type=_count_is_n_features, help=argparse.SUPPRESS)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the coefficients and data (default 0)"
     )
@@ -55,22 +59,28 @@ def add_demo(commands: Any) -> None:
     parser.set_defaults(run=_run_demo)
 
 
+def _count_is_n_features(text: str) -> None:
+    raise argparse.ArgumentTypeError(f"the demo's feature count is --n-features {text} "
+                                     "(--features lists a data file's columns)")
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     check_directory(args.output)
     stream = make_contaminated_stream(
-        args.rows, args.features, batch_size=args.batch_size, seed=args.seed
+        args.rows, args.n_features, batch_size=args.batch_size, seed=args.seed
     )
     estimator = RenewableHuberRegressor(batch_size=args.batch_size, backend=args.backend)
-    ols = _NormalEquations(args.features)
-    print(
-        f"rhuber demo: {stream.n_samples:,} rows × {stream.n_features} features in "
-        f"{stream.n_batches} batches of up to {stream.batch_size:,} rows; Student-t "
-        f"(df={stream.df:g}) noise, {stream.outlier_fraction:.0%} gross outliers, "
-        f"seed {stream.seed}"
-    )
+    ols = _NormalEquations(args.n_features)
     stats = stream_batches(estimator, stream, total=stream.n_samples, observe=ols.add)
     estimator.save_checkpoint(args.output)
 
+    # Printed once the stream has run: an error exit leaves nothing on stdout.
+    print(
+        f"rhuber demo: {stream.n_samples:,} rows × {stream.n_features} features in "
+        f"{batch_count_text(stream.n_batches)} of up to {stream.batch_size:,} rows; Student-t "
+        f"(df={stream.df:g}) noise, {stream.outlier_fraction:.0%} gross outliers, "
+        f"seed {stream.seed}"
+    )
     print(f"backend: {estimator.backend_}")
     print(f"plan: {estimator.plan_}")
     print_throughput(stats, excluded="data generation excluded")

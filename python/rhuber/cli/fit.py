@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core.inference import COV_TYPES, InferenceError
+from ..core.inference import COV_TYPES, NEEDS_MATRICES, InferenceError
 from ..core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
 from ..estimator import RenewableHuberRegressor
 from ..io import DEFAULT_BATCH_SIZE, DataFileError, read_batches
@@ -87,6 +87,11 @@ def add_fit(commands: Any) -> None:
 
 def _run_fit(args: argparse.Namespace) -> int:
     check_directory(args.output)
+    if args.cov_type in NEEDS_MATRICES and not args.inference_matrices:
+        raise ValueError(f"--cov-type {args.cov_type} needs the matrix "
+                         f"{NEEDS_MATRICES[args.cov_type]}, accumulated only with "
+                         "--inference-matrices (from the first batch on): add that flag, or "
+                         "use --cov-type H2")
     reader = read_batches(
         args.file, target=args.target, features=args.features, batch_size=args.batch_size
     )
@@ -104,7 +109,7 @@ def _run_fit(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         backend=args.backend,
     )
-    stats = stream_batches(estimator, labelled(reader, reader.feature_names), total=reader.n_rows)
+    stats = stream_batches(estimator, labelled(reader, named=True), total=reader.n_rows)
     if stats.batches == 0:
         raise DataFileError(args.file, "the file has no data rows")
     estimator.save_checkpoint(args.output)

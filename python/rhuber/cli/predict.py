@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..estimator import RenewableHuberRegressor
-from ..io import DEFAULT_BATCH_SIZE, detect_format, read_batches
+from ..io import DEFAULT_BATCH_SIZE, DataFileError, detect_format, read_batches
 from ._common import (
     add_column_options,
     labelled,
@@ -65,18 +65,35 @@ def _run_predict(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         target_required=False,
     )
+    _check_width(args, reader, model)
     # Named columns for a model that knows names; bare arrays otherwise, so that scikit-learn
     # does not warn about names the model never saw.
-    batches = labelled(reader, None if model_names is None else reader.feature_names)
+    batches = labelled(reader, named=model_names is not None)
     with output(args.output) as out:
-        out.write("prediction\n")
         count = 0
         with progress(reader.n_rows) as bar:
             for X, _ in batches:
                 predictions = model.predict(X)
+                if count == 0:  # after the first batch's checks: no output before an error
+                    out.write("prediction\n")
                 out.write("".join(f"{value!r}\n" for value in predictions.tolist()))
                 count += len(predictions)
                 bar.update(len(predictions))
+    if count == 0:
+        raise DataFileError(args.file, "the file has no data rows")
     where = "stdout" if args.output is None else args.output.resolve()
     print(f"rhuber predict: {count:,} predictions written to {where}", file=sys.stderr)
     return 0
+
+
+def _check_width(args: argparse.Namespace, reader: Any, model: RenewableHuberRegressor) -> None:
+    """The file's feature columns against the model's, before anything is written."""
+    have, need = len(reader.feature_columns), model.n_features_in_
+    if have == need:
+        return
+    hint = ""
+    if have == need + 1 and reader.target is None:
+        hint = ("; if one of them is the response, leave it out with --target "
+                f"(the columns are {', '.join(map(repr, reader.feature_columns))})")
+    raise DataFileError(args.file, f"has {have} feature column(s), but the model of "
+                                   f"{args.checkpoint} takes {need}{hint}")

@@ -11,6 +11,7 @@ from ..estimator import RenewableHuberRegressor
 from ..profiling import profile
 from ._common import (
     add_stream_source,
+    batch_count_text,
     check_directory,
     open_source,
     stream_batches,
@@ -69,7 +70,7 @@ def _run_profile(args: argparse.Namespace) -> int:
     report = prof.report()
     breakdown = prof.breakdown()
     print(
-        f"rhuber profile: {description}, {stats.batches} batches of up to "
+        f"rhuber profile: {description}, {batch_count_text(stats.batches)} of up to "
         f"{args.batch_size:,} rows, backend {estimator.backend_}"
     )
     print()

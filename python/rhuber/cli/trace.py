@@ -71,7 +71,7 @@ def _run_trace(args: argparse.Namespace) -> int:
         if args.precision:
             kept.append((np.asarray(X), np.asarray(y)))
 
-    stats = stream_batches(estimator, labelled(reader, reader.feature_names), total=reader.n_rows,
+    stats = stream_batches(estimator, labelled(reader, named=True), total=reader.n_rows,
                     observe=keep)
     if stats.batches == 0:
         raise DataFileError(args.file, "the file has no data rows")

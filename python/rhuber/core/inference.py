@@ -111,7 +111,8 @@ class Coverage:
 
     def describe(self) -> str:
         if self.complete:
-            return f"all {self.batch_count} batches (weight {self.effective_weight:,.6g})"
+            batches = "the 1 batch" if self.batch_count == 1 else f"all {self.batch_count} batches"
+            return f"{batches} (weight {self.effective_weight:,.6g})"
         return (f"the last {self.inference_batches} of {self.batch_count} batches (weight "
                 f"{self.inference_weight:,.6g} of {self.effective_weight:,.6g}): the earlier "
                 "batches came from a checkpoint without inference sums (format 2); their "
@@ -243,19 +244,26 @@ def format_summary(table: WaldTable, names: list[str], header: list[tuple[str, s
     lines.append(f"{'':<{width}}{'coef':>11}{'std err':>11}{'z':>9}{'P>|z|':>9}"
                  f"{lo:>11}{hi:>11}")
     lines.append("-" * len(rule))
+    numbers = [table.coef, table.bse, table.lower, table.upper]
+    exponent = any(_tiny_or_huge(float(x)) for column in numbers for x in column)
     for j, name in enumerate(names):
-        lines.append(f"{name:<{width}}{_num(table.coef[j]):>11}{_num(table.bse[j]):>11}"
-                     f"{table.z[j]:>9.3f}{table.pvalues[j]:>9.3f}"
-                     f"{_num(table.lower[j]):>11}{_num(table.upper[j]):>11}")
+        coef, bse, lower, upper = (_num(float(column[j]), exponent) for column in numbers)
+        lines.append(f"{name:<{width}}{coef:>11}{bse:>11}"
+                     f"{table.z[j]:>9.3f}{table.pvalues[j]:>9.3f}{lower:>11}{upper:>11}")
     lines.append(rule)
     return "\n".join(lines)
 
 
-def _num(x: float) -> str:
-    """statsmodels' style: 4 decimals, switching to exponent form for tiny or huge values."""
-    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3) and math.isfinite(x):
-        return f"{x:.3e}"
-    return f"{x:.4f}"
+def _tiny_or_huge(x: float) -> bool:
+    """A value that 4 decimals would show with too few digits (or too wide)."""
+    return x != 0 and math.isfinite(x) and (abs(x) >= 1e6 or abs(x) < 1e-3)
+
+
+def _num(x: float, exponent: bool) -> str:
+    """statsmodels' style: 4 decimals; exponent form for the whole table when any of its
+    coefficients, errors or bounds is tiny or huge, so that one notation holds throughout and
+    none loses its digits (9.938e-04 beside 1.000e-03, not beside 0.0010)."""
+    return f"{x:.3e}" if exponent else f"{x:.4f}"
 
 
 @dataclass(frozen=True)

@@ -126,13 +126,11 @@ class BatchProblem:
         return c
 
     def newton_matrix(self, r: Any, tau: float) -> Any:
-        xp = self.xp
+        """X̃ᵀ diag(w ∘ c) X̃ + J̃, undamped: the solver adds the ridge (solvers.newton_step)."""
         c = self.curvature_weights(r, tau)
         p = _prof.ACTIVE
         t0 = _prof.now() if p is not None else 0
         H = self.weighted_gram(c) + self.J
-        if self.ridge:
-            H = H + self.ridge * xp.eye(H.shape[0], dtype=H.dtype)
         if p is not None:
             n, d = self.Xt.shape
             p.record(_prof.GRAM, t0, n, (2 * n * d + 2 * d * d) * _prof.itemsize(H),

@@ -9,6 +9,7 @@ from ..profiling import _hooks as _prof
 from . import ladder
 from . import tracing as _trace
 from .problem import BatchProblem
+from .xp import namespace
 
 ARMIJO_C = 1e-4
 MAX_HALVINGS = 30
@@ -29,6 +30,22 @@ def _converged(step: Any, beta: Any, tol: float, xp: Any) -> bool:
     return float(xp.max(xp.abs(step))) <= tol * max(1.0, float(xp.max(xp.abs(beta))))
 
 
+def newton_step(H: Any, g: Any, ridge: float) -> tuple[Any, ladder.LadderResult]:
+    """The Newton step −H⁻¹g through the ladder, and the matrix that gave it (method.md,
+    "ridge"). With a ridge, the undamped H decides first: singular even after equilibration
+    (the SVD rung), its minimum-norm step is taken, as without a ridge. The ridge alone would
+    make such a system regular with eigenvalues of only ``ridge`` in the directions no row
+    determines, and the solve would put its rounding there multiplied by 1/ridge: two
+    roundings of one problem (a row of weight 2 or two copies of it, rows in another order)
+    would then predict differently at rows outside the data's span (docs/numerics.md)."""
+    if ridge:
+        undamped = ladder.solve(H, -g)
+        if undamped.rung == "svd":
+            return H, undamped
+        H = H + ridge * namespace(H).eye(H.shape[0], dtype=H.dtype)
+    return H, ladder.solve(H, -g)
+
+
 def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float,
            trace: list | None = None, phase: str = "main") -> SolveResult:
     """Semismooth Newton with Armijo backtracking on Q (no L1 term: λ = 0). With a ``trace``
@@ -45,10 +62,10 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
             record = _trace.open_record(trace, phase, k, problem, beta, r, tau)
         g = problem.gradient(beta, r, tau)
         H = problem.newton_matrix(r, tau)
+        t0 = _prof.now() if p is not None else 0
+        H, (step, rung, rcond) = newton_step(H, g, problem.ridge)
         if record is not None:
             record["hessian_diagonal"] = _trace.hessian_diagonal_stats(H)
-        t0 = _prof.now() if p is not None else 0
-        step, rung, rcond = ladder.solve(H, -g)
         step = xp.asarray(step, dtype=problem.dtype)
         if p is not None:
             d = H.shape[0]

@@ -29,18 +29,31 @@ def _as_real_array(name: str, a: Any, xp: Any) -> Any:
     return arr
 
 
+def _first(mask: Any, xp: Any) -> int:
+    """The flat index of the first True of ``mask`` (one is known to exist)."""
+    return int(xp.argmax(mask.reshape(-1)))
+
+
 def _require_finite(name: str, a: Any, xp: Any) -> None:
-    if not bool(xp.all(xp.isfinite(a))):
-        bad = int(xp.sum(~xp.isfinite(a)))
-        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or infinity)")
+    """The native engines' wording: the first non-finite value's row and column (X) or index."""
+    finite = xp.isfinite(a)
+    if bool(xp.all(finite)):
+        return
+    k = _first(~finite, xp)
+    if a.ndim == 2:
+        raise ValueError(f"{name} contains a non-finite value at row {k // a.shape[1]}, "
+                         f"column {k % a.shape[1]}")
+    raise ValueError(f"{name} contains a non-finite value at index {k}")
 
 
 def _check_weight_values(w: Any, xp: Any) -> None:
     _require_finite("sample_weight", w, xp)
-    if bool(xp.any(w < 0)):
-        raise ValueError("sample_weight must be >= 0; it has negative entries")
+    negative = w < 0
+    if bool(xp.any(negative)):
+        k = _first(negative, xp)
+        raise ValueError(f"sample_weight must be >= 0, but entry {k} is {float(w[k]):g}")
     if not float(xp.sum(w.astype(xp.float64))) > 0:
-        raise ValueError("sample_weight must have a positive sum; all weights are zero")
+        raise ValueError("sample_weight sums to 0; at least one weight must be positive")
 
 
 def validate_batch(

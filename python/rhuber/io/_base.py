@@ -71,6 +71,20 @@ class BatchReader(ABC):
     @abstractmethod
     def __iter__(self) -> Iterator[Batch]: ...
 
+    def frames(self) -> Iterator[Batch]:
+        """The batches with X as a pandas DataFrame whose columns are :attr:`feature_names`, so
+        that an estimator fitted on them records the file's column names as
+        ``feature_names_in_`` (as ``rhuber fit`` does). Arrays have no names: their X stays an
+        array."""
+        names = self.feature_names
+        if names is None:
+            yield from self
+            return
+        import pandas as pd
+
+        for batch in self:
+            yield batch._replace(X=pd.DataFrame(batch.X, columns=list(names), copy=False))
+
     def where(self, row: int) -> str | None:
         """How to find 1-based data ``row`` in the file, for error messages."""
         return f"index {row - 1}"

@@ -93,6 +93,8 @@ class CSVReader(_TableReader):
                     raise self._parser_error(exc) from None
                 except UnicodeDecodeError as exc:
                     raise self.error(f"is not UTF-8 text ({exc.reason})") from None
+                if len(chunk) == 0:  # a header line and no data: pandas yields one empty chunk
+                    return
                 yield self._batch({str(c): chunk[c].to_numpy() for c in chunk.columns}, row_offset)
                 row_offset += len(chunk)
 
