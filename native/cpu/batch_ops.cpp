@@ -21,7 +21,7 @@ template <std::floating_point T>
 BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
                       MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
                       bool fit_intercept, rh::bricks::Profiler& profiler, bool scan_design,
-                      GramStrategy gram, std::size_t chunk_bytes)
+                      GramStrategy gram, std::size_t chunk_bytes, bool diagonal_in_pass)
     : ws_(workspace),
       pool_(pool),
       prof_(profiler),
@@ -39,6 +39,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       gram_strategy_(gram),
       thin_gram_(gram::use_kernel<T>(dim_)),
       chunk_(chunk_rows(X.cols, sizeof(T), chunk_bytes)),
+      diagonal_in_pass_(diagonal_in_pass),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),
       history_weight_(static_cast<double>(
@@ -250,6 +251,48 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
 }
 
 template <std::floating_point T>
+void BatchOps<T>::add_weighted_squares(std::size_t lo, std::size_t hi, double* columns) const {
+  // Column by column within a row: independent sums, so the loop vectorizes.
+  for (std::size_t i = lo; i < hi; ++i) {
+    const T* row = X_.row(i);
+    const auto weight = static_cast<double>(weights_[i]);
+    for (std::size_t j = 0; j < features_; ++j) {
+      const auto value = static_cast<double>(row[j]);
+      columns[j] += weight * (value * value);
+    }
+  }
+}
+
+template <std::floating_point T>
+double BatchOps<T>::finish_diagonal_mean() const {
+  double trace = intercept_ ? weight_sum_ : 0.0;  // the intercept column's sum w * 1
+  for (std::size_t b = 0; b < blocks_.count(); ++b) {
+    const double* columns = ws_.diagonal_partials.data() + b * features_;
+    for (std::size_t j = 0; j < features_; ++j) trace += columns[j];
+  }
+  for (std::size_t j = 0; j < dim_; ++j) trace += information64_[j * dim_ + j];
+  return trace / static_cast<double>(dim_);
+}
+
+template <std::floating_point T>
+double BatchOps<T>::diagonal_mean() {
+  if (!diagonal_mean_) {  // no evaluation pass formed it: a pass of its own
+    require_design_scanned();
+    ws_.diagonal_partials.assign(blocks_.count() * features_, 0.0);
+    for_each_block([&](std::size_t b) {
+      double* columns = ws_.diagonal_partials.data() + b * features_;
+      for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+        RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * features_,
+                       (hi - lo) * (features_ + 1) * sizeof(T), 3 * (hi - lo) * features_);
+        add_weighted_squares(lo, hi, columns);
+      });
+    });
+    diagonal_mean_ = finish_diagonal_mean();
+  }
+  return *diagonal_mean_;
+}
+
+template <std::floating_point T>
 void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
                                 PointRows<T>& point, const T* project_step, bool with_gram) {
   // One pass over X per block, chunk by chunk: the first product on a chunk (a step's
@@ -257,6 +300,9 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   // on the chunk (psi, curvature and loss, the score product X^T (w psi), the Gram's scaled rows)
   // reads them from there, so X crosses the memory bus once per pass.
   std::atomic<bool> non_finite{false};
+  // The batch's diagonal_mean() from the chunks in cache, once, where the batch will ask for it.
+  const bool with_diagonal = diagonal_in_pass_ && !diagonal_mean_;
+  if (with_diagonal) ws_.diagonal_partials.assign(blocks_.count() * features_, 0.0);
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
@@ -269,6 +315,11 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, 0, lo, hi);
       evaluate_rows(beta, source, lo, hi, point, scores, partial, loss, score_sum);
+      if (with_diagonal) {
+        RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * features_, 0,
+                       3 * (hi - lo) * features_);
+        add_weighted_squares(lo, hi, ws_.diagonal_partials.data() + b * features_);
+      }
       if (tracing_) {  // the chunk's rows are still in cache
         row_trace.add_rows(point.residual.data() + lo, scores,
                            point.weighted_curvature.data() + lo, hi - lo);
@@ -283,6 +334,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
   finish_design_scan(non_finite.load());
+  if (with_diagonal) diagonal_mean_ = finish_diagonal_mean();
   if (with_gram) reduce_gram(point.weighted_curvature.data(), EngineBrick::gram);
 }
 

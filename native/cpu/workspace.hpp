@@ -103,6 +103,8 @@ struct Workspace {
   std::vector<T> inference_gram_partials;  // 4 x blocks x d x d: the information pass's Grams
   std::vector<T> inference_grams;          // 4 x d x d: their sums
   std::vector<double> inference_partials;  // blocks x 4: the inference sums of each block
+  std::vector<double> diagonal_partials;   // blocks x p: sum w x^2 per column (LAMM's first
+                                           // phi), sized on first use
 
   // Coefficient-sized.
   std::vector<T> delta;              // beta - beta~
