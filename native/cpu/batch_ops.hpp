@@ -114,6 +114,17 @@ class BatchOps {
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
   static constexpr std::uint32_t max_incremental_updates = 8;
+  // The L1 model's coordinate descent (solve_l1_model) stops once a sweep moves no coordinate by
+  // more than this share of the first sweep's largest move (or by the tolerance asked): an
+  // inexact model step still descends (every sweep lowers the model from its value 0 at s = 0)
+  // and the outer Armijo test and step criterion are unchanged, while far from the optimum,
+  // where few rows are in the quadratic zone and H is ill-conditioned, sweeping to the model's
+  // exact minimum took up to thousands of sweeps for a step the line search then shortened.
+  static constexpr double model_relative_tolerance = 1e-2;
+  // And after this many sweeps whatever they move: a model whose H is (nearly) singular (fewer
+  // rows in the quadratic zone than coefficients, at a first batch's pilot) converges along its
+  // flat directions at a crawl, and any sweep's point is a descending step already.
+  static constexpr std::size_t max_model_sweeps = 100;
   // An incremental update is tried only when at most rows / this many curvatures flipped.
   static constexpr std::size_t max_flip_fraction_inverse = 8;
 

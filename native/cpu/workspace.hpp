@@ -123,6 +123,9 @@ struct Workspace {
   std::vector<double> information64;        // J~ in float64, for a float32 batch only
   std::vector<double> model_step;           // the L1 model's step s, being solved for
   std::vector<double> model_product;        // H s, kept up to date by coordinate descent
+  std::vector<double> model_matrix;         // the symmetric part of H in float64 (sized on
+                                            // first use, by proximal Newton)
+  std::vector<std::size_t> model_working_set;  // the coordinates its sweeps visit
   DenseSolver<T> solver;
 
  private:
