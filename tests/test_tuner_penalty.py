@@ -26,3 +26,11 @@ def test_a_lambda_scale_stream_is_planned_as_a_penalized_one():
     RenewableHuberRegressor().partial_fit(X, y)  # an unpenalized stream of the same shape first
     by_schedule = RenewableHuberRegressor(lambda_scale=0.5).partial_fit(X, y)
     assert by_schedule.plan_.plan == by_alpha.plan_.plan
+
+
+def test_a_user_set_l1_solver_is_obeyed_on_a_lambda_scale_stream():
+    require_module(*NATIVE_CPU)
+    X, y, _ = make_problem(np.random.default_rng(6), 2048, 6)
+    est = RenewableHuberRegressor(lambda_scale=0.5, l1_solver="prox_newton").partial_fit(X, y)
+    assert est.plan_.plan.endswith("l1=prox_newton")
+    assert est.diagnostics_[-1]["solver"] == "prox_newton"
