@@ -21,7 +21,7 @@ template <std::floating_point T>
 BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
                       MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
                       bool fit_intercept, rh::bricks::Profiler& profiler, bool scan_design,
-                      GramStrategy gram, std::size_t chunk_bytes)
+                      GramStrategy gram, std::size_t chunk_bytes, bool diagonal_in_pass)
     : ws_(workspace),
       pool_(pool),
       prof_(profiler),
@@ -39,6 +39,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       gram_strategy_(gram),
       thin_gram_(gram::use_kernel<T>(dim_)),
       chunk_(chunk_rows(X.cols, sizeof(T), chunk_bytes)),
+      diagonal_in_pass_(diagonal_in_pass),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),
       history_weight_(static_cast<double>(
@@ -250,6 +251,48 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
 }
 
 template <std::floating_point T>
+void BatchOps<T>::add_weighted_squares(std::size_t lo, std::size_t hi, double* columns) const {
+  // Column by column within a row: independent sums, so the loop vectorizes.
+  for (std::size_t i = lo; i < hi; ++i) {
+    const T* row = X_.row(i);
+    const auto weight = static_cast<double>(weights_[i]);
+    for (std::size_t j = 0; j < features_; ++j) {
+      const auto value = static_cast<double>(row[j]);
+      columns[j] += weight * (value * value);
+    }
+  }
+}
+
+template <std::floating_point T>
+double BatchOps<T>::finish_diagonal_mean() const {
+  double trace = intercept_ ? weight_sum_ : 0.0;  // the intercept column's sum w * 1
+  for (std::size_t b = 0; b < blocks_.count(); ++b) {
+    const double* columns = ws_.diagonal_partials.data() + b * features_;
+    for (std::size_t j = 0; j < features_; ++j) trace += columns[j];
+  }
+  for (std::size_t j = 0; j < dim_; ++j) trace += information64_[j * dim_ + j];
+  return trace / static_cast<double>(dim_);
+}
+
+template <std::floating_point T>
+double BatchOps<T>::diagonal_mean() {
+  if (!diagonal_mean_) {  // no evaluation pass formed it: a pass of its own
+    require_design_scanned();
+    ws_.diagonal_partials.assign(blocks_.count() * features_, 0.0);
+    for_each_block([&](std::size_t b) {
+      double* columns = ws_.diagonal_partials.data() + b * features_;
+      for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+        RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * features_,
+                       (hi - lo) * (features_ + 1) * sizeof(T), 3 * (hi - lo) * features_);
+        add_weighted_squares(lo, hi, columns);
+      });
+    });
+    diagonal_mean_ = finish_diagonal_mean();
+  }
+  return *diagonal_mean_;
+}
+
+template <std::floating_point T>
 void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
                                 PointRows<T>& point, const T* project_step, bool with_gram) {
   // One pass over X per block, chunk by chunk: the first product on a chunk (a step's
@@ -257,6 +300,9 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   // on the chunk (psi, curvature and loss, the score product X^T (w psi), the Gram's scaled rows)
   // reads them from there, so X crosses the memory bus once per pass.
   std::atomic<bool> non_finite{false};
+  // The batch's diagonal_mean() from the chunks in cache, once, where the batch will ask for it.
+  const bool with_diagonal = diagonal_in_pass_ && !diagonal_mean_;
+  if (with_diagonal) ws_.diagonal_partials.assign(blocks_.count() * features_, 0.0);
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
@@ -269,6 +315,11 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, 0, lo, hi);
       evaluate_rows(beta, source, lo, hi, point, scores, partial, loss, score_sum);
+      if (with_diagonal) {
+        RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * features_, 0,
+                       3 * (hi - lo) * features_);
+        add_weighted_squares(lo, hi, ws_.diagonal_partials.data() + b * features_);
+      }
       if (tracing_) {  // the chunk's rows are still in cache
         row_trace.add_rows(point.residual.data() + lo, scores,
                            point.weighted_curvature.data() + lo, hi - lo);
@@ -283,6 +334,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
     if (intercept_) partial[features_] = static_cast<T>(score_sum);
   });
   finish_design_scan(non_finite.load());
+  if (with_diagonal) diagonal_mean_ = finish_diagonal_mean();
   if (with_gram) reduce_gram(point.weighted_curvature.data(), EngineBrick::gram);
 }
 
@@ -592,32 +644,80 @@ bool BatchOps<T>::solve_l1_model(const Vector& gradient, const Vector& beta, dou
   for (std::size_t j = 0; j < dim_; ++j) {
     if (!(H[j * dim_ + j] > T{0})) return false;  // no curvature along j: no minimizer
   }
+  // The model's quadratic form is that of the symmetric part of H (J~ as stored may not be
+  // exactly symmetric), in float64 and row-major: each coordinate's move then updates H s along
+  // one contiguous row, which vectorizes, where a column of H would be d strided loads.
+  if (ws_.model_matrix.size() < dim_ * dim_) ws_.model_matrix.resize(dim_ * dim_);
+  double* M = ws_.model_matrix.data();
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j < dim_; ++j) {
+      M[i * dim_ + j] = 0.5 * (static_cast<double>(H[i * dim_ + j]) +
+                               static_cast<double>(H[j * dim_ + i]));
+    }
+  }
   double* s = ws_.model_step.data();
-  double* u = ws_.model_product.data();
+  double* u = ws_.model_product.data();  // M s
   std::fill_n(s, dim_, 0.0);
   std::fill_n(u, dim_, 0.0);
-  const std::size_t max_sweeps = std::max<std::size_t>(1000, 10 * dim_);
-  for (std::size_t sweep = 0; sweep < max_sweeps; ++sweep) {
+  // One coordinate-descent update of coordinate j; returns |move| and sets `value` to the new
+  // beta_j + s_j.
+  const auto update = [&](std::size_t j, double& value) {
+    const double curvature = M[j * dim_ + j];
+    const double now = static_cast<double>(beta[j]) + s[j];
+    double next = now - (static_cast<double>(gradient[j]) + u[j]) / curvature;
+    if (j < features_) {  // the slopes are penalized, the intercept is not
+      const double level = strength / curvature;
+      next = std::copysign(std::max(std::fabs(next) - level, 0.0), next);
+    }
+    const double move = next - now;
+    if (move != 0.0) {
+      s[j] += move;
+      const double* row = M + j * dim_;
+      for (std::size_t i = 0; i < dim_; ++i) u[i] += move * row[i];
+    }
+    value = next;
+    return std::fabs(move);
+  };
+  // Sweeps go over a working set: the coordinates that are non-zero, unpenalized, or whose
+  // optimality at s = 0 fails (|g_j| > strength: the strong rule of a single lambda). A full
+  // sweep over every coordinate is the KKT check: it ends the solve when nothing moves by more
+  // than the tolerance, and otherwise makes the working set anew from what it moved or left
+  // non-zero.
+  std::vector<std::size_t>& working = ws_.model_working_set;
+  working.clear();
+  for (std::size_t j = 0; j < dim_; ++j) {
+    if (j >= features_ || beta[j] != T{0} ||
+        std::fabs(static_cast<double>(gradient[j])) > strength) {
+      working.push_back(j);
+    }
+  }
+  bool full = working.size() == dim_;
+  double first_move = 0.0;  // the largest move of the first sweep
+  for (std::size_t sweep = 0; sweep < max_model_sweeps; ++sweep) {
     double largest_move = 0.0;
     double largest_value = 0.0;
-    for (std::size_t j = 0; j < dim_; ++j) {
-      const double curvature = static_cast<double>(H[j * dim_ + j]);
-      const double slope = static_cast<double>(gradient[j]) + u[j];
-      const double now = static_cast<double>(beta[j]) + s[j];
-      double next = now - slope / curvature;
-      if (j < features_) {  // the slopes are penalized, the intercept is not
-        const double level = strength / curvature;
-        next = std::copysign(std::max(std::fabs(next) - level, 0.0), next);
+    double value = 0.0;
+    if (full) {
+      working.clear();  // rebuilt: the coordinates this sweep leaves non-zero or moved
+      for (std::size_t j = 0; j < dim_; ++j) {
+        const double move = update(j, value);
+        largest_move = std::max(largest_move, move);
+        largest_value = std::max(largest_value, std::fabs(value));
+        if (move != 0.0 || value != 0.0 || j >= features_) working.push_back(j);
       }
-      const double move = next - now;
-      if (move != 0.0) {
-        s[j] += move;
-        for (std::size_t i = 0; i < dim_; ++i) u[i] += move * static_cast<double>(H[i * dim_ + j]);
+    } else {
+      for (const std::size_t j : working) {
+        largest_move = std::max(largest_move, update(j, value));
+        largest_value = std::max(largest_value, std::fabs(value));
       }
-      largest_move = std::max(largest_move, std::fabs(move));
-      largest_value = std::max(largest_value, std::fabs(next));
     }
-    if (largest_move <= tolerance * std::max(1.0, largest_value)) break;
+    if (sweep == 0) first_move = largest_move;
+    const bool settled = largest_move <= std::max(tolerance * std::max(1.0, largest_value),
+                                                  model_relative_tolerance * first_move);
+    if (settled && full) break;
+    // A settled working set is checked by a full sweep; a full sweep that moved something goes
+    // back to the working set unless that is every coordinate.
+    full = settled || working.size() == dim_;
   }
   for (std::size_t j = 0; j < dim_; ++j) out[j] = static_cast<T>(s[j]);
   return true;

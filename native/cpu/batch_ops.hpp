@@ -36,12 +36,13 @@ class BatchOps {
   // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them, chunk
   // by chunk just before reading it, throwing X's validation error before anything is computed
   // from a non-finite value. gram and chunk_bytes (resolved, not 0) are the engine's options
-  // (EngineOptions).
+  // (EngineOptions). diagonal_in_pass: the first evaluation pass also forms diagonal_mean()
+  // (an L1 batch, whose LAMM solve asks for it), from cache.
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
            std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept,
            rh::bricks::Profiler& profiler, bool scan_design = false,
            GramStrategy gram = GramStrategy::incremental,
-           std::size_t chunk_bytes = default_chunk_bytes);
+           std::size_t chunk_bytes = default_chunk_bytes, bool diagonal_in_pass = false);
 
   std::size_t dim() const { return dim_; }
   bool intercept() const { return intercept_; }
@@ -57,6 +58,7 @@ class BatchOps {
   void soft_threshold(const Vector& z, double level, Vector& out) const;
 
   double weight_sum() const { return weight_sum_; }
+  double diagonal_mean();
   std::span<const T> host_weights() const { return weights_; }
   // At the last evaluation's point: a copy of its residual, no pass.
   void residuals_to_host(const Vector& beta, std::span<T> out);
@@ -92,10 +94,6 @@ class BatchOps {
   void evaluate_with_gram(const Vector& beta, double tau) {
     evaluate_point(beta, tau, !gram_valid_ || gram_strategy_ == GramStrategy::full);
   }
-  // How many leading steps are refused for certain (objective_change(steps[k], 1) > bounds[k]):
-  // the steps' projections are estimated from those of two of them (one pass over X) and the
-  // estimate's error is bounded, rounding of both computations included.
-  std::size_t refused_prefix(std::span<const Vector> steps, std::span<const double> bounds);
 
   // rh::TracingOps (docs/tracing.md): with tracing on, every evaluation pass also reduces the
   // residuals, weighted scores and quadratic-zone rows per row block (in the pass, from cache);
@@ -116,6 +114,17 @@ class BatchOps {
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
   static constexpr std::uint32_t max_incremental_updates = 8;
+  // The L1 model's coordinate descent (solve_l1_model) stops once a sweep moves no coordinate by
+  // more than this share of the first sweep's largest move (or by the tolerance asked): an
+  // inexact model step still descends (every sweep lowers the model from its value 0 at s = 0)
+  // and the outer Armijo test and step criterion are unchanged, while far from the optimum,
+  // where few rows are in the quadratic zone and H is ill-conditioned, sweeping to the model's
+  // exact minimum took up to thousands of sweeps for a step the line search then shortened.
+  static constexpr double model_relative_tolerance = 1e-2;
+  // And after this many sweeps whatever they move: a model whose H is (nearly) singular (fewer
+  // rows in the quadratic zone than coefficients, at a first batch's pilot) converges along its
+  // flat directions at a crawl, and any sweep's point is a descending step already.
+  static constexpr std::size_t max_model_sweeps = 100;
   // An incremental update is tried only when at most rows / this many curvatures flipped.
   static constexpr std::size_t max_flip_fraction_inverse = 8;
 
@@ -154,6 +163,11 @@ class BatchOps {
   void evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo, std::size_t hi,
                      PointRows<T>& point, T* scores, T* partial, double& loss,
                      double& score_sum) const;
+  // Adds sum_i w_i x_ij^2 of rows [lo, hi) to columns[j], j < features (the diagonal of
+  // X^T diag(w) X; untimed: callers time it).
+  void add_weighted_squares(std::size_t lo, std::size_t hi, double* columns) const;
+  // diagonal_mean() from the blocks' column sums in ws_.diagonal_partials (blocks x features).
+  double finish_diagonal_mean() const;
   // evaluate() and evaluate_with_gram(): with_gram forms the point's Gram in the pass.
   void evaluate_point(const Vector& beta, double tau, bool with_gram);
   // A whole evaluation pass at beta into `point`; project_step, if given, is projected into
@@ -262,7 +276,8 @@ class BatchOps {
   bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
   std::uint32_t incremental_updates_ = 0;  // since the last full Gram
   double weight_sum_ = 0.0;
-  std::optional<double> weighted_row_max_;  // sum_i w_i ||x~_i||_inf (refused_prefix)
+  bool diagonal_in_pass_;                   // the next evaluation pass forms diagonal_mean_
+  std::optional<double> diagonal_mean_;     // diagonal_mean(), once formed
   const double* information64_;  // J~ in float64: the state's own array for a float64 batch
   double effective_weight_;      // W before this batch
   double history_weight_;        // W * previous lambda in T: the subgradient's scale

@@ -126,7 +126,8 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                    0);
     workspace.reserve(d, X.rows, blocks.count());
     ops.emplace(workspace, *impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
-                /*scan_design=*/true, impl_->gram, impl_->chunk_bytes);
+                /*scan_design=*/true, impl_->gram, impl_->chunk_bytes,
+                /*diagonal_in_pass=*/config.alpha > 0.0 || config.lambda_scale.value_or(0.0) > 0.0);
   }
   ops->set_tracing(trace != nullptr);
   auto result = renewable_update(*ops, previous, config, trace);

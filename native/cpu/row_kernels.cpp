@@ -45,38 +45,6 @@ RH_ROW_KERNEL bool any_non_finite_rows(const T* values, std::size_t n) {
   return any_non_finite(values, n);
 }
 
-template <std::floating_point T>
-RH_ROW_KERNEL void estimated_loss_change_rows(const T* residual, const T* projection_u,
-                                              const T* projection_v, double alpha, double beta,
-                                              const T* weight, std::size_t rows, double tau,
-                                              double& change, double& scale) {
-  double sum = 0.0;
-  double magnitude = 0.0;
-  for (std::size_t i = 0; i < rows; ++i) {
-    const double r = static_cast<double>(residual[i]);
-    const double a = alpha * static_cast<double>(projection_u[i]) +
-                     beta * static_cast<double>(projection_v[i]);
-    const double w = static_cast<double>(weight[i]);
-    const double term = w * huber_rho_change(r, a, tau);
-    sum += term;
-    magnitude += std::fabs(term) + w * (huber_rho(r, tau) + huber_rho(r - a, tau));
-  }
-  change += sum;
-  scale += magnitude;
-}
-
-template <std::floating_point T>
-RH_ROW_KERNEL double weighted_row_max_abs(const T* X, std::size_t rows, std::size_t cols,
-                                          const T* weight, bool intercept) {
-  double total = 0.0;
-  for (std::size_t i = 0; i < rows; ++i) {
-    T largest = intercept ? T{1} : T{0};
-    for (std::size_t j = 0; j < cols; ++j) largest = std::max(largest, std::fabs(X[i * cols + j]));
-    total += static_cast<double>(weight[i]) * static_cast<double>(largest);
-  }
-  return total;
-}
-
 template void huber_rows<float>(const float*, const float*, std::size_t, float, float*, float*,
                                 double*);
 template void huber_rows<double>(const double*, const double*, std::size_t, double, double*,
@@ -85,16 +53,6 @@ template void loss_change_rows<float>(const float*, const float*, const float*, 
                                       double, double*);
 template void loss_change_rows<double>(const double*, const double*, const double*, std::size_t,
                                        double, double, double*);
-template void estimated_loss_change_rows<float>(const float*, const float*, const float*, double,
-                                                double, const float*, std::size_t, double,
-                                                double&, double&);
-template void estimated_loss_change_rows<double>(const double*, const double*, const double*,
-                                                 double, double, const double*, std::size_t,
-                                                 double, double&, double&);
-template double weighted_row_max_abs<float>(const float*, std::size_t, std::size_t, const float*,
-                                            bool);
-template double weighted_row_max_abs<double>(const double*, std::size_t, std::size_t,
-                                             const double*, bool);
 template bool any_non_finite_rows<float>(const float*, std::size_t);
 template bool any_non_finite_rows<double>(const double*, std::size_t);
 

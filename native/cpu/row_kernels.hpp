@@ -22,19 +22,6 @@ template <std::floating_point T>
 void loss_change_rows(const T* residual, const T* projection, const T* weight, std::size_t rows,
                       T factor, double tau, double* terms);
 
-// For a step whose projection is estimated as a = alpha A_u + beta A_v (in float64): adds
-// sum_i w (rho(r - a) - rho(r)) to `change` and sum_i w (|that term| + rho(r) + rho(r - a)), the
-// scale of its rounding, to `scale`.
-template <std::floating_point T>
-void estimated_loss_change_rows(const T* residual, const T* projection_u, const T* projection_v,
-                                double alpha, double beta, const T* weight, std::size_t rows,
-                                double tau, double& change, double& scale);
-
-// sum_i w_i max(|x_i1|, ..., |x_ip|, intercept ? 1 : 0) over rows of a row-major X.
-template <std::floating_point T>
-double weighted_row_max_abs(const T* X, std::size_t rows, std::size_t cols, const T* weight,
-                            bool intercept);
-
 // Whether any of n values is NaN or infinite (rh::any_non_finite, vectorized by the AVX2 clone):
 // the deferred scan of X's values, a chunk at a time.
 template <std::floating_point T>

@@ -103,6 +103,8 @@ struct Workspace {
   std::vector<T> inference_gram_partials;  // 4 x blocks x d x d: the information pass's Grams
   std::vector<T> inference_grams;          // 4 x d x d: their sums
   std::vector<double> inference_partials;  // blocks x 4: the inference sums of each block
+  std::vector<double> diagonal_partials;   // blocks x p: sum w x^2 per column (LAMM's first
+                                           // phi), sized on first use
 
   // Coefficient-sized.
   std::vector<T> delta;              // beta - beta~
@@ -121,6 +123,9 @@ struct Workspace {
   std::vector<double> information64;        // J~ in float64, for a float32 batch only
   std::vector<double> model_step;           // the L1 model's step s, being solved for
   std::vector<double> model_product;        // H s, kept up to date by coordinate descent
+  std::vector<double> model_matrix;         // the symmetric part of H in float64 (sized on
+                                            // first use, by proximal Newton)
+  std::vector<std::size_t> model_working_set;  // the coordinates its sweeps visit
   DenseSolver<T> solver;
 
  private:

@@ -189,6 +189,22 @@ __global__ void sum_partials_kernel(const double* partials, std::size_t blocks, 
 }
 
 template <class T>
+__global__ void design_trace_kernel(std::size_t n, std::size_t p, const T* X, const T* w,
+                                    std::size_t d, const double* information64,
+                                    double* partials) {
+  // Entry by entry of the row-major X (coalesced reads), then J~'s diagonal, on a fixed grid.
+  double sum = 0.0;
+  const std::size_t entries = n * p;
+  for (std::size_t e = global_index(); e < entries; e += grid_stride()) {
+    const double value = static_cast<double>(X[e]);
+    sum += static_cast<double>(w[e / p]) * (value * value);
+  }
+  for (std::size_t j = global_index(); j < d; j += grid_stride()) sum += information64[j * d + j];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+template <class T>
 __global__ void add_scalar_kernel(std::size_t n, const T* value, T* a) {
   const T v = *value;
   for (std::size_t i = global_index(); i < n; i += grid_stride()) a[i] += v;
@@ -523,6 +539,14 @@ void sum_partials(cudaStream_t stream, const double* partials, std::size_t block
 }
 
 template <std::floating_point T>
+void design_trace(cudaStream_t stream, std::size_t n, std::size_t p, const T* X, const T* w,
+                  std::size_t d, const double* information64, double* partials) {
+  const auto blocks = static_cast<unsigned>(reduction_blocks(n));
+  design_trace_kernel<<<blocks, threads, 0, stream>>>(n, p, X, w, d, information64, partials);
+  RH_CUDA_CHECK_LAUNCH();
+}
+
+template <std::floating_point T>
 void add_scalar(cudaStream_t stream, std::size_t n, const T* value, T* a) {
   add_scalar_kernel<<<elementwise_blocks(n), threads, 0, stream>>>(n, value, a);
   RH_CUDA_CHECK_LAUNCH();
@@ -701,6 +725,8 @@ void pseudo_inverse_scale(cudaStream_t stream, std::size_t d, const T* sigma, T 
                                      T*, T*, double*);                                           \
   template void mirror_lower<T>(cudaStream_t, std::size_t, const T*, T*);                        \
   template void add_scalar<T>(cudaStream_t, std::size_t, const T*, T*);                          \
+  template void design_trace<T>(cudaStream_t, std::size_t, std::size_t, const T*, const T*,      \
+                                std::size_t, const double*, double*);                            \
   template void huber_change<T>(cudaStream_t, std::size_t, const T*, const T*, const T*, T,      \
                                 double, double*);                                                \
   template void check_values<T>(cudaStream_t, std::size_t, const T*, bool,                      \

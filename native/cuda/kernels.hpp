@@ -48,6 +48,12 @@ void scale_rows(cudaStream_t stream, std::size_t n, std::size_t p, std::size_t d
 void sum_partials(cudaStream_t stream, const double* partials, std::size_t blocks, int count,
                   double* out);
 
+// Per-block float64 partials (row 0) of sum_i w_i ||x_i||^2 + trace(J~): the diagonal of
+// X^T diag(w) X + J~ summed (LAMM's first phi; the intercept's sum w is the caller's).
+template <std::floating_point T>
+void design_trace(cudaStream_t stream, std::size_t n, std::size_t p, const T* X, const T* w,
+                  std::size_t d, const double* information64, double* partials);
+
 // a[i] += *value.
 template <std::floating_point T>
 void add_scalar(cudaStream_t stream, std::size_t n, const T* value, T* a);

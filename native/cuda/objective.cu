@@ -116,6 +116,22 @@ void DeviceOps<T>::soft_threshold(const Vector& z, double level, Vector& out) {
   kernels::soft_threshold(stream_, dim_, features_, z.data(), static_cast<T>(level), out.data());
 }
 
+template <std::floating_point T>
+double DeviceOps<T>::diagonal_mean() {
+  if (!diagonal_mean_) {
+    const std::size_t rows = batch_.rows;
+    RH_CUDA_BRICK(prof_, score, rows * features_, rows * (features_ + 1) * sizeof(T),
+                  3 * rows * features_);
+    kernels::design_trace(stream_, rows, features_, batch_.X, batch_.w, dim_, information64_,
+                          ws_.partials.data());
+    kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 1,
+                          &ws_.scalars.data()->sums[design_trace]);
+    const double trace = fetch().sums[design_trace] + (intercept_ ? batch_.weight_sum : 0.0);
+    diagonal_mean_ = trace / static_cast<double>(dim_);
+  }
+  return *diagonal_mean_;
+}
+
 // --- per-row passes ----------------------------------------------------------------------------
 
 template <std::floating_point T>

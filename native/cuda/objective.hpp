@@ -12,6 +12,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "engine_internal.hpp"
@@ -60,6 +61,8 @@ class DeviceOps {
   void soft_threshold(const Vector& z, double level, Vector& out);
 
   double weight_sum() const { return batch_.weight_sum; }
+  // A kernel of its own over X, once per batch (the evaluation's passes are cuBLAS calls).
+  double diagonal_mean();
   std::span<const T> host_weights() const { return batch_.host_weights; }
   void residuals_to_host(const Vector& beta, std::span<T> out);
 
@@ -108,6 +111,7 @@ class DeviceOps {
   double history_weight_;           // W * previous lambda, rounded to T: the subgradient's scale
   T tau_ = 0;
   bool facts_known_ = false;
+  std::optional<double> diagonal_mean_;  // diagonal_mean(), once formed
   DeviceScalars facts_{};
 };
 

@@ -15,7 +15,7 @@ namespace rh::cuda {
 // Scalars the device hands to the host, gathered so that one copy and one synchronization bring
 // back everything a decision of the solver driver needs.
 struct DeviceScalars {
-  double sums[15];                       // float64 reductions, indexed by Sum
+  double sums[16];                       // float64 reductions, indexed by Sum
   unsigned long long first_invalid[4];   // validation, indexed by Check; ~0ull: none
   double one_norm;                       // ||H||_1 (of Ĥ once equilibrated), in the dtype
   unsigned long long rank;               // singular values kept by the last minimum-norm solve
@@ -41,6 +41,7 @@ enum Sum : int {
   curvature_total,  // sum w c,
   curvature_sq,    // sum w c^2,
   weight_total,    // sum w
+  design_trace,    // sum w ||x||^2 + trace(J~): LAMM's first phi, once per batch
 };
 
 enum Check : int { x_values = 0, y_values, weight_values, weight_signs };

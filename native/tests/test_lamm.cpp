@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <rh/cpu/engine.hpp>
+#include <rh/engine_bricks.hpp>
 
+#include "batch_ops.hpp"
 #include "problems.hpp"
 
 namespace {
@@ -34,5 +36,80 @@ TEST(Lamm, TwoBatchesMeetTheSubgradientConditions) {
   // Columns 0 and 3 carry no signal: the penalty zeroes at least one of them.
   EXPECT_TRUE(state.coef[0] == 0.0 || state.coef[3] == 0.0);
 }
+
+// The first phi (contract v4) is the mean diagonal of X~^T diag(w) X~ + J~: a batch of many rows
+// starts LAMM on its scale, not tens of doublings below it at phi = 1.
+TEST(Lamm, StartsAtTheMeanDiagonalWithoutDoublingsFromOne) {
+  rh::cpu::Engine engine;
+  rh::Config config;
+  config.alpha = 0.02;
+  auto state = rh::State<double>::empty(7);
+  for (std::uint64_t b = 0; b < 3; ++b) {
+    const auto batch = rh::test::contaminated_batch<double>(60 + b, 20000, 6);
+    auto [next, diag] =
+        engine.update(state, batch.design(), batch.response(), batch.weights(), config);
+    EXPECT_TRUE(diag.converged);
+    // From phi = 1 a batch of 20,000 rows needs about log2(20,000) = 14 doublings per solve.
+    EXPECT_LE(diag.line_search_halvings, 2) << "batch " << b;
+    state = std::move(next);
+  }
+}
+
+rh::bricks::Profiler& off_profiler() {
+  static rh::bricks::Profiler off = [] {
+    rh::bricks::Options options;
+    options.sync_mode = rh::bricks::SyncMode::off;
+    options.track_page_faults = false;
+    return rh::bricks::Profiler(rh::engine_brick_table(), options);
+  }();
+  return off;
+}
+
+// diagonal_mean() formed in the first evaluation pass and in a pass of its own: the same bits,
+// and the float64 mean of the diagonal of X~^T diag(w) X~ + J~ to rounding.
+template <class T>
+void expect_diagonal_mean(double tolerance) {
+  auto batch = rh::test::contaminated_batch<T>(93, 5000, 7);
+  for (std::size_t i = 0; i < batch.rows; ++i) batch.w[i] = static_cast<T>(0.5 + (i % 4));
+  auto previous = rh::State<T>::empty(8);
+  previous.batch_count = 1;
+  previous.effective_weight = 100.0;
+  for (std::size_t j = 0; j < 8; ++j) {
+    for (std::size_t k = 0; k < 8; ++k) previous.information[j * 8 + k] = static_cast<T>(j == k ? 3.0 + j : 0.5);
+  }
+  double expected = 0.0;
+  for (std::size_t i = 0; i < batch.rows; ++i) {
+    const auto w = static_cast<double>(batch.w[i]);
+    expected += w;  // the intercept column
+    for (std::size_t j = 0; j < 7; ++j) {
+      const auto x = static_cast<double>(batch.X[i * 7 + j]);
+      expected += w * x * x;
+    }
+  }
+  for (std::size_t j = 0; j < 8; ++j) expected += static_cast<double>(previous.information[j * 8 + j]);
+  expected /= 8.0;
+
+  rh::cpu::ThreadPool pool(2);
+  rh::cpu::Workspace<T> space;
+  space.reserve(8, batch.rows, rh::cpu::RowBlocks(batch.rows).count());
+  const std::vector<T> beta(8, T{0});
+  double in_pass = 0.0;
+  {
+    rh::cpu::BatchOps<T> ops(space, pool, previous.view(), batch.design(), batch.response(),
+                             batch.weights(), true, off_profiler(), false,
+                             rh::cpu::GramStrategy::incremental, rh::cpu::default_chunk_bytes,
+                             /*diagonal_in_pass=*/true);
+    ops.evaluate(beta, 1.0);
+    in_pass = ops.diagonal_mean();
+  }
+  rh::cpu::BatchOps<T> own(space, pool, previous.view(), batch.design(), batch.response(),
+                           batch.weights(), true, off_profiler());
+  const double own_pass = own.diagonal_mean();
+  EXPECT_EQ(in_pass, own_pass);
+  EXPECT_NEAR(in_pass, expected, tolerance * expected);
+}
+
+TEST(Lamm, DiagonalMeanInThePassOrItsOwnInFloat64) { expect_diagonal_mean<double>(1e-13); }
+TEST(Lamm, DiagonalMeanInThePassOrItsOwnInFloat32) { expect_diagonal_mean<float>(1e-13); }
 
 }  // namespace

@@ -112,10 +112,16 @@ def plan_for(est: Any, session: _advisor.Session | None) -> Plan | None:
     return None if plan is None else checked(est, plan, f"{PLAN_VARIABLE}=")
 
 
+def penalized(est: Any) -> bool:
+    """Whether ``est``'s batches carry an L1 penalty: ``alpha > 0``, or the λ schedule
+    (``lambda_scale > 0``: every batch's λ is then positive whatever ``alpha`` is)."""
+    return float(est.alpha) > 0 or float(getattr(est, "lambda_scale", None) or 0) > 0
+
+
 def workload(est: Any, X: Any) -> Workload:
     """The workload a batch ``X`` of ``est``'s stream is."""
     return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
-                    dtype=np.dtype(X.dtype).name, penalized=float(est.alpha) > 0,
+                    dtype=np.dtype(X.dtype).name, penalized=penalized(est),
                     intercept=bool(est.fit_intercept))
 
 
@@ -130,7 +136,7 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
     if est.backend != "auto":
         return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
     advisor = _advisor.shared()
-    key = (int(X.shape[0]), int(X.shape[1]), np.dtype(X.dtype).str, float(est.alpha) > 0,
+    key = (int(X.shape[0]), int(X.shape[1]), np.dtype(X.dtype).str, penalized(est),
            bool(est.fit_intercept), est.n_jobs, est.l1_solver, advisor)
     try:
         known = _ANSWERS.get(key)

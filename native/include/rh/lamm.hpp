@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <span>
 #include <vector>
 
@@ -16,17 +17,19 @@ namespace rh {
 
 inline constexpr int max_phi_doublings = 100;
 
-// phi restarts at 1 in every solve, and a batch of many rows needs tens of doublings before phi
-// majorizes f. After a refusal, an engine with FusedTrialOps tries this many next values of phi
-// in one pass over X~; the first one accepted is taken, exactly as if they were tried in turn.
+// After a refusal, an engine with FusedTrialOps tries this many next values of phi in one pass
+// over X~; the first one accepted is taken, exactly as if they were tried in turn.
 inline constexpr int phi_trials_per_pass = 8;
 
-// In the first iteration of a solve, an engine with FusedTrialOps bounds the changes of this many
-// values of phi from 1 up (two products with X~ and O(n) work each, instead of a product per
-// value) and skips those it proves refused: the result is that of trying them in turn.
-inline constexpr int phi_bound_trials = 40;
-
 namespace detail {
+
+// phi at the start of a solve (contract v4): the mean diagonal of the quadratic part's curvature,
+// X~^T diag(w) X~ + J~, so the majorizer starts on the batch's scale (a sum objective's curvature
+// grows with the weight) instead of doubling up to it from 1; 1 when that is not a finite
+// positive number.
+inline double first_phi(double diagonal_mean) {
+  return std::isfinite(diagonal_mean) && diagonal_mean > 0.0 ? diagonal_mean : 1.0;
+}
 
 // The trial point for curvature phi: candidate = prox(beta - gradient / phi), step = candidate
 // - beta.
@@ -65,23 +68,6 @@ double lamm_majorizer(O& ops, const typename O::Vector& gradient, const typename
   return ops.dot(gradient, step) + 0.5 * phi * ops.dot(step, step);
 }
 
-// How many values of phi from `phi` up (doubling) the engine proves refused, leaving the last
-// doubling allowed to an exact trial. `shifted` and `candidate` are scratch.
-template <FusedTrialOps O>
-int lamm_refused_doublings(O& ops, const typename O::Vector& beta,
-                           const typename O::Vector& gradient, double phi, double l1_strength,
-                           typename O::Vector& shifted, typename O::Vector& candidate) {
-  const int count = std::min(phi_bound_trials, max_phi_doublings);
-  std::vector<typename O::Vector> steps(count, ops.make_vector());
-  std::vector<double> bounds(count);
-  double trial_phi = phi;
-  for (int i = 0; i < count; ++i, trial_phi *= 2.0) {
-    lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted, candidate, steps[i]);
-    bounds[i] = lamm_majorizer(ops, gradient, steps[i], trial_phi);
-  }
-  return static_cast<int>(ops.refused_prefix(steps, bounds));
-}
-
 }  // namespace detail
 
 // Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place). With a
@@ -105,22 +91,16 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
   }
   std::array<double, slots> changes{};
   const double l1_strength = weight_total * lambda;
-  double phi = 1.0;  // never decreases within a solve
+  double phi = 0.0;  // set after the first evaluation (which may form it); never decreases
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     ops.evaluate(beta, tau);
+    if (k == 0) phi = detail::first_phi(ops.diagonal_mean());
     IterationTrace* record = detail::open_record(trace, ops, beta, lambda);
     if (record != nullptr) record->solver = Solver::lamm;
     ops.gradient(gradient);
     int doublings = 0;
     int accepted = -1;
-    if constexpr (FusedTrialOps<O>) {
-      if (k == 0) {  // phi starts at 1, tens of doublings below what majorizes f
-        doublings = detail::lamm_refused_doublings(ops, beta, gradient, phi, l1_strength, shifted,
-                                                   candidates[0]);
-        for (int i = 0; i < doublings; ++i) phi *= 2.0;
-      }
-    }
     bool alone = true;
     while (accepted < 0) {
       // The first value of phi alone (after the first iterations it is nearly always accepted),

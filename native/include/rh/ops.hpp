@@ -75,6 +75,10 @@ concept SolverOps = LadderOps<O> &&
 
   // Batch quantities.
   { ops.weight_sum() } -> std::same_as<double>;
+  // The mean of the diagonal of X~^T diag(w) X~ + J~ in float64 (LAMM's first phi, contract
+  // v4): a property of the batch, not of a point. An engine may form it in an evaluation pass
+  // it makes anyway; asked before one, it makes its own pass.
+  { ops.diagonal_mean() } -> std::same_as<double>;
   { ops.host_weights() } -> std::same_as<std::span<const typename O::Scalar>>;
   ops.residuals_to_host(v, host_out);  // y - X~ beta; evaluate() before the calls below
 
@@ -110,10 +114,6 @@ concept FusedTrialOps = SolverOps<O> &&
   // evaluate(beta, tau) for a caller that forms the Newton matrix or the information next: the
   // engine may form the point's Gram in the same pass.
   ops.evaluate_with_gram(v, x);
-  // How many leading steps k have objective_change(steps[k], 1) > bounds[k] for certain: a
-  // rigorous bound proves it (rounding included) without projecting each step; the first step
-  // it cannot decide ends the count.
-  { ops.refused_prefix(steps, std::span<const double>(changes)) } -> std::same_as<std::size_t>;
 };
 
 // Optional, for the proximal Newton variant of the L1 solver (rh/prox_newton.hpp).

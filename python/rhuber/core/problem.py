@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ class BatchProblem:
     ridge: float
     penalized: Any  # boolean mask of S
     xp: Any
+    _first_phi: float | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, state: State, X: Any, y: Any, w: Any, config, xp: Any) -> BatchProblem:
@@ -71,6 +73,20 @@ class BatchProblem:
     def l1_level(self) -> float:
         """(W + Σw) λ: the L1 weight of this batch."""
         return (self.W + self.sum_w) * self.lam
+
+    def first_phi(self) -> float:
+        """LAMM's φ₀ (method.md, contract v4): the mean of the diagonal of X̃ᵀdiag(w)X̃ + J̃ in
+        float64, 1 when that is not a finite positive number. It is the curvature of f's
+        quadratic part averaged over the coordinates, so the majorizer starts on the scale of
+        the batch instead of doubling up to it from 1; the pilot and the main solve share it."""
+        if self._first_phi is None:
+            xp = self.xp
+            X64 = f64(self.Xt, xp)
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow falls back to 1
+                diagonal = f64(self.w, xp) @ (X64 * X64) + xp.diagonal(f64(self.J, xp))
+                phi = float(xp.mean(diagonal))
+            self._first_phi = phi if math.isfinite(phi) and phi > 0 else 1.0
+        return self._first_phi
 
     def residual(self, beta: Any) -> Any:
         p = _prof.ACTIVE

@@ -109,10 +109,11 @@ def soft_threshold(z: Any, level: float, mask: Any, xp: Any) -> Any:
 
 def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float,
          trace: list | None = None, phase: str = "main") -> SolveResult:
-    """Proximal gradient with local adaptive majorization: φ starts at 1 and only doubles. With
-    a ``trace`` list, each iteration appends its record (core/tracing.py)."""
+    """Proximal gradient with local adaptive majorization: φ starts at the batch's φ₀
+    (:meth:`BatchProblem.first_phi`) and only doubles. With a ``trace`` list, each iteration
+    appends its record (core/tracing.py)."""
     xp = problem.xp
-    phi, doublings = 1.0, 0
+    phi, doublings = problem.first_phi(), 0
     record = None
     for k in range(1, max_iter + 1):
         p = _prof.ACTIVE
