@@ -102,7 +102,7 @@ def test_merge_refuses_a_stream_with_half_life():
     a = _stream(RenewableHuberRegressor(backend="numpy", half_life=800.0), batches[:2])
     b = _stream(RenewableHuberRegressor(backend="numpy"), batches[2:])
     before = a.state_dict()
-    with pytest.raises(ValueError, match="half_life=800.0.*no order"):
+    with pytest.raises(ValueError, match=r"half_life=800\.0.*no order"):
         a.merge(b)
     with pytest.raises(ValueError, match="stream 0 forgets"):
         b.merge(a)

@@ -122,6 +122,7 @@ struct Workspace {
   std::vector<double> model_step;           // the L1 model's step s, being solved for
   std::vector<double> model_product;        // H s, kept up to date by coordinate descent
   DenseSolver<T> solver;
+  DenseSolver<double> drift_solver;  // the drift test's float64 host ladder (rh/drift.hpp)
 
  private:
   std::size_t dim_ = 0;  // no batch has d = 0

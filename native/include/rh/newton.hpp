@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "rh/config.hpp"
+#include "rh/drift.hpp"
 #include "rh/ladder.hpp"
 #include "rh/ops.hpp"
 #include "rh/solve_result.hpp"
@@ -76,10 +77,11 @@ double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
 }  // namespace detail
 
 // Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau. With a
-// trace sink, each iteration appends its record (rh/trace.hpp).
+// trace sink, each iteration appends its record (rh/trace.hpp). With a drift probe, the first
+// iteration's point (the start) is captured for the drift test (rh/drift.hpp).
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
-                         double tol, TraceSink* trace = nullptr) {
+                         double tol, TraceSink* trace = nullptr, DriftProbe* probe = nullptr) {
   SolveResult result;
   auto gradient = ops.make_vector();
   auto rhs = ops.make_vector();
@@ -92,6 +94,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     IterationTrace* record = detail::open_record(trace, ops, beta, 0.0);
     ops.gradient(gradient);
     ops.form_hessian(config.ridge);
+    if (k == 0 && probe != nullptr) probe->capture(ops, gradient);
     detail::trace_hessian_diagonal(ops, record);
     ops.copy(gradient, rhs);
     ops.scale(-1.0, rhs);
