@@ -92,6 +92,20 @@ SolveAttempt DenseSolver<T>::lu(const T* H, const T* rhs, T* x) {
 }
 
 template <std::floating_point T>
+void DenseSolver<T>::cholesky_again(const T* rhs, T* x) {
+  std::copy(rhs, rhs + dim_, x);
+  check_arguments(blas::potrs(static_cast<blas::lapack_index>(dim_), factor_.data(), x), "potrs");
+}
+
+template <std::floating_point T>
+void DenseSolver<T>::lu_again(const T* rhs, T* x) {
+  std::copy(rhs, rhs + dim_, x);
+  check_arguments(
+      blas::getrs(static_cast<blas::lapack_index>(dim_), factor_.data(), pivots_.data(), x),
+      "getrs");
+}
+
+template <std::floating_point T>
 std::size_t DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   const auto n = static_cast<blas::lapack_index>(dim_);
   load_column_major(H);

@@ -21,6 +21,10 @@ class DenseSolver {
   SolveAttempt lu(const T* H, const T* rhs, T* x);
   // Singular values <= rcond * sigma_max count as zero; returns the rank kept.
   std::size_t min_norm(const T* H, const T* rhs, double rcond, T* x);
+  // Another right-hand side with the factorization the last accepted cholesky() or lu() left
+  // (several columns, one factorization: the drift test's J~^-1 A).
+  void cholesky_again(const T* rhs, T* x);
+  void lu_again(const T* rhs, T* x);
 
  private:
   T one_norm(const T* H) const;

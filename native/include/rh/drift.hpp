@@ -92,7 +92,8 @@ struct DriftResult {
 
 // What an engine's Ops give the drift test at the current point (after form_hessian()): the
 // batch Gram without J~ and ridge, the point's sums of w psi^2 and w c, and a float64 host solver
-// with the ladder's rungs (cholesky / lu / min_norm on a row-major d x d matrix, as
+// with the ladder's rungs (cholesky / lu / min_norm on a row-major d x d matrix, and
+// cholesky_again / lu_again for another right-hand side with the last factorization, as
 // rh::cpu::DenseSolver has them).
 template <class O>
 concept DriftOps = SolverOps<O> && requires(O& ops, std::span<double> host_out) {
@@ -218,9 +219,9 @@ std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
         rung = Rung::svd;
       }
     } else if (rung == Rung::cholesky) {
-      solver.cholesky(H, column.data(), solution.data());
+      solver.cholesky_again(column.data(), solution.data());
     } else if (rung == Rung::lu) {
-      solver.lu(H, column.data(), solution.data());
+      solver.lu_again(column.data(), solution.data());
     } else {
       solver.min_norm(H, column.data(), rcond_min, solution.data());
     }
