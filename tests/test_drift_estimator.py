@@ -165,3 +165,22 @@ def test_cli_fit_json_lists_the_flagged_batches(tmp_path, capsys):
     assert code == 0 and report["drift_flagged"] == []
     assert math.isnan(report["diagnostics"][0]["drift_pvalue"])
     assert all(0 <= d["drift_pvalue"] <= 1 for d in report["diagnostics"][1:])
+
+
+def test_drift_study_smoke(tmp_path):
+    """scripts/studies/drift.py end to end on tiny settings (the full study: docs/drift.md)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "drift.py"
+    spec = importlib.util.spec_from_file_location("drift_study", path)
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    code = study.main(["--streams", "3", "--batches", "3", "--sizes", "100", "--power-streams",
+                       "3", "--power-sizes", "200", "--tracking-streams", "2", "--out",
+                       str(tmp_path)])
+    assert code == 0
+    report = json.loads((tmp_path / "drift.json").read_text())
+    assert {r["law"] for r in report["size"]} == {"gaussian", "t3", "contaminated"}
+    assert len(report["tracking"]["median_error"]["half_life"]) == 30
+    assert (tmp_path / "drift.png").stat().st_size > 0
