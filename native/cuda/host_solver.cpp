@@ -21,10 +21,16 @@ std::size_t HostSolver64::min_norm(const double* H, const double* rhs, double rc
   return solver_->min_norm(H, rhs, rcond, x);
 }
 
-void HostSolver64::cholesky_again(const double* rhs, double* x) {
-  solver_->cholesky_again(rhs, x);
+void HostSolver64::cholesky_again(const double* rhs, double* x, std::size_t columns) {
+  solver_->cholesky_again(rhs, x, columns);
 }
 
-void HostSolver64::lu_again(const double* rhs, double* x) { solver_->lu_again(rhs, x); }
+void HostSolver64::lu_again(const double* rhs, double* x, std::size_t columns) {
+  solver_->lu_again(rhs, x, columns);
+}
+
+void HostSolver64::multiply_transposed(const double* A, const double* B, double* C) const {
+  solver_->multiply_transposed(A, B, C);
+}
 
 }  // namespace rh::cuda

@@ -25,8 +25,9 @@ class HostSolver64 {
   SolveAttempt cholesky(const double* H, const double* rhs, double* x);
   SolveAttempt lu(const double* H, const double* rhs, double* x);
   std::size_t min_norm(const double* H, const double* rhs, double rcond, double* x);
-  void cholesky_again(const double* rhs, double* x);
-  void lu_again(const double* rhs, double* x);
+  void cholesky_again(const double* rhs, double* x, std::size_t columns = 1);
+  void lu_again(const double* rhs, double* x, std::size_t columns = 1);
+  void multiply_transposed(const double* A, const double* B, double* C) const;
 
  private:
   std::unique_ptr<rh::cpu::DenseSolver<double>> solver_;

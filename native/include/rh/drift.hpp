@@ -92,8 +92,8 @@ struct DriftResult {
 
 // What an engine's Ops give the drift test at the current point (after form_hessian()): the
 // batch Gram without J~ and ridge, the point's sums of w psi^2 and w c, and a float64 host solver
-// with the ladder's rungs (cholesky / lu / min_norm on a row-major d x d matrix, and
-// cholesky_again / lu_again for another right-hand side with the last factorization, as
+// with the ladder's rungs (cholesky / lu / min_norm on a row-major d x d matrix, cholesky_again /
+// lu_again for more right-hand sides with the last factorization, and multiply_transposed, as
 // rh::cpu::DenseSolver has them).
 template <class O>
 concept DriftOps = SolverOps<O> && requires(O& ops, std::span<double> host_out) {
@@ -169,8 +169,10 @@ inline double chi2_survival(double x, double df) {
   return std::exp(log_prefix) * h;
 }
 
-// matrix^-1 rhs (d x k, row-major, solved column by column) by the equilibrated ladder on the
-// host, in float64: the solution in `out` and the rank used (d unless the SVD rung cut values).
+// matrix^-1 rhs by the equilibrated ladder on the host, in float64: matrix d x d row-major, rhs
+// and the solution `out` d x k column-major. The rung is chosen on the first column and its
+// factorization serves the others in one call, as one factorization of the matrix serves every
+// column in the reference. Returns the rank used (d unless the SVD rung cut singular values).
 template <class Solver>
 std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
                               std::span<const double> rhs, std::size_t d, std::size_t k,
@@ -180,12 +182,12 @@ std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
   require_finite_system(std::span<const double>(scales), "matrix");
   equilibration_scales(std::span<double>(scales));
   std::vector<double> equilibrated(d * d);
-  bool symmetric = true;
   for (std::size_t i = 0; i < d; ++i) {
     for (std::size_t j = 0; j < d; ++j) {
       equilibrated[i * d + j] = matrix[i * d + j] * (scales[i] * scales[j]);
     }
   }
+  bool symmetric = true;
   for (std::size_t i = 0; i < d && symmetric; ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (equilibrated[i * d + j] != equilibrated[j * d + i]) {
@@ -194,38 +196,30 @@ std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
       }
     }
   }
+  std::vector<double> scaled(d * k);
+  for (std::size_t c = 0; c < k; ++c) {
+    for (std::size_t i = 0; i < d; ++i) scaled[c * d + i] = scales[i] * rhs[c * d + i];
+  }
+  require_finite_system(std::span<const double>(scaled), "right-hand side");
   const double rcond_min = static_cast<double>(d) * std::numeric_limits<double>::epsilon();
   const auto accepted = [rcond_min](const SolveAttempt& attempt) {
     return attempt.factored && attempt.rcond >= rcond_min && attempt.finite;
   };
-  std::vector<double> column(d);
-  std::vector<double> solution(d);
   out.assign(d * k, 0.0);
-  // The rung is chosen on the first column and kept for the others, as one factorization
-  // of the matrix serves every column in the reference.
-  enum class Rung { undecided, cholesky, lu, svd } rung = Rung::undecided;
+  const double* H = equilibrated.data();
   std::size_t rank = d;
-  for (std::size_t c = 0; c < k; ++c) {
-    for (std::size_t i = 0; i < d; ++i) column[i] = scales[i] * rhs[i * k + c];
-    require_finite_system(std::span<const double>(column), "right-hand side");
-    const double* H = equilibrated.data();
-    if (rung == Rung::undecided) {
-      if (symmetric && accepted(solver.cholesky(H, column.data(), solution.data()))) {
-        rung = Rung::cholesky;
-      } else if (accepted(solver.lu(H, column.data(), solution.data()))) {
-        rung = Rung::lu;
-      } else {
-        rank = solver.min_norm(H, column.data(), rcond_min, solution.data());
-        rung = Rung::svd;
-      }
-    } else if (rung == Rung::cholesky) {
-      solver.cholesky_again(column.data(), solution.data());
-    } else if (rung == Rung::lu) {
-      solver.lu_again(column.data(), solution.data());
-    } else {
-      solver.min_norm(H, column.data(), rcond_min, solution.data());
+  const std::size_t rest = k - 1;
+  if (symmetric && accepted(solver.cholesky(H, scaled.data(), out.data()))) {
+    if (rest > 0) solver.cholesky_again(scaled.data() + d, out.data() + d, rest);
+  } else if (accepted(solver.lu(H, scaled.data(), out.data()))) {
+    if (rest > 0) solver.lu_again(scaled.data() + d, out.data() + d, rest);
+  } else {
+    for (std::size_t c = 0; c < k; ++c) {
+      rank = solver.min_norm(H, scaled.data() + c * d, rcond_min, out.data() + c * d);
     }
-    for (std::size_t i = 0; i < d; ++i) out[i * k + c] = scales[i] * solution[i];
+  }
+  for (std::size_t c = 0; c < k; ++c) {
+    for (std::size_t i = 0; i < d; ++i) out[c * d + i] *= scales[i];
   }
   return rank;
 }
@@ -240,17 +234,14 @@ DriftResult drift_test(const DriftProbe& probe, std::span<const T> information, 
   const std::size_t d = probe.score.size();
   const double v = probe.score_sq_sum / probe.curvature_sum;
   std::vector<double> history(information.begin(), information.end());
-  std::vector<double> solved;  // J~^-1 A
+  // J~^-1 A, column-major: A is symmetric, so its row-major array is its column-major one.
+  std::vector<double> solved;
   detail::host_ladder_solve(solver, std::span<const double>(history),
                             std::span<const double>(probe.gram), d, d, solved);
+  // A (J~^-1 A): the column-major `solved` read row-major is its transpose.
   std::vector<double> variance(d * d);
-  for (std::size_t i = 0; i < d; ++i) {
-    for (std::size_t j = 0; j < d; ++j) {
-      double spread = 0.0;
-      for (std::size_t m = 0; m < d; ++m) spread += probe.gram[i * d + m] * solved[m * d + j];
-      variance[i * d + j] = v * (probe.gram[i * d + j] + spread);
-    }
-  }
+  solver.multiply_transposed(probe.gram.data(), solved.data(), variance.data());
+  for (std::size_t k = 0; k < d * d; ++k) variance[k] = v * (probe.gram[k] + variance[k]);
   // Symmetrized: the two triangles differ by rounding only, and the Cholesky rung needs it exact.
   for (std::size_t i = 0; i < d; ++i) {
     for (std::size_t j = 0; j < i; ++j) {
