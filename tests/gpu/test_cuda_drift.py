@@ -85,7 +85,7 @@ def test_cuda_drift_df_is_the_rank_on_a_rank_deficient_design(engine):
     assert dev.drift_statistic == pytest.approx(ref.drift_statistic, rel=1e-6)
 
 
-def test_cuda_estimator_warns_on_drift_and_resumes_with_half_life(tmp_path):
+def test_cuda_estimator_warns_on_drift_and_forgets_like_the_reference():
     rng = np.random.default_rng(9)
     batches = [b[:2] for b in _stream(rng, 6, 500, 3, np.float64, False, jump_at=4)]
     est = RenewableHuberRegressor(backend="cuda", half_life=1500.0, drift_alpha=0.001)
