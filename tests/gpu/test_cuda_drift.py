@@ -67,12 +67,11 @@ def test_cuda_matches_the_reference(engine, name):
         assert _close(dev_state.information, ref_state.information, rtol), where
         assert dev_state.effective_weight == pytest.approx(ref_state.effective_weight,
                                                            rel=1e-12), where
-        stat_rtol = rtol if dtype == np.float64 else 2e-2
-        assert _close(dev.drift_statistic, ref.drift_statistic, stat_rtol), (
+        assert _close(dev.drift_statistic, ref.drift_statistic, rtol), (
             where, dev.drift_statistic, ref.drift_statistic)
         assert (math.isnan(dev.drift_df) and math.isnan(ref.drift_df)) or \
             dev.drift_df == ref.drift_df, where
-        assert _close(dev.drift_pvalue, ref.drift_pvalue, stat_rtol), where
+        assert _close(dev.drift_pvalue, ref.drift_pvalue, rtol), where
 
 
 def test_cuda_drift_df_is_the_rank_on_a_rank_deficient_design(engine):
