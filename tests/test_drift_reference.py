@@ -210,3 +210,16 @@ def test_drift_size_and_power_on_small_streams():
     assert 0.2 < np.mean(null_p) < 0.8
     assert np.mean(null_p < 0.05) < 0.2
     assert np.mean(np.array(jump_p) < 0.01) >= 0.75
+
+
+def test_a_test_that_overflows_is_nan_not_an_error():
+    from rhuber.core.drift import statistic
+
+    d = 3
+    gram = np.eye(d) * 1e300
+    score = np.full(d, 1e300)
+    # V = v (A + A J̃⁻¹ A) overflows float64: the diagnostic is NaN, the batch is not refused.
+    result = statistic(score, gram, np.eye(d) * 1e-300, 1.0, 1.0)
+    assert all(math.isnan(x) for x in result)
+    result = statistic(np.array([np.inf, 0.0, 0.0]), np.eye(d), np.eye(d), 1.0, 1.0)
+    assert all(math.isnan(x) for x in result)

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "dense_solver.hpp"
 #include "problems.hpp"
 
 namespace {
@@ -144,6 +145,24 @@ TEST(Drift, ForgettingDiscountsTheHistoryBeforeTheBatch) {
   for (std::size_t k = 0; k < discounted.information.size(); ++k) {
     EXPECT_EQ(discounted.information[k], first.information[k] * gamma);
   }
+}
+
+TEST(Drift, AnOverflowingTestIsNanNotAnError) {
+  constexpr std::size_t d = 3;
+  rh::DriftProbe probe;
+  probe.captured = true;
+  probe.score.assign(d, 1e300);
+  probe.gram.assign(d * d, 0.0);
+  for (std::size_t i = 0; i < d; ++i) probe.gram[i * d + i] = 1e300;
+  probe.score_sq_sum = 1.0;
+  probe.curvature_sum = 1.0;
+  std::vector<double> information(d * d, 0.0);
+  for (std::size_t i = 0; i < d; ++i) information[i * d + i] = 1e-300;
+  rh::cpu::DenseSolver<double> solver;
+  solver.resize(d);
+  const rh::DriftResult result =
+      rh::drift_test(probe, std::span<const double>(information), solver);  // V overflows
+  EXPECT_TRUE(std::isnan(result.statistic) && std::isnan(result.df) && std::isnan(result.pvalue));
 }
 
 TEST(Drift, BadHalfLifeIsRefusedByName) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "rh/config.hpp"
+#include "rh/error.hpp"
 #include "rh/ladder.hpp"
 #include "rh/ops.hpp"
 #include "rh/state.hpp"
@@ -224,15 +225,21 @@ std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
   return rank;
 }
 
-}  // namespace detail
-
 // T, df and the p-value from a probe and the (discounted) information J~ of the state before the
-// batch, by `solver` (float64, the ladder's rungs).
+// batch, by `solver` (float64, the ladder's rungs); NaN where its inputs are not finite.
 template <class Solver, std::floating_point T>
-DriftResult drift_test(const DriftProbe& probe, std::span<const T> information, Solver& solver) {
+DriftResult drift_statistic(const DriftProbe& probe, std::span<const T> information,
+                            Solver& solver) {
   if (!probe.captured || !(probe.curvature_sum > 0.0)) return {};
   const std::size_t d = probe.score.size();
   const double v = probe.score_sq_sum / probe.curvature_sum;
+  const auto finite = [](std::span<const double> values) {
+    for (const double value : values) {
+      if (!std::isfinite(value)) return false;
+    }
+    return true;
+  };
+  if (!std::isfinite(v) || !finite(probe.score) || !finite(probe.gram)) return {};
   std::vector<double> history(information.begin(), information.end());
   // J~^-1 A, column-major: A is symmetric, so its row-major array is its column-major one.
   std::vector<double> solved;
@@ -258,7 +265,21 @@ DriftResult drift_test(const DriftProbe& probe, std::span<const T> information, 
   for (std::size_t j = 0; j < d; ++j) statistic += probe.score[j] * weights[j];
   if (!std::isfinite(statistic) || rank == 0) return {};
   const auto df = static_cast<double>(rank);
-  return {.statistic = statistic, .df = df, .pvalue = detail::chi2_survival(statistic, df)};
+  return {.statistic = statistic, .df = df, .pvalue = chi2_survival(statistic, df)};
+}
+
+}  // namespace detail
+
+// The drift test of a probe against the (discounted) information J~ of the state before the
+// batch. A test that cannot be formed in float64 (a batch whose squares overflow, a ladder that
+// fails) is NaN: the diagnostic never fails the batch it describes.
+template <class Solver, std::floating_point T>
+DriftResult drift_test(const DriftProbe& probe, std::span<const T> information, Solver& solver) {
+  try {
+    return detail::drift_statistic(probe, information, solver);
+  } catch (const NumericalError&) {
+    return {};
+  }
 }
 
 }  // namespace rh

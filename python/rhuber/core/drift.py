@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.stats
 
+from ..errors import NumericalError
 from .ladder import LadderResult, equilibration_scales, solve_matrix
 from .problem import BatchProblem
 from .types import State
@@ -68,14 +69,23 @@ def statistic(score: np.ndarray, gram: np.ndarray, information: np.ndarray,
     discounting). J̃⁻¹A and V⁻¹U go through the equilibrated ladder; V is symmetrized (its two
     triangles differ by rounding only) so that its Cholesky rung applies. On V's SVD rung the
     pseudo-inverse stands for V⁻¹ and the degrees of freedom are its numerical rank.
+
+    A test that cannot be formed in float64 (a batch whose squares overflow, a ladder that
+    fails) is NaN: the diagnostic never fails the batch it describes.
     """
     if not curvature_sum > 0:
         return NO_TEST
     v = score_sq_sum / curvature_sum
-    spread = gram @ _symmetric_solve(information, gram)[0].step
-    V = v * (gram + spread)
-    V = 0.5 * (V + V.T)
-    solved, rank = _symmetric_solve(V, score[:, None])
+    if not (np.all(np.isfinite(score)) and np.all(np.isfinite(gram)) and math.isfinite(v)):
+        return NO_TEST
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            spread = gram @ _symmetric_solve(information, gram)[0].step
+            V = v * (gram + spread)
+            V = 0.5 * (V + V.T)
+        solved, rank = _symmetric_solve(V, score[:, None])
+    except NumericalError:
+        return NO_TEST
     T = float(score @ solved.step[:, 0])
     if not math.isfinite(T) or rank == 0:
         return NO_TEST
