@@ -147,6 +147,9 @@ def _run_fit(args: argparse.Namespace) -> int:
     if args.json:
         report = _report(args, reader, estimator, stats, summary, refused)
         report["drift_flagged"] = flagged if args.drift_alpha is not None else None
+        # JSON has no NaN: a batch without a drift test reports null.
+        report["diagnostics"] = [{k: None if isinstance(v, float) and v != v else v
+                                  for k, v in d.items()} for d in report["diagnostics"]]
         print(json.dumps(report, indent=1))
         return 0
 
