@@ -1,5 +1,6 @@
 """The golden corpus: committed file up to date, and the reference engine meets it."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 
 from helpers import golden_corpus
 from rhuber.core import update
-from rhuber.lab.golden import V3_CASES, compare_batch, replay_case
+from rhuber.lab.golden import V3_CASES, V4_CASES, compare_batch, replay_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = golden_corpus()
@@ -20,9 +21,11 @@ def test_corpus_has_the_cases_of_the_contract():
     names = [c["name"] for c in CORPUS["cases"]]
     assert names == ["weighted_unpenalized", "l1_history", "float32_outliers", "rank_deficient",
                      "badly_scaled", "lambda_schedule_l1", "smoothed_curvature",
-                     "inference_matrices_weighted"]
+                     "inference_matrices_weighted", "forgetting_half_life", "drift_statistic"]
     for case in CORPUS["cases"]:
-        assert len(case["batches"]) == 2
+        # Contract v4's cases take three: a history discounted twice, a stationary batch and
+        # a changed one for the drift test.
+        assert len(case["batches"]) == (3 if case["name"] in V4_CASES else 2)
         assert all(len(b["X"]) <= 200 and len(b["X"][0]) <= 6 for b in case["batches"])
     rank = CORPUS["cases"][3]
     assert [b["diagnostics"]["solver"] for b in rank["batches"]] == ["svd", "svd"]
@@ -127,3 +130,26 @@ def test_reference_meets_golden(case):
     for k, (got, want) in enumerate(zip(replay_case(case, update), case["batches"], strict=True)):
         problems = compare_batch(got, want, case["dtype"], check_rung=True)
         assert not problems, f"batch {k + 1}: {problems}"
+
+
+def test_contract_v4_cases_record_forgetting_and_the_drift_test():
+    cases = {c["name"]: c for c in CORPUS["cases"]}
+    forgetting = cases["forgetting_half_life"]
+    assert forgetting["config"]["half_life"] == 100.0
+    batches = forgetting["batches"]
+    for before, after in itertools.pairwise(batches):
+        w = sum(after["sample_weight"])
+        gamma = 2.0 ** (-w / 100.0)
+        want = gamma * before["state"]["effective_weight"] + w
+        assert after["state"]["effective_weight"] == pytest.approx(want, rel=1e-14)
+        assert after["state"]["n_samples_seen"] == before["state"]["n_samples_seen"] + len(
+            after["y"])
+    drift = cases["drift_statistic"]
+    first, *later = drift["batches"]
+    assert first["diagnostics"]["drift_pvalue"] is None
+    assert all(b["diagnostics"]["drift_df"] == 5.0 for b in later)
+    assert later[0]["diagnostics"]["drift_pvalue"] > 0.05  # stationary
+    assert later[1]["diagnostics"]["drift_pvalue"] < 0.01  # the intercept jumps
+    for case in CORPUS["cases"]:
+        has_drift = case["name"] in V4_CASES
+        assert all(("drift_pvalue" in b["diagnostics"]) == has_drift for b in case["batches"])

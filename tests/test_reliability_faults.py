@@ -71,8 +71,10 @@ def test_allocation_failure_at_every_point_is_a_memory_error_and_the_engine_reco
         again, _ = _engine_update(engine, start, X1, y1)  # sizes the workspace afresh
         np.testing.assert_array_equal(again.coef, expected.coef)
         np.testing.assert_array_equal(again.information, expected.information)
-    # Rows: the row and block buffers; features: also the d-sized ones (twice) and the solver's.
-    assert injected == (2 if grows == "rows" else 5)
+    # Rows: the row and block buffers, and the drift test's float64 solver (sized at the stream's
+    # first later batch); features (a first batch: no drift test): also the d-sized ones (twice)
+    # and the solver's.
+    assert injected == (3 if grows == "rows" else 5)
 
 
 def test_allocation_failure_in_partial_fit_leaves_the_estimator_unchanged(native):

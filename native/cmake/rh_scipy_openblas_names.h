@@ -16,6 +16,8 @@
 #define cblas_dgemv scipy_cblas_dgemv
 #define cblas_ssyrk scipy_cblas_ssyrk
 #define cblas_dsyrk scipy_cblas_dsyrk
+#define cblas_sgemm scipy_cblas_sgemm
+#define cblas_dgemm scipy_cblas_dgemm
 
 // LAPACKE (native/cpu/blas.hpp, native/cuda/host_condition.cpp).
 #define LAPACKE_spotrf_work scipy_LAPACKE_spotrf_work

@@ -113,6 +113,7 @@ void validate_config(const Config& config) {
     }
   }
   require_positive("bandwidth_scale", config.bandwidth_scale);
+  if (config.half_life) require_positive("half_life", *config.half_life);
 }
 
 template <std::floating_point T>

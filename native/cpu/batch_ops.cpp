@@ -877,6 +877,28 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   return batch;
 }
 
+// --- the drift test's reads of the current point ------------------------------------------------
+
+template <std::floating_point T>
+void BatchOps<T>::batch_gram_to_host(std::span<double> out) const {
+  for (std::size_t k = 0; k < dim_ * dim_; ++k) out[k] = static_cast<double>(ws_.gram[k]);
+}
+
+template <std::floating_point T>
+InferenceSums BatchOps<T>::point_sums() const {
+  const T tau = tau_;
+  const T* residual = ws_.point.residual.data();
+  InferenceSums sums{.inference_batches = 1};
+  for (std::size_t i = 0; i < X_.rows; ++i) {
+    const auto w = static_cast<double>(weights_[i]);
+    const auto psi = static_cast<double>(std::clamp(residual[i], -tau, tau));
+    sums.score_sq_sum += w * psi * psi;
+    sums.curvature_sum += std::abs(residual[i]) <= tau ? w : 0.0;
+    sums.inference_weight += w;
+  }
+  return sums;
+}
+
 template class BatchOps<float>;
 template class BatchOps<double>;
 

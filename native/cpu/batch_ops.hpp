@@ -84,6 +84,16 @@ class BatchOps {
   // same loop.
   InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
+  // rh::DriftOps (rh/drift.hpp), at the current point after form_hessian(): its Gram (the
+  // Newton matrix less J~ and ridge) in float64, its sums of w psi^2 and w c from the residuals
+  // (no pass over X), and a float64 dense solver for the test's d x d systems.
+  void batch_gram_to_host(std::span<double> out) const;
+  InferenceSums point_sums() const;
+  DenseSolver<double>& drift_solver() {
+    ws_.drift_solver.resize(dim_);
+    return ws_.drift_solver;
+  }
+
   // rh::FusedTrialOps: several trial steps, or a trial step and the point after it, in one
   // pass over X: each chunk of rows is read from memory once and reused from cache.
   void objective_changes(std::span<const Vector> steps, std::span<double> changes);

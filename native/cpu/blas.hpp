@@ -56,11 +56,12 @@ inline lapack_index pocon(lapack_index n, const float* a, float anorm, float* rc
   return LAPACKE_spocon_work(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond, work, iwork);
 }
 
-inline lapack_index potrs(lapack_index n, const double* a, double* b) {
-  return LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', n, 1, a, n, b, n);
+// b: n x nrhs, column-major.
+inline lapack_index potrs(lapack_index n, const double* a, double* b, lapack_index nrhs = 1) {
+  return LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', n, nrhs, a, n, b, n);
 }
-inline lapack_index potrs(lapack_index n, const float* a, float* b) {
-  return LAPACKE_spotrs_work(LAPACK_COL_MAJOR, 'L', n, 1, a, n, b, n);
+inline lapack_index potrs(lapack_index n, const float* a, float* b, lapack_index nrhs = 1) {
+  return LAPACKE_spotrs_work(LAPACK_COL_MAJOR, 'L', n, nrhs, a, n, b, n);
 }
 
 inline lapack_index getrf(lapack_index n, double* a, lapack_index* pivots) {
@@ -79,11 +80,23 @@ inline lapack_index gecon(lapack_index n, const float* a, float anorm, float* rc
   return LAPACKE_sgecon_work(LAPACK_COL_MAJOR, '1', n, a, n, anorm, rcond, work, iwork);
 }
 
-inline lapack_index getrs(lapack_index n, const double* a, const lapack_index* pivots, double* b) {
-  return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', n, 1, a, n, pivots, b, n);
+inline lapack_index getrs(lapack_index n, const double* a, const lapack_index* pivots, double* b,
+                          lapack_index nrhs = 1) {
+  return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', n, nrhs, a, n, pivots, b, n);
 }
-inline lapack_index getrs(lapack_index n, const float* a, const lapack_index* pivots, float* b) {
-  return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'N', n, 1, a, n, pivots, b, n);
+inline lapack_index getrs(lapack_index n, const float* a, const lapack_index* pivots, float* b,
+                          lapack_index nrhs = 1) {
+  return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'N', n, nrhs, a, n, pivots, b, n);
+}
+
+// C = A B^T, all n x n row-major.
+inline void gemm_transposed(std::size_t n, const double* A, const double* B, double* C) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_int(n), as_int(n), as_int(n), 1.0, A,
+              as_int(n), B, as_int(n), 0.0, C, as_int(n));
+}
+inline void gemm_transposed(std::size_t n, const float* A, const float* B, float* C) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_int(n), as_int(n), as_int(n), 1.0f, A,
+              as_int(n), B, as_int(n), 0.0f, C, as_int(n));
 }
 
 // Minimum-norm least squares by divide-and-conquer SVD; lwork = -1 queries the workspace.

@@ -92,6 +92,27 @@ SolveAttempt DenseSolver<T>::lu(const T* H, const T* rhs, T* x) {
 }
 
 template <std::floating_point T>
+void DenseSolver<T>::cholesky_again(const T* rhs, T* x, std::size_t columns) {
+  std::copy(rhs, rhs + dim_ * columns, x);
+  check_arguments(blas::potrs(static_cast<blas::lapack_index>(dim_), factor_.data(), x,
+                              static_cast<blas::lapack_index>(columns)),
+                  "potrs");
+}
+
+template <std::floating_point T>
+void DenseSolver<T>::lu_again(const T* rhs, T* x, std::size_t columns) {
+  std::copy(rhs, rhs + dim_ * columns, x);
+  check_arguments(blas::getrs(static_cast<blas::lapack_index>(dim_), factor_.data(),
+                              pivots_.data(), x, static_cast<blas::lapack_index>(columns)),
+                  "getrs");
+}
+
+template <std::floating_point T>
+void DenseSolver<T>::multiply_transposed(const T* A, const T* B, T* C) const {
+  blas::gemm_transposed(dim_, A, B, C);
+}
+
+template <std::floating_point T>
 std::size_t DenseSolver<T>::min_norm(const T* H, const T* rhs, double rcond, T* x) {
   const auto n = static_cast<blas::lapack_index>(dim_);
   load_column_major(H);

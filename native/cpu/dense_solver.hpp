@@ -21,6 +21,12 @@ class DenseSolver {
   SolveAttempt lu(const T* H, const T* rhs, T* x);
   // Singular values <= rcond * sigma_max count as zero; returns the rank kept.
   std::size_t min_norm(const T* H, const T* rhs, double rcond, T* x);
+  // More right-hand sides (d x columns, column-major) with the factorization the last accepted
+  // cholesky() or lu() left (several columns, one factorization: the drift test's J~^-1 A).
+  void cholesky_again(const T* rhs, T* x, std::size_t columns = 1);
+  void lu_again(const T* rhs, T* x, std::size_t columns = 1);
+  // C = A B^T, all d x d row-major (BLAS GEMM; the drift test's A J~^-1 A).
+  void multiply_transposed(const T* A, const T* B, T* C) const;
 
  private:
   T one_norm(const T* H) const;

@@ -12,6 +12,7 @@
 #include "batch_ops.hpp"
 #include "rh/bricks/profiler.hpp"
 #include "rh/bricks/scope.hpp"
+#include "rh/drift.hpp"
 #include "rh/engine_profiling.hpp"
 #include "rh/error.hpp"
 #include "rh/update.hpp"
@@ -22,6 +23,8 @@ namespace rh::cpu {
 static_assert(SolverOps<BatchOps<float>>);
 static_assert(SolverOps<BatchOps<double>>);
 static_assert(TracingOps<BatchOps<double>>);
+static_assert(DriftOps<BatchOps<float>>);
+static_assert(DriftOps<BatchOps<double>>);
 
 struct Engine::Impl {
   Impl(std::size_t threads, GramStrategy strategy, std::size_t resolved_chunk_bytes)
@@ -113,7 +116,11 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   }
   // Before its first batch a state is the empty state, whatever else it holds.
   const State<T> empty = state.batch_count == 0 ? State<T>::empty(state.dim()) : State<T>{};
-  const StateView<T> previous = state.batch_count == 0 ? empty.view() : state;
+  const StateView<T> stored = state.batch_count == 0 ? empty.view() : state;
+  // With half_life, the history the batch sees is the discounted one (rh/drift.hpp).
+  State<T> discounted_storage;
+  const StateView<T> previous = history_for_batch(
+      stored, config, batch_weight_sum(sample_weight, X.rows), discounted_storage);
   Workspace<T>& workspace = impl_->workspace<T>();
   const RowBlocks blocks(X.rows);
   const std::size_t d = previous.dim();

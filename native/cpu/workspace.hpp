@@ -127,6 +127,7 @@ struct Workspace {
                                             // first use, by proximal Newton)
   std::vector<std::size_t> model_working_set;  // the coordinates its sweeps visit
   DenseSolver<T> solver;
+  DenseSolver<double> drift_solver;  // the drift test's float64 host ladder (rh/drift.hpp)
 
  private:
   std::size_t dim_ = 0;  // no batch has d = 0

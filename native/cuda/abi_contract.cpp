@@ -14,7 +14,7 @@ constexpr bool has_type = std::is_same_v<Field, Expected>;
 
 }  // namespace
 
-static_assert(RH_CUDA_ABI_VERSION == (3 << 16 | 0));
+static_assert(RH_CUDA_ABI_VERSION == (4 << 16 | 0));
 
 static_assert(RH_CUDA_OK == 0);
 static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
@@ -79,7 +79,7 @@ static_assert(offsetof(rh_cuda_engine_options, stream) == 8);
 static_assert(has_type<decltype(rh_cuda_engine_options::stream), uint64_t>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_config> && std::is_trivially_copyable_v<rh_cuda_config>);
-static_assert(sizeof(rh_cuda_config) == 96);
+static_assert(sizeof(rh_cuda_config) == 112);
 static_assert(alignof(rh_cuda_config) == 8);
 static_assert(offsetof(rh_cuda_config, fit_intercept) == 0);
 static_assert(has_type<decltype(rh_cuda_config::fit_intercept), int32_t>);
@@ -113,6 +113,12 @@ static_assert(offsetof(rh_cuda_config, lambda_scale) == 80);
 static_assert(has_type<decltype(rh_cuda_config::lambda_scale), double>);
 static_assert(offsetof(rh_cuda_config, bandwidth_scale) == 88);
 static_assert(has_type<decltype(rh_cuda_config::bandwidth_scale), double>);
+static_assert(offsetof(rh_cuda_config, has_half_life) == 96);
+static_assert(has_type<decltype(rh_cuda_config::has_half_life), int32_t>);
+static_assert(offsetof(rh_cuda_config, reserved3) == 100);
+static_assert(has_type<decltype(rh_cuda_config::reserved3), int32_t>);
+static_assert(offsetof(rh_cuda_config, half_life) == 104);
+static_assert(has_type<decltype(rh_cuda_config::half_life), double>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_state_info> && std::is_trivially_copyable_v<rh_cuda_state_info>);
 static_assert(sizeof(rh_cuda_state_info) == 104);
@@ -149,7 +155,7 @@ static_assert(offsetof(rh_cuda_state_info, reserved2) == 100);
 static_assert(has_type<decltype(rh_cuda_state_info::reserved2), int32_t>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_diagnostics> && std::is_trivially_copyable_v<rh_cuda_diagnostics>);
-static_assert(sizeof(rh_cuda_diagnostics) == 56);
+static_assert(sizeof(rh_cuda_diagnostics) == 80);
 static_assert(alignof(rh_cuda_diagnostics) == 8);
 static_assert(offsetof(rh_cuda_diagnostics, converged) == 0);
 static_assert(has_type<decltype(rh_cuda_diagnostics::converged), int32_t>);
@@ -167,6 +173,12 @@ static_assert(offsetof(rh_cuda_diagnostics, line_search_halvings) == 40);
 static_assert(has_type<decltype(rh_cuda_diagnostics::line_search_halvings), int64_t>);
 static_assert(offsetof(rh_cuda_diagnostics, rcond) == 48);
 static_assert(has_type<decltype(rh_cuda_diagnostics::rcond), double>);
+static_assert(offsetof(rh_cuda_diagnostics, drift_statistic) == 56);
+static_assert(has_type<decltype(rh_cuda_diagnostics::drift_statistic), double>);
+static_assert(offsetof(rh_cuda_diagnostics, drift_df) == 64);
+static_assert(has_type<decltype(rh_cuda_diagnostics::drift_df), double>);
+static_assert(offsetof(rh_cuda_diagnostics, drift_pvalue) == 72);
+static_assert(has_type<decltype(rh_cuda_diagnostics::drift_pvalue), double>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_engine_stats> && std::is_trivially_copyable_v<rh_cuda_engine_stats>);
 static_assert(sizeof(rh_cuda_engine_stats) == 32);

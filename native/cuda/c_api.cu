@@ -60,6 +60,10 @@ rh::Config to_config(const rh_cuda_config& c) {
   }
   config.bandwidth_scale = c.bandwidth_scale;
   config.inference_matrices = c.inference_matrices != 0;
+  if (c.reserved3 != 0) {
+    throw rh::InvalidArgument("the reserved3 field of rh_cuda_config must be 0");
+  }
+  if (c.has_half_life != 0) config.half_life = c.half_life;
   return config;
 }
 
@@ -300,7 +304,10 @@ int rh_cuda_update(rh_cuda_engine_t engine, rh_cuda_state_t previous, const rh_c
                             .lambda = d.lambda,
                             .bandwidth = d.bandwidth,
                             .line_search_halvings = d.line_search_halvings,
-                            .rcond = d.rcond};
+                            .rcond = d.rcond,
+                            .drift_statistic = d.drift_statistic,
+                            .drift_df = d.drift_df,
+                            .drift_pvalue = d.drift_pvalue};
   RH_API_END
 }
 

@@ -2,17 +2,22 @@
 // the objective and its change along a step (docs/numerics.md), as rh::SolverOps.
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "device_blas.hpp"
 #include "kernels.hpp"
 #include "objective.hpp"
 #include "profiling.hpp"
+#include "rh/drift.hpp"
 #include "rh/ops.hpp"
 
 namespace rh::cuda {
 
 static_assert(SolverOps<DeviceOps<float>>);
 static_assert(SolverOps<DeviceOps<double>>);
+static_assert(DriftOps<DeviceOps<float>>);
+static_assert(DriftOps<DeviceOps<double>>);
 
 template <std::floating_point T>
 DeviceOps<T>::DeviceOps(EngineCore& core, Workspace<T>& workspace, const StateView<T>& previous,
@@ -411,6 +416,48 @@ InferenceSums DeviceOps<T>::information(const InformationRequest& request,
           .curvature_sq_sum = s.sums[curvature_sq],
           .inference_weight = s.sums[weight_total],
           .inference_batches = 1};
+}
+
+// --- the drift test's reads of the current point ------------------------------------------------
+
+template <std::floating_point T>
+void DeviceOps<T>::batch_gram_to_host(std::span<double> out) {
+  // The Gram of the last form_hessian(): its lower triangle, column-major (SYRK's).
+  const std::size_t square = dim_ * dim_;
+  std::vector<T> gram(square);
+  RH_CUDA_BRICK(prof_, transfer, square, square * sizeof(T), 0);
+  RH_CUDA_CHECK(cudaMemcpyAsync(gram.data(), ws_.gram.data(), square * sizeof(T),
+                                cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+  for (std::size_t j = 0; j < dim_; ++j) {
+    for (std::size_t i = j; i < dim_; ++i) {
+      const auto value = static_cast<double>(gram[i + j * dim_]);
+      out[i * dim_ + j] = value;
+      out[j * dim_ + i] = value;
+    }
+  }
+}
+
+template <std::floating_point T>
+InferenceSums DeviceOps<T>::point_sums() {
+  const std::size_t rows = batch_.rows;
+  {
+    RH_CUDA_BRICK(prof_, transfer, rows, rows * sizeof(T), 0);
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_rows.data(), ws_.residual.data(), rows * sizeof(T),
+                                  cudaMemcpyDeviceToHost, stream_));
+    core_.synchronize();
+  }
+  const T tau = tau_;
+  const T* residual = ws_.host_rows.data();
+  InferenceSums sums{.inference_batches = 1};
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto w = static_cast<double>(batch_.host_weights[i]);
+    const auto psi = static_cast<double>(std::clamp(residual[i], -tau, tau));
+    sums.score_sq_sum += w * psi * psi;
+    sums.curvature_sum += std::abs(residual[i]) <= tau ? w : 0.0;
+    sums.inference_weight += w;
+  }
+  return sums;
 }
 
 template class DeviceOps<float>;

@@ -16,6 +16,7 @@
 #include <span>
 
 #include "engine_internal.hpp"
+#include "host_solver.hpp"
 #include "linear_solver.hpp"
 #include "rh/ops.hpp"
 #include "rh/state.hpp"
@@ -84,6 +85,17 @@ class DeviceOps {
   // reduced on the device and read with the one synchronization of the pass.
   InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
+  // rh::DriftOps (rh/drift.hpp), at the current point after form_hessian(): its Gram (the
+  // Newton matrix less J~ and ridge) brought to the host in float64, its sums of w psi^2 and
+  // w c from the residuals brought to the host (n values, no pass over X), and the float64 host
+  // solver of the test's d x d systems.
+  void batch_gram_to_host(std::span<double> out);
+  InferenceSums point_sums();
+  HostSolver64& drift_solver() {
+    drift_solver_.resize(dim_);
+    return drift_solver_;
+  }
+
  private:
   const DeviceScalars& fetch();               // one copy, one synchronization
   void residual_into(const T* beta, T* out);  // y - X~ beta
@@ -113,6 +125,7 @@ class DeviceOps {
   bool facts_known_ = false;
   std::optional<double> diagonal_mean_;  // diagonal_mean(), once formed
   DeviceScalars facts_{};
+  HostSolver64 drift_solver_;
 };
 
 extern template class DeviceOps<float>;

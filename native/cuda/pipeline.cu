@@ -63,12 +63,23 @@ Diagnostics update_as(EngineCore& core, const DeviceState& previous, const rh_cu
   // Before its first batch a state is the empty state, whatever else it holds (as on the CPU).
   const bool first = caller_state.batch_count == 0;
   const State<T> empty = first ? State<T>::empty(d) : State<T>{};
-  const StateView<T> view = first ? empty.view() : caller_state.view();
+  const StateView<T> stored = first ? empty.view() : caller_state.view();
   const T* information = previous.device_information<T>();
   if (first) {
     RH_CUDA_BRICK(prof, stage, d * d, d * d * sizeof(T), 0);
     RH_CUDA_CHECK(cudaMemsetAsync(ws.empty_information.data(), 0, d * d * sizeof(T),
                                   core.stream()));
+    information = ws.empty_information.data();
+  }
+  // With half_life, the batch sees the discounted history (rh/drift.hpp), formed on the host as
+  // on the CPU and its J~ uploaded into the scratch the first batch's zeros use.
+  State<T> discounted_storage;
+  const StateView<T> view =
+      history_for_batch(stored, config, batch.weight_sum, discounted_storage);
+  if (view.information.data() != stored.information.data()) {
+    RH_CUDA_BRICK(prof, stage, d * d, d * d * sizeof(T), 0);
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws.empty_information.data(), view.information.data(),
+                                  d * d * sizeof(T), cudaMemcpyHostToDevice, core.stream()));
     information = ws.empty_information.data();
   }
 

@@ -23,9 +23,10 @@ extern "C" {
 #define RH_CUDA_API __attribute__((visibility("default")))
 
 /* ABI version: the major changes when a struct or signature changes incompatibly (2.0: a field
- * appended to rh_cuda_diagnostics, which the caller allocates), and with it the library's
- * soname (librh_cuda.so.<major>). */
-#define RH_CUDA_ABI_VERSION_MAJOR 3
+ * appended to rh_cuda_diagnostics, which the caller allocates; 4.0: contract v4's forgetting in
+ * rh_cuda_config and drift test in rh_cuda_diagnostics), and with it the library's soname
+ * (librh_cuda.so.<major>). */
+#define RH_CUDA_ABI_VERSION_MAJOR 4
 #define RH_CUDA_ABI_VERSION_MINOR 0
 #define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
 
@@ -116,6 +117,11 @@ typedef struct rh_cuda_config {
   int32_t reserved2; /* must be 0 */
   double lambda_scale;
   double bandwidth_scale;
+  /* Contract v4 (since ABI 4.0): forgetting. has_half_life = 0 means None; otherwise the history
+   * is discounted by 2^(-batch weight / half_life) (> 0, finite) before each batch. */
+  int32_t has_half_life;
+  int32_t reserved3; /* must be 0 */
+  double half_life;
 } rh_cuda_config;
 
 /* The scalar part of a state; coef (dim) and information (dim x dim, row-major) travel as
@@ -151,6 +157,11 @@ typedef struct rh_cuda_diagnostics {
    * step's rung (shared/spec/method.md, contract v2): 0 for RH_CUDA_SOLVER_SVD, NaN for a
    * penalized batch (RH_CUDA_SOLVER_LAMM: no Newton system). Since ABI 2.0. */
   double rcond;
+  /* Contract v4, the drift test (since ABI 4.0): T, its degrees of freedom and P(chi2_df > T);
+   * NaN for the first batch, a penalized batch or history, and no residual inside tau. */
+  double drift_statistic;
+  double drift_df;
+  double drift_pvalue;
 } rh_cuda_diagnostics;
 
 /* Counters for tests and profiling: after warm-up a stream of same-shaped batches must not move

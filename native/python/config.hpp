@@ -78,6 +78,9 @@ inline Config config_from_dict(const nb::dict& config) {
   if (config.contains("inference_matrices")) {
     c.inference_matrices = scalar<bool>(config, "config", "inference_matrices");
   }
+  if (config.contains("half_life")) {
+    c.half_life = optional_scalar<double>(config, "config", "half_life");
+  }
   return c;
 }
 

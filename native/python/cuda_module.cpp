@@ -166,7 +166,10 @@ rh_cuda_config cuda_config(const rh::Config& config) {
                         .inference_matrices = config.inference_matrices ? 1 : 0,
                         .reserved2 = 0,
                         .lambda_scale = config.lambda_scale.value_or(0.0),
-                        .bandwidth_scale = config.bandwidth_scale};
+                        .bandwidth_scale = config.bandwidth_scale,
+                        .has_half_life = config.half_life ? 1 : 0,
+                        .reserved3 = 0,
+                        .half_life = config.half_life.value_or(0.0)};
 }
 
 // rh_cuda.h's codes by name, as the contract (native/contracts/rh_cuda_contract.json) lists them.
@@ -355,6 +358,9 @@ class Engine {
     out["solver"] = solver_name(d.solver);
     out["line_search_halvings"] = d.line_search_halvings;
     out["rcond"] = d.rcond;  // NaN for a penalized batch: Diagnostics.from_dict makes it None
+    out["drift_statistic"] = d.drift_statistic;
+    out["drift_df"] = d.drift_df;
+    out["drift_pvalue"] = d.drift_pvalue;
     return out;
   }
 
@@ -376,9 +382,10 @@ NB_MODULE(_rhuber_native_cuda, m) {
   m.attr("__version__") = RH_VERSION;
   m.attr("ABI_VERSION") = RH_CUDA_ABI_VERSION;
   m.attr("CONSTANTS") = abi_constants();
-  // What of contract v3 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
-  m.attr("CONTRACT_FEATURES") = nb::make_tuple("lambda_schedule", "smoothed_curvature",
-                                               "inference_sums", "inference_matrices");
+  // What of contracts v3 and v4 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
+  m.attr("CONTRACT_FEATURES") =
+      nb::make_tuple("lambda_schedule", "smoothed_curvature", "inference_sums",
+                     "inference_matrices", "forgetting", "drift_test");
 
   nb::register_exception_translator([](const std::exception_ptr& failure, void*) {
     try {

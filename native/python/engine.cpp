@@ -116,6 +116,9 @@ nb::dict diagnostics_dict(const rh::Diagnostics& diagnostics) {
   out["solver"] = std::string(rh::to_string(diagnostics.solver));
   out["line_search_halvings"] = diagnostics.line_search_halvings;
   out["rcond"] = diagnostics.rcond;  // a float; NaN for a penalized batch (no Newton system)
+  out["drift_statistic"] = diagnostics.drift_statistic;
+  out["drift_df"] = diagnostics.drift_df;
+  out["drift_pvalue"] = diagnostics.drift_pvalue;
   return out;
 }
 
@@ -220,9 +223,10 @@ std::uintptr_t data_pointer(Matrix<T> X) {
 }  // namespace
 
 void bind_engine(nb::module_& m) {
-  // What of contract v3 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
-  m.attr("CONTRACT_FEATURES") = nb::make_tuple("lambda_schedule", "smoothed_curvature",
-                                               "inference_sums", "inference_matrices");
+  // What of contracts v3 and v4 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
+  m.attr("CONTRACT_FEATURES") =
+      nb::make_tuple("lambda_schedule", "smoothed_curvature", "inference_sums",
+                     "inference_matrices", "forgetting", "drift_test");
   nb::class_<rh::cpu::Engine>(m, "Engine",
                               "One CPU engine: a thread pool and workspaces reused across "
                               "batches. Updates on one engine run one at a time.")

@@ -3,6 +3,7 @@
 from ._version import __version__
 from .errors import (
     CheckpointError,
+    DriftWarning,
     EngineNotAvailableError,
     IllConditionedWarning,
     NumericalError,
@@ -14,6 +15,7 @@ from .tracing import trace
 
 __all__ = [
     "CheckpointError",
+    "DriftWarning",
     "EngineNotAvailableError",
     "IllConditionedWarning",
     "NumericalError",

@@ -19,6 +19,11 @@ class CheckpointError(ValueError):
     """A checkpoint is corrupted, truncated, or inconsistent."""
 
 
+class DriftWarning(UserWarning):
+    """A batch's drift test (contract v4) gave a p-value below the estimator's ``drift_alpha``:
+    the batch does not follow the model of the history (docs/drift.md)."""
+
+
 class IllConditionedWarning(UserWarning):
     """A batch's Newton system was ill-conditioned even after equilibration: digits of the
     estimate may be lost, or (svd rung) the estimate is not unique. Collinear or constant

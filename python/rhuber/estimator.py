@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import operator
 import os
 import threading
@@ -33,7 +34,7 @@ from .core.xp import to_host
 from .engines import BACKENDS, make_engine, native_cpu_available, require_features
 from .engines.dlpack import is_device_tensor
 from .engines.plans import Plan
-from .errors import CheckpointError, IllConditionedWarning
+from .errors import CheckpointError, DriftWarning, IllConditionedWarning
 from .profiling import _hooks as _prof
 from .profiling import profile
 from .tracing import Trace
@@ -118,6 +119,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         2))), τ_b) (scale 1 when ``tau`` is fixed, as the seed system computes it).
     bandwidth_scale : float, default=1.0
         The constant of the smoothed curvature's bandwidth (the seed system's default).
+    half_life : float or None, default=None
+        Forgetting (contract v4; docs/drift.md): before each batch of weight Σw the history
+        (information, effective weight, inference sums) is discounted by 2^(−Σw / half_life),
+        so the estimate tracks coefficients that change. A weight: rows, for unit weights.
+        None: no forgetting. The stream's ``effective_weight_`` is then the discounted weight
+        the estimate rests on; streams with half_life do not :meth:`merge`.
+    drift_alpha : float in (0, 1) or None, default=None
+        Warn (``DriftWarning``) for each batch whose drift test's p-value is below it. The test
+        itself runs on every unpenalized batch after the first (``diagnostics_``'s
+        ``drift_statistic``, ``drift_df``, ``drift_pvalue``); None: no warning.
     inference_matrices : bool, default=False
         Also accumulate the d × d matrices G = Σ X̃ᵀdiag(w)X̃ and K = Σ X̃ᵀdiag(wψ²)X̃ that the
         H1, H3 and HC0 covariances need (two more Gram products per batch; docs/inference.md).
@@ -208,6 +219,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "curvature": [StrOptions(set(CURVATURES))],
         "bandwidth_scale": [Interval(Real, 0, None, closed="neither")],
         "inference_matrices": ["boolean"],
+        "half_life": [Interval(Real, 0, None, closed="neither"), None],
+        "drift_alpha": [Interval(Real, 0, 1, closed="neither"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "backend": [StrOptions(set(BACKENDS))],
         "device": [Interval(Integral, 0, None, closed="left"), None],
@@ -234,6 +247,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         curvature: str = "indicator",
         bandwidth_scale: float = DEFAULT_BANDWIDTH_SCALE,
         inference_matrices: bool = False,
+        half_life: float | None = None,
+        drift_alpha: float | None = None,
         batch_size: int | None = None,
         backend: str = "auto",
         device: int | None = None,
@@ -255,6 +270,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.curvature = curvature
         self.bandwidth_scale = bandwidth_scale
         self.inference_matrices = inference_matrices
+        self.half_life = half_life
+        self.drift_alpha = drift_alpha
         self.batch_size = batch_size
         self.backend = backend
         self.device = device
@@ -329,6 +346,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         engine = self._engine(plan)
         config = self._config(plan)
         require_features(engine, config)
+        if self.drift_alpha is not None and "drift_test" not in getattr(
+                engine, "contract_features", ()):
+            raise ValueError(f"drift_alpha={self.drift_alpha!r} needs the drift test, which the "
+                             f"{engine.name} engine does not implement yet; use "
+                             "backend='numpy' or 'native_cpu'")
         kept, dropped = _without_zero_weights(X, y, w)
         state, diag = self._update(engine, state, *kept, config)
         if dropped:
@@ -437,6 +459,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             ("Observations", f"{state.n_samples_seen:,} rows, weight "
                              f"{state.effective_weight:,.6g}"),
             ("Batches", str(state.batch_count)),
+            ("Effective weight", _effective_weight_line(state, self.half_life)),
             ("Scale", f"{state.scale:.6g}"),
             ("Curvature", self._per_batch(lambda d: d["curvature"])),
             ("Covariance type", cov_type),
@@ -580,6 +603,12 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         if not others:
             raise TypeError("merge takes at least one other fitted RenewableHuberRegressor")
+        for k, stream in enumerate((self, *others)):
+            if getattr(stream, "half_life", None) is not None:
+                raise ValueError(
+                    f"cannot merge: {'this stream' if k == 0 else f'stream {k - 1}'} forgets "
+                    f"(half_life={stream.half_life!r}), and a merge has no order to discount "
+                    "by; stream the data in order instead (rhuber.dask.fit_stream)")
         mine = (self._state.dtype, self._fitted_intercept, self.n_features_in_,
                 self.epsilon, self.tau)
         for k, other in enumerate(others):
@@ -717,12 +746,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         cached = self.__dict__.get("_config_cache")
         if cached is None or not all(map(operator.is_, key, cached[0])):
             (fit_intercept, epsilon, tau, alpha, ridge, max_iter, tol, lambda_scale, curvature,
-             bandwidth_scale, inference_matrices, l1_solver) = key
+             bandwidth_scale, inference_matrices, half_life, l1_solver) = key
             cached = self._config_cache = (key, Config(
                 fit_intercept=bool(fit_intercept), epsilon=epsilon, tau=tau, alpha=alpha,
                 ridge=ridge, max_iter=max_iter, tol=tol, l1_solver=l1_solver,
                 lambda_scale=lambda_scale, curvature=curvature,
-                bandwidth_scale=bandwidth_scale, inference_matrices=bool(inference_matrices)))
+                bandwidth_scale=bandwidth_scale, inference_matrices=bool(inference_matrices),
+                half_life=half_life))
         return cached[1]
 
     def _engine(self, plan: Plan | None = ...):
@@ -863,9 +893,14 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self._loaded_params = dict(payload["params"])  # what the loaded batches ran with
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
-        """At most one warning of each kind per batch: not converged, ill-conditioned."""
+        """At most one warning of each kind per batch: not converged, ill-conditioned, drift
+        (below ``drift_alpha``)."""
         dtype = self.coef_.dtype
         for k, diag in enumerate(diagnostics, start=first_batch):
+            if self.drift_alpha is not None and diag.get("drift_pvalue", math.nan) < \
+                    self.drift_alpha:
+                warnings.warn(drift_message(k, diag, self.drift_alpha), DriftWarning,
+                              stacklevel=3)
             if ill_conditioned(diag["rcond"], dtype):
                 warnings.warn(ill_conditioning_message(k, diag, dtype), IllConditionedWarning,
                               stacklevel=3)
@@ -879,12 +914,28 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 )
 
 
+def drift_message(batch: int, diag: dict, drift_alpha: float) -> str:
+    """What a DriftWarning says about one batch."""
+    return (f"batch {batch}: the drift test rejects the history's model (p = "
+            f"{diag['drift_pvalue']:.3g} < drift_alpha = {drift_alpha:g}; T = "
+            f"{diag['drift_statistic']:.4g} on {diag['drift_df']:g} df): the coefficients may "
+            "have changed. Consider half_life to track them (docs/drift.md).")
+
+
+def _effective_weight_line(state: State, half_life: float | None) -> str:
+    """What the summary says of the weight the estimate rests on."""
+    weight = f"{float(state.effective_weight):,.6g}"
+    if half_life is None:
+        return f"{weight} (no forgetting)"
+    return f"{weight} (forgetting, half_life = {half_life:g})"
+
+
 #: The estimator's parameter values, from its __dict__ (what _validate_changed_params
 #: compares), and those a Config is made of (what _config compares).
 _parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_names())
 _config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
                                      "max_iter", "tol", "lambda_scale", "curvature",
-                                     "bandwidth_scale", "inference_matrices")
+                                     "bandwidth_scale", "inference_matrices", "half_life")
 
 #: The parameters' defaults.
 _DEFAULTS = RenewableHuberRegressor().get_params()

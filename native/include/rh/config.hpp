@@ -30,6 +30,9 @@ struct Config {
   Curvature curvature = Curvature::indicator;
   double bandwidth_scale = 1.0;     // h_b = min(bandwidth_scale s / (sqrt(N_b) q), tau_b)
   bool inference_matrices = false;  // accumulate G and K besides the inference scalars
+  // Contract v4: forgetting. Before a batch of weight sum_w the history is discounted by
+  // gamma = 2^(-sum_w / half_life) (rh/drift.hpp); unset: off.
+  std::optional<double> half_life;
 };
 
 // The convergence tolerance for computations in T: the configured one, else the dtype default.

@@ -23,6 +23,11 @@ struct Diagnostics {
   // The 1-norm reciprocal condition estimate of the equilibrated Newton matrix for the last
   // step's rung (0 for SVD); NaN for a penalized batch (no Newton system).
   double rcond = std::numeric_limits<double>::quiet_NaN();
+  // Contract v4, the drift test (rh/drift.hpp): T, its degrees of freedom, P(chi2_df > T); NaN
+  // for the first batch, a penalized batch or history, and a batch with no residual inside tau.
+  double drift_statistic = std::numeric_limits<double>::quiet_NaN();
+  double drift_df = std::numeric_limits<double>::quiet_NaN();
+  double drift_pvalue = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace rh

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "rh/config.hpp"
+#include "rh/drift.hpp"
 #include "rh/ladder.hpp"
 #include "rh/ops.hpp"
 #include "rh/solve_result.hpp"
@@ -78,13 +79,14 @@ double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
 // taken, as without a ridge. The ridge alone would make such a system regular with eigenvalues of
 // only `ridge` in the directions no row determines, and the solve would put its rounding there
 // multiplied by 1/ridge (docs/numerics.md). The ladder equilibrates H in place, so the damped
-// matrix is formed anew.
+// matrix is formed anew. A drift probe captures the point once its Gram is formed.
 template <SolverOps O>
 LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
                          typename O::Vector& step, LadderScratch<typename O::Scalar>& scratch,
-                         double ridge, IterationTrace* record) {
+                         double ridge, IterationTrace* record, DriftProbe* probe) {
   if (ridge > 0.0) {
     ops.form_hessian(0.0);
+    if (probe != nullptr) probe->capture(ops, gradient);
     detail::trace_hessian_diagonal(ops, record);
     ops.copy(gradient, rhs);
     ops.scale(-1.0, rhs);
@@ -92,6 +94,7 @@ LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O:
     if (undamped.rung == Solver::svd) return undamped;
   }
   ops.form_hessian(ridge);
+  if (probe != nullptr && ridge == 0.0) probe->capture(ops, gradient);
   detail::trace_hessian_diagonal(ops, record);
   ops.copy(gradient, rhs);
   ops.scale(-1.0, rhs);
@@ -101,10 +104,11 @@ LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O:
 }  // namespace detail
 
 // Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau. With a
-// trace sink, each iteration appends its record (rh/trace.hpp).
+// trace sink, each iteration appends its record (rh/trace.hpp). With a drift probe, the first
+// iteration's point (the start) is captured for the drift test (rh/drift.hpp).
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
-                         double tol, TraceSink* trace = nullptr) {
+                         double tol, TraceSink* trace = nullptr, DriftProbe* probe = nullptr) {
   SolveResult result;
   auto gradient = ops.make_vector();
   auto rhs = ops.make_vector();
@@ -116,8 +120,8 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     detail::evaluate_for_hessian(ops, beta, tau);
     IterationTrace* record = detail::open_record(trace, ops, beta, 0.0);
     ops.gradient(gradient);
-    const LadderResult ladder =
-        detail::newton_step(ops, gradient, rhs, step, scratch, config.ridge, record);
+    const LadderResult ladder = detail::newton_step(ops, gradient, rhs, step, scratch,
+                                                    config.ridge, record, k == 0 ? probe : nullptr);
     result.solver = ladder.rung;
     result.rcond = ladder.rcond;
     if (record != nullptr) {

@@ -14,6 +14,7 @@
 
 #include "rh/config.hpp"
 #include "rh/diagnostics.hpp"
+#include "rh/drift.hpp"
 #include "rh/error.hpp"
 #include "rh/lamm.hpp"
 #include "rh/newton.hpp"
@@ -85,7 +86,7 @@ class BatchSchedules {
 template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lambda,
                         double weight_total, const Config& config, double tol, TraceSink* trace,
-                        SolvePhase phase) {
+                        SolvePhase phase, DriftProbe* probe = nullptr) {
   if (trace != nullptr) trace->begin_solve(phase);
   if (lambda > 0.0) {
     if (config.l1_solver == L1Solver::prox_newton) {
@@ -97,7 +98,7 @@ SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lam
     }
     return lamm_solve(ops, beta, tau, lambda, weight_total, config, tol, trace);
   }
-  return newton_solve(ops, beta, tau, config, tol, trace);
+  return newton_solve(ops, beta, tau, config, tol, trace, probe);
 }
 
 // The inference matrices the next state keeps: G and K start at zero when the sums cover no
@@ -182,8 +183,15 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   }
   const double tau = detail::dtype_tau<T>(config.tau ? *config.tau : config.epsilon * scale);
   const double lambda = schedules.lambda(tau);
+  // The drift test reads the main solve's first Newton point, which is (beta~, tau_b).
+  DriftProbe probe;
+  const bool drift = previous.batch_count > 0 && previous.previous_lambda == 0.0 && lambda == 0.0;
   const SolveResult solve = detail::solve_batch(ops, beta, tau, lambda, weight_total, config, tol,
-                                                trace, SolvePhase::main);
+                                                trace, SolvePhase::main, drift ? &probe : nullptr);
+  DriftResult drift_result;
+  if constexpr (DriftOps<O>) {
+    if (drift) drift_result = drift_test(probe, previous.information, ops.drift_solver());
+  }
 
   const bool smoothed = config.curvature == Curvature::smoothed;
   // h_b in the dtype, as the information pass uses it; 0: the indicator.
@@ -220,7 +228,10 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
                           .bandwidth = smoothed ? bandwidth : tau,
                           .solver = solve.solver,
                           .line_search_halvings = pilot.halvings + solve.halvings,
-                          .rcond = solve.rcond};
+                          .rcond = solve.rcond,
+                          .drift_statistic = drift_result.statistic,
+                          .drift_df = drift_result.df,
+                          .drift_pvalue = drift_result.pvalue};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");

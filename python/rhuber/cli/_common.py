@@ -21,7 +21,7 @@ from .._atomic import atomic_write
 from ..core import L1_SOLVERS
 from ..core.ladder import ill_conditioned, ill_conditioning_message
 from ..datasets import make_contaminated_stream
-from ..errors import IllConditionedWarning
+from ..errors import DriftWarning, IllConditionedWarning
 from ..io import DEFAULT_BATCH_SIZE, BatchReader, DataFileError, read_batches
 
 all__ = ["main"]
@@ -181,24 +181,29 @@ def stream_batches(
     *,
     total: int | None,
     observe: Callable[[Any, NDArray], None] | None = None,
+    after: Callable[[Any], None] | None = None,
 ) -> StreamStats:
     """``partial_fit`` every batch, timing the updates alone.
 
     ``observe`` sees each batch before the update and outside the timing (the demo's least
-    squares). Convergence and conditioning warnings are silenced here because the per-batch
-    table reports them, once for the run.
+    squares); ``after`` sees the estimator after each update, outside the timing too.
+    Convergence, conditioning and drift warnings are silenced here because the per-batch table
+    reports them, once for the run.
     """
     stats = StreamStats()
     start = time.perf_counter()
     with progress(total) as bar, warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", IllConditionedWarning)
+        warnings.simplefilter("ignore", DriftWarning)
         for X, y in batches:
             if observe is not None:
                 observe(X, y)
             tick = time.perf_counter()
             estimator.partial_fit(X, y)
             stats.update_seconds += time.perf_counter() - tick
+            if after is not None:
+                after(estimator)
             stats.rows += len(y)
             stats.batches += 1
             bar.update(len(y))
@@ -233,16 +238,18 @@ def print_throughput(stats: StreamStats, *, excluded: str) -> None:
     )
 
 
-def print_diagnostics(diagnostics: list[dict], dtype: np.dtype) -> None:
-    """The per-batch table, then each kind of warning once for the whole run."""
+def print_diagnostics(diagnostics: list[dict], dtype: np.dtype, *, drift: bool = False) -> None:
+    """The per-batch table, then each kind of warning once for the whole run; ``drift`` adds
+    the drift test's p-value column."""
     header = (
         f"{'batch':>5}  {'converged':>9}  {'n_iter':>6}  {'bandwidth':>10}  "
         f"{'solver':>11}  {'rcond':>8}  {'objective':>12}"
-    )
+    ) + (f"  {'drift p':>8}" if drift else "")
     lines = [
         f"{k:>5}  {'yes' if d['converged'] else 'NO':>9}  {d['n_iter']:>6}  "
         f"{d['bandwidth']:>10.4g}  {d['solver']:>11}  {format_rcond(d['rcond']):>8}  "
         f"{d['objective']:>12.6g}"
+        + (f"  {format_pvalue(d.get('drift_pvalue')):>8}" if drift else "")
         for k, d in enumerate(diagnostics, start=1)
     ]
     print_rows(lines, header=header)
@@ -253,6 +260,11 @@ def print_diagnostics(diagnostics: list[dict], dtype: np.dtype) -> None:
     if ill:
         first = ill_conditioning_message(ill[0], diagnostics[ill[0] - 1], dtype)
         print(f"warning: {len(ill)} of {len(diagnostics)} batches were ill-conditioned; {first}")
+
+
+def format_pvalue(p: float | None) -> str:
+    """A drift p-value; "—" where the batch has no test (the first, a penalized one)."""
+    return "—" if p is None or p != p else f"{p:.2g}"
 
 
 def format_rcond(rcond: float | None) -> str:

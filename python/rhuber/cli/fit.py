@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..core.inference import COV_TYPES, NEEDS_MATRICES, InferenceError
 from ..core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
 from ..estimator import RenewableHuberRegressor
@@ -22,6 +24,7 @@ from ._common import (
     print_throughput,
     stream_batches,
 )
+from .drift_plot import closing_line, flagged_batches, plot_paths
 
 _FIT_CHECKPOINT = "model.npz"
 
@@ -71,6 +74,21 @@ def add_fit(commands: Any) -> None:
         help="covariance of the summary table (default H1 with --inference-matrices, else H2)",
     )
     parser.add_argument(
+        "--half-life", type=float, default=None, metavar="W",
+        help="forget: discount the history by 2^(-batch weight / W) before each batch, to track "
+             "coefficients that change (a weight: rows, for unit weights; docs/drift.md)",
+    )
+    parser.add_argument(
+        "--drift-alpha", type=float, default=None, metavar="A",
+        help="name the batches whose drift test's p-value is below A (in (0, 1)) in a closing "
+             "line and mark them in --plot",
+    )
+    parser.add_argument(
+        "--plot", type=Path, default=None, metavar="FILE.png",
+        help="draw the coefficient paths over the batches (matplotlib), batches below "
+             "--drift-alpha marked",
+    )
+    parser.add_argument(
         "--json", action="store_true",
         help="print one JSON object (diagnostics, coefficients, summary) instead of text",
     )
@@ -106,16 +124,38 @@ def _run_fit(args: argparse.Namespace) -> int:
         curvature=args.curvature,
         bandwidth_scale=args.bandwidth_scale,
         inference_matrices=args.inference_matrices,
+        half_life=args.half_life,
+        drift_alpha=args.drift_alpha,
         batch_size=args.batch_size,
         backend=args.backend,
     )
-    stats = stream_batches(estimator, labelled(reader, named=True), total=reader.n_rows)
+    if args.plot is not None:
+        check_directory(args.plot)
+    paths: list[Any] = []  # the coefficients (intercept last) after each batch, for --plot
+
+    def record_path(fitted: RenewableHuberRegressor) -> None:
+        paths.append([*map(float, fitted.coef_), float(fitted.intercept_)])
+
+    stats = stream_batches(estimator, labelled(reader, named=True), total=reader.n_rows,
+                           after=None if args.plot is None else record_path)
     if stats.batches == 0:
         raise DataFileError(args.file, "the file has no data rows")
     estimator.save_checkpoint(args.output)
+    flagged = flagged_batches(estimator.diagnostics_, args.drift_alpha)
+    if args.plot is not None:
+        names = [str(n) for n in reader.feature_columns]
+        names += ["intercept"] if estimator.fit_intercept else []
+        columns = len(names)
+        plot_paths(args.plot, np.asarray(paths)[:, :columns], names, flagged, args.drift_alpha,
+                   f"rhuber fit {args.file.name}: coefficient paths")
     summary, refused = _summary(estimator, args.cov_type)
     if args.json:
-        print(json.dumps(_report(args, reader, estimator, stats, summary, refused), indent=1))
+        report = _report(args, reader, estimator, stats, summary, refused)
+        report["drift_flagged"] = flagged if args.drift_alpha is not None else None
+        # JSON has no NaN: a batch without a drift test reports null.
+        report["diagnostics"] = [{k: None if isinstance(v, float) and v != v else v
+                                  for k, v in d.items()} for d in report["diagnostics"]]
+        print(json.dumps(report, indent=1))
         return 0
 
     print(
@@ -126,7 +166,7 @@ def _run_fit(args: argparse.Namespace) -> int:
     print(f"plan: {estimator.plan_}")
     print_throughput(stats, excluded="reading and checking excluded")
     print()
-    print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype)
+    print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype, drift=True)
     print()
     if summary is not None:
         print(summary)
@@ -142,6 +182,10 @@ def _run_fit(args: argparse.Namespace) -> int:
             header="coefficients:",
         )
         print(f"no standard errors: {refused}")
+    if args.drift_alpha is not None:
+        print(closing_line(flagged, args.drift_alpha, stats.batches))
+    if args.plot is not None:
+        print(f"plot: {args.plot.resolve()}")
     print(f"checkpoint: {args.output.resolve()}")
     return 0
 

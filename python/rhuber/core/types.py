@@ -40,10 +40,11 @@ CURVATURES = ("indicator", "smoothed")
 DEFAULT_BANDWIDTH_SCALE = 1.0
 
 
-#: Every contract-v3 feature, as an engine declares what it implements (``CONTRACT_FEATURES``):
-#: "inference_sums" is the scalar sums every batch accumulates; the others follow Config.features.
+#: Every contract-v3/v4 feature, as an engine declares what it implements
+#: (``CONTRACT_FEATURES``): "inference_sums" is the scalar sums every batch accumulates and
+#: "drift_test" the drift diagnostics of every batch; the others follow Config.features.
 CONTRACT_FEATURES = ("lambda_schedule", "smoothed_curvature", "inference_sums",
-                     "inference_matrices")
+                     "inference_matrices", "forgetting", "drift_test")
 
 
 def log_features(p: int) -> float:
@@ -73,6 +74,9 @@ class Config:
     bandwidth_scale: float = DEFAULT_BANDWIDTH_SCALE
     #: Contract v3. Accumulate the d × d inference matrices G and K (the scalars always are).
     inference_matrices: bool = False
+    #: Contract v4. Forgetting: before a batch of weight Σw the history is discounted by
+    #: γ = 2^(−Σw / half_life) (a weight: rows, for unit weights). None: off.
+    half_life: float | None = None
 
     @property
     def penalized(self) -> bool:
@@ -88,6 +92,8 @@ class Config:
             wanted.append("smoothed_curvature")
         if self.inference_matrices:
             wanted.append("inference_matrices")
+        if self.half_life is not None:
+            wanted.append("forgetting")
         return tuple(wanted)
 
     def batch_lambda(self, tau: float, n_total: float, p: int) -> float:
@@ -130,6 +136,13 @@ class Config:
         if not isinstance(self.inference_matrices, (bool, np.bool_)):
             raise TypeError(
                 f"inference_matrices must be a bool, got {self.inference_matrices!r}")
+        _check_real("half_life", self.half_life, low=0.0, strict=True, allow_none=True)
+
+    def discount(self, batch_weight: float) -> float | None:
+        """γ_b = 2^(−Σw_b / half_life) in float64, or None without forgetting."""
+        if self.half_life is None:
+            return None
+        return 2.0 ** (-float(batch_weight) / float(self.half_life))
 
     def resolved_tol(self, dtype: np.dtype) -> float:
         return default_tol(dtype) if self.tol is None else float(self.tol)
@@ -149,6 +162,7 @@ class Config:
             "curvature": self.curvature,
             "bandwidth_scale": float(self.bandwidth_scale),
             "inference_matrices": bool(self.inference_matrices),
+            "half_life": None if self.half_life is None else float(self.half_life),
         }
 
 
@@ -211,6 +225,11 @@ class Diagnostics:
     # The 1-norm reciprocal condition estimate of the equilibrated Newton matrix for the last
     # step's rung (0 for svd); None when the batch solved no Newton system (alpha > 0).
     rcond: float | None = None
+    # Contract v4, the drift test: T, its degrees of freedom and P(χ²_df > T); NaN for the
+    # first batch, penalized batches and a batch with no residual inside τ at β̃.
+    drift_statistic: float = math.nan
+    drift_df: float = math.nan
+    drift_pvalue: float = math.nan
     extra: dict = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict:
@@ -223,6 +242,9 @@ class Diagnostics:
             "solver": str(self.solver),
             "line_search_halvings": int(self.line_search_halvings),
             "rcond": None if self.rcond is None else float(self.rcond),
+            "drift_statistic": float(self.drift_statistic),
+            "drift_df": float(self.drift_df),
+            "drift_pvalue": float(self.drift_pvalue),
         }
 
     @classmethod
@@ -236,6 +258,9 @@ class Diagnostics:
             solver=str(d["solver"]),
             line_search_halvings=int(d["line_search_halvings"]),
             rcond=_optional_rcond(d["rcond"]),
+            drift_statistic=float(d.get("drift_statistic", math.nan)),
+            drift_df=float(d.get("drift_df", math.nan)),
+            drift_pvalue=float(d.get("drift_pvalue", math.nan)),
         )
 
 

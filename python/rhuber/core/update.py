@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import NumericalError
 from ..profiling import _hooks as _prof
-from . import inference
+from . import drift, inference
 from .huber import robust_scale, weighted_median, weighted_std
 from .problem import BatchProblem
 from .solvers import solve
@@ -97,6 +97,10 @@ def _update(
     state = previous_state
     if state is None or state.batch_count == 0:
         state = State.empty(d, dtype, xp, config.inference_matrices)
+    else:
+        gamma = config.discount(drift.sum_weight(w, xp))
+        if gamma is not None:  # forgetting: the history is discounted before the batch sees it
+            state = drift.discount(state, gamma)
     problem = BatchProblem.build(state, X, y, w, config, xp)
     n_total = problem.W + problem.sum_w  # N_b of the schedules
     n_features = X.shape[1]
@@ -131,6 +135,7 @@ def _update(
         beta = state.coef
 
     lam = problem.lam = config.batch_lambda(tau, n_total, n_features)
+    test = drift.drift_test(problem, tau, lam, float(state.previous_lambda), first)
     result = solve(problem, beta, tau, config.max_iter, tol, trace)
     beta = result.beta
     if p is not None:
@@ -173,5 +178,8 @@ def _update(
         solver=result.solver,
         line_search_halvings=halvings + result.halvings,
         rcond=result.rcond,
+        drift_statistic=test.statistic,
+        drift_df=test.df,
+        drift_pvalue=test.pvalue,
     )
     return next_state, diagnostics

@@ -52,6 +52,11 @@ def fit_parallel(est: RenewableHuberRegressor, X: Any, y: Any, sample_weight: An
             f"fit_parallel needs alpha=0, got alpha={est.alpha!r}: the information-weighted "
             "combination is defined for unpenalized streams only (docs/scale-out.md); stream "
             "L1-penalized fits in order with fit_stream")
+    if est.half_life is not None:
+        raise ValueError(
+            f"fit_parallel needs half_life=None, got half_life={est.half_life!r}: forgetting "
+            "discounts the history in the stream's order, and a merge of independent streams "
+            "has no order (docs/drift.md); stream it in order with fit_stream")
     if _is_fitted(est) and est.previous_lambda_ > 0:
         raise ValueError(
             f"fit_parallel combines with est's own state, and its last batch was L1-penalized "

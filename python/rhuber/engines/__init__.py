@@ -69,8 +69,8 @@ def require_features(engine: Any, config: Config) -> None:
     missing = [f for f in config.features() if f not in have]
     if missing:
         raise ValueError(
-            f"the {engine.name} engine does not implement {', '.join(missing)} (contract v3, "
-            "docs/method-v3.md) yet; use backend='numpy' for this configuration")
+            f"the {engine.name} engine does not implement {', '.join(missing)} (contract v3/v4, "
+            "docs/method-v3.md, docs/drift.md) yet; use backend='numpy' for this configuration")
 
 
 class NativeCpuEngine:

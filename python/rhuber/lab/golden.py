@@ -30,6 +30,8 @@ DIAG_FLOATS = ("objective", "lambda", "bandwidth")
 INFERENCE_FLOATS = ("score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight")
 INFERENCE_MATRICES = ("gram", "score_gram")
 V3_CONFIG = ("lambda_scale", "curvature", "bandwidth_scale", "inference_matrices")
+#: Contract v4: the drift test's diagnostics in a v4 case's records (None where NaN).
+DRIFT_FLOATS = ("drift_statistic", "drift_df", "drift_pvalue")
 
 
 def _case_inputs(name: str) -> dict[str, Any]:
@@ -129,6 +131,30 @@ def _case_inputs(name: str) -> dict[str, Any]:
             batches.append((X, y, w))
         config = Config(fit_intercept=True, inference_matrices=True)
         dtype = np.float64
+    elif name == "forgetting_half_life":
+        rng = np.random.default_rng(909)
+        batches = []
+        for k, n in enumerate((160, 120, 140)):
+            beta = np.array([1.0, -1.5, 0.5]) if k < 2 else np.array([1.8, -1.5, 0.5])
+            X = rng.normal(size=(n, 3))
+            y = X @ beta + 0.5 + rng.standard_t(4, size=n)
+            w = rng.choice([0.5, 1.0, 1.0, 2.0], size=n)
+            batches.append((X, y, w))
+        # The MAD scale (its average takes the discounted W) and the matrices G and K (they
+        # are discounted too); the history halves every 100 units of weight.
+        config = Config(fit_intercept=True, inference_matrices=True, half_life=100.0)
+        dtype = np.float64
+    elif name == "drift_statistic":
+        rng = np.random.default_rng(1010)
+        batches = []
+        for k, n in enumerate((200, 180, 190)):
+            beta = np.array([0.8, 2.0, -1.0, 0.3])
+            intercept = 1.0 if k < 2 else 1.6  # the last batch's intercept jumps
+            X = rng.normal(size=(n, 4))
+            y = X @ beta + intercept + rng.standard_t(3, size=n)
+            batches.append((X, y, None))
+        config = Config(fit_intercept=True, tau=1.5)
+        dtype = np.float64
     else:
         raise KeyError(name)
     probe_rng = np.random.default_rng(999)
@@ -151,10 +177,17 @@ CASES = {
     "(bandwidth_scale = 8, scale-equivariant h), unpenalized, intercept, float64",
     "inference_matrices_weighted": "contract v3: the inference sums and the matrices G and K, "
     "non-uniform weights (zeros included), heteroscedastic errors, intercept, float64",
+    "forgetting_half_life": "contract v4: forgetting with half_life = 100 (weight), three "
+    "batches with non-uniform weights and a slope jump in the third, MAD scale, G and K kept, "
+    "float64",
+    "drift_statistic": "contract v4: the drift test on three batches (tau = 1.5, t3 noise), "
+    "the intercept jumps by 0.6 in the third, float64",
 }
 #: The cases of contract v3: their records carry the v3 configuration and the inference sums.
 V3_CASES = frozenset({"lambda_schedule_l1", "smoothed_curvature",
-                      "inference_matrices_weighted"})
+                      "inference_matrices_weighted", "forgetting_half_life"})
+#: The cases of contract v4: their records carry half_life and the drift test's diagnostics.
+V4_CASES = frozenset({"forgetting_half_life", "drift_statistic"})
 
 
 def predict(state: State, probe: np.ndarray, fit_intercept: bool) -> np.ndarray:
@@ -183,18 +216,31 @@ def state_record(state: State, v3: bool = False) -> dict[str, Any]:
     return record
 
 
-def config_record(config: Config, v3: bool = False) -> dict[str, Any]:
+def config_record(config: Config, v3: bool = False, v4: bool = False) -> dict[str, Any]:
     keys = ("fit_intercept", "epsilon", "tau", "alpha", "ridge", "max_iter", "tol")
-    return {k: getattr(config, k) for k in (*keys, *(V3_CONFIG if v3 else ()))}
+    return {k: getattr(config, k)
+            for k in (*keys, *(V3_CONFIG if v3 else ()), *(("half_life",) if v4 else ()))}
+
+
+def diagnostics_record(diag: Any, v4: bool = False) -> dict[str, Any]:
+    """A batch's diagnostics as the corpus records them; ``v4`` keeps the drift test's (NaN as
+    None, which JSON has), which the earlier cases do not record."""
+    record = diag.as_dict()
+    for key in DRIFT_FLOATS:
+        value = record.pop(key)
+        if v4:
+            record[key] = None if math.isnan(value) else value
+    return record
 
 
 def missing_features(case: dict[str, Any], engine: Any) -> list[str]:
     """The contract-v3 features a case needs that ``engine`` does not declare
     (``contract_features``): a v3 case needs the inference sums, and what its config asks for."""
-    if case["name"] not in V3_CASES:
+    if case["name"] not in V3_CASES | V4_CASES:
         return []
     have = getattr(engine, "contract_features", frozenset())
-    wanted = ("inference_sums", *case_config(case).features())
+    drift = ("drift_test",) if case["name"] in V4_CASES else ()
+    wanted = ("inference_sums", *case_config(case).features(), *drift)
     return [f for f in wanted if f not in have]
 
 
@@ -205,18 +251,18 @@ def _list(a: Any) -> Any:
 def build_case(name: str, engine: Callable = update) -> dict[str, Any]:
     inputs = _case_inputs(name)
     config = inputs["config"]
-    v3 = name in V3_CASES
+    v3, v4 = name in V3_CASES, name in V4_CASES
     state, records = None, []
     for X, y, w in inputs["batches"]:
         state, diag = engine(state, X, y, w, config)
         records.append({
             "X": _list(X), "y": _list(y), "sample_weight": _list(w),
             "state": state_record(state, v3),
-            "diagnostics": diag.as_dict(),
+            "diagnostics": diagnostics_record(diag, v4),
             "predictions": predict(state, inputs["probe"], config.fit_intercept).tolist(),
         })
     return {"name": name, "description": CASES[name], "dtype": inputs["dtype"],
-            "config": config_record(config, v3), "probe": _list(inputs["probe"]),
+            "config": config_record(config, v3, v4), "probe": _list(inputs["probe"]),
             "batches": records}
 
 
@@ -251,12 +297,13 @@ def replay_case(case: dict[str, Any], engine: Callable, config: Config | None = 
     ``update`` is; ``config`` defaults to the case's; ``to_device`` moves each input array."""
     config = case_config(case) if config is None else config
     probe = np.asarray(case["probe"], dtype=case["dtype"])
-    v3 = case["name"] in V3_CASES
+    v3, v4 = case["name"] in V3_CASES, case["name"] in V4_CASES
     state, records = None, []
     for batch in case_batches(case):
         inputs = (None if a is None else to_device(a) for a in batch)
         state, diag = engine(state, *inputs, config)
-        records.append({"state": state_record(state, v3), "diagnostics": diag.as_dict(),
+        records.append({"state": state_record(state, v3),
+                        "diagnostics": diagnostics_record(diag, v4),
                         "predictions": predict(state, probe, config.fit_intercept).tolist()})
     return records
 
@@ -289,6 +336,10 @@ def compare_batch(actual: dict[str, Any], expected: dict[str, Any], dtype: str,
     for key in DIAG_FLOATS:
         a, b = actual["diagnostics"][key], expected["diagnostics"][key]
         if not _close(a, b, rtol):
+            problems.append(f"diagnostics.{key}: {a} vs {b}")
+    for key in (k for k in DRIFT_FLOATS if k in expected["diagnostics"]):
+        a, b = actual["diagnostics"].get(key, "missing"), expected["diagnostics"][key]
+        if (a is None) != (b is None) or (b is not None and not _close(a, b, rtol)):
             problems.append(f"diagnostics.{key}: {a} vs {b}")
     if actual["diagnostics"]["converged"] != expected["diagnostics"]["converged"]:
         problems.append("diagnostics.converged differs")

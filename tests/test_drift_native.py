@@ -1,0 +1,122 @@
+"""Contract v4 on native_cpu, differentially against the NumPy reference: forgetting and the
+drift test at the contract's cross-engine tolerance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers import NATIVE_CPU, require_module
+from rhuber.core import Config, update
+from rhuber.engines import make_engine
+from rhuber.lab.golden import RTOL
+
+
+@pytest.fixture
+def native_cpu():
+    require_module(*NATIVE_CPU)
+    return make_engine("native_cpu")
+
+
+def _close(a, b, rtol):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(np.all(both_nan | (np.abs(a - b) <= rtol * np.maximum(1.0, np.abs(b)))))
+
+
+def _stream(rng, count, n, p, dtype, weighted, jump_at=None, duplicate=False):
+    out = []
+    for b in range(count):
+        beta = np.linspace(-1.0, 2.0, p)
+        if jump_at is not None and b >= jump_at:
+            beta[0] += 0.8
+        X = rng.normal(size=(n, p))
+        if duplicate:
+            X[:, -1] = X[:, 0]
+        y = X @ beta + 0.4 + rng.standard_t(3, size=n)
+        w = rng.choice([0.5, 1.0, 2.0, 3.0], size=n) if weighted else None
+        out.append((X.astype(dtype), y.astype(dtype), None if w is None else w.astype(dtype)))
+    return out
+
+
+CASES = {
+    "f64 mad scale, forgetting, weights": ({"half_life": 700.0}, np.float64, True, 3),
+    "f64 fixed tau, forgetting, matrices": (
+        {"half_life": 300.0, "tau": 1.5, "inference_matrices": True}, np.float64, False, 3),
+    "f64 no forgetting, drift only": ({}, np.float64, True, 4),
+    "f32 forgetting": ({"half_life": 500.0}, np.float32, False, 3),
+    "f64 smoothed curvature, forgetting": (
+        {"half_life": 400.0, "curvature": "smoothed", "bandwidth_scale": 4.0}, np.float64, False,
+        3),
+    "f64 no intercept": ({"half_life": 600.0, "fit_intercept": False}, np.float64, False, 2),
+}
+
+
+@pytest.mark.parametrize("gram", ["incremental", "full"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_native_cpu_matches_the_reference(name, gram):
+    require_module(*NATIVE_CPU)
+    native_cpu = make_engine("native_cpu", gram=gram)
+    params, dtype, weighted, p = CASES[name]
+    rng = np.random.default_rng(100 + list(CASES).index(name))
+    config = Config(**params)
+    rtol = RTOL[np.dtype(dtype).name]
+    ref_state = nat_state = None
+    for k, (X, y, w) in enumerate(_stream(rng, 6, 250, p, dtype, weighted, jump_at=4)):
+        ref_state, ref = update(ref_state, X, y, w, config)
+        nat_state, nat = native_cpu.update(nat_state, X, y, w, config)
+        where = f"{name}, batch {k + 1}"
+        assert _close(nat_state.coef, ref_state.coef, rtol), where
+        assert _close(nat_state.information, ref_state.information, rtol), where
+        assert nat_state.effective_weight == pytest.approx(ref_state.effective_weight,
+                                                           rel=1e-12), where
+        for key in ("score_sq_sum", "curvature_sum", "inference_weight"):
+            assert _close(getattr(nat_state, key), getattr(ref_state, key), rtol), (where, key)
+        assert nat_state.n_samples_seen == ref_state.n_samples_seen
+        assert _close(nat.drift_statistic, ref.drift_statistic, rtol), (
+            where, nat.drift_statistic, ref.drift_statistic)
+        assert (math.isnan(nat.drift_df) and math.isnan(ref.drift_df)) or \
+            nat.drift_df == ref.drift_df, where
+        assert _close(nat.drift_pvalue, ref.drift_pvalue, rtol), where
+        if k == 0:
+            assert math.isnan(nat.drift_pvalue)
+        else:
+            assert 0.0 <= nat.drift_pvalue <= 1.0
+
+
+def test_native_drift_df_is_the_rank_on_a_rank_deficient_design(native_cpu):
+    rng = np.random.default_rng(3)
+    ref_state = nat_state = None
+    for X, y, w in _stream(rng, 3, 200, 4, np.float64, False, duplicate=True):
+        ref_state, ref = update(ref_state, X, y, w, Config())
+        nat_state, nat = native_cpu.update(nat_state, X, y, w, Config())
+    assert nat.drift_df == ref.drift_df == 4.0  # 5 coefficients, one column duplicated
+    assert nat.drift_statistic == pytest.approx(ref.drift_statistic, rel=1e-6)
+
+
+def test_native_drift_is_nan_for_penalized_batches(native_cpu):
+    rng = np.random.default_rng(4)
+    batches = _stream(rng, 3, 200, 3, np.float64, False)
+    state, _ = native_cpu.update(None, *batches[0], Config())
+    _, penalized = native_cpu.update(state, *batches[1], Config(alpha=0.01))
+    assert math.isnan(penalized.drift_statistic)
+    state, _ = native_cpu.update(state, *batches[1], Config(alpha=0.01))
+    _, after_penalized = native_cpu.update(state, *batches[2], Config())
+    assert math.isnan(after_penalized.drift_pvalue)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
+def test_native_refuses_a_bad_half_life_in_cpp_too(native_cpu, bad):
+    # Past Config.validate (a caller of the binding): the C++ validation names it.
+    import _rhuber_native_cpu as module
+
+    rng = np.random.default_rng(5)
+    X, y, _ = _stream(rng, 1, 50, 2, np.float64, False)[0]
+    engine = module.Engine(threads=1, gram="incremental", chunk_bytes=0)
+    state = {"coef": np.zeros(3), "information": np.zeros((3, 3)), "n_samples_seen": 0,
+             "effective_weight": 0.0, "batch_count": 0, "previous_lambda": 0.0, "scale": 0.0}
+    config = {**Config().native_dict(np.float64), "half_life": bad}
+    with pytest.raises(ValueError, match="half_life"):
+        engine.update(state, X, y, np.ones(50), config, None)
