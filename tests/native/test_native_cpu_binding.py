@@ -72,6 +72,9 @@ def test_the_computation_dtype_is_the_input_dtype(dtype):
         "solver",
         "line_search_halvings",
         "rcond",
+        "drift_statistic",
+        "drift_df",
+        "drift_pvalue",
     }
     assert diag["converged"] is True and diag["solver"] == "cholesky"
     assert isinstance(diag["rcond"], float) and 0 < diag["rcond"] <= 1
