@@ -254,8 +254,8 @@ def test_a_short_stream_never_loads_the_advisor_and_a_long_one_does(monkeypatch)
     candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
     rule = dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine, None, None)
     assert fast.plan_.plan == rule.id
-    # batches that take 0.2 s: the 20th batch expects 8 s in all, so the advisor is asked then
-    monkeypatch.setattr(estimator, "time", BatchClock([0.2] * (n + 6)))
+    # batches that take 0.5 s: the 20th batch expects 20 s in all, so the advisor is asked then
+    monkeypatch.setattr(estimator, "time", BatchClock([0.5] * (n + 6)))
     slow = RenewableHuberRegressor()
     ran = []
     for start in range(0, len(y), 300):
