@@ -1,7 +1,8 @@
 """The advisor behind ``backend="auto"`` (docs/tuner.md, "The advisor").
 
-For the first batch of a stream, the throughput model ranks the plans valid here; auto leaves the
-safe default plan only when
+When a stream asks (its first batch where this process has loaded the advisor, else once the
+stream has shown it is long: :class:`Session`), the throughput model ranks the plans valid here;
+auto leaves the rule's plan only when
 
 1. the workload is inside the training distribution: this machine's bandwidth and peak are known
    (from the model's own fingerprint of this hardware id, or the fingerprint cache — never probed
@@ -18,9 +19,10 @@ Then :class:`Session` keeps process-local evidence: the chosen plan's first batc
 fall short of the promised rows/s by more than :data:`REVERT_MARGIN` (below
 promised / (1 + margin)), the promise is broken, and the default plan runs the next batches as a
 trial (a warm-up and :data:`TRIAL_BATCHES` timed): if it measures faster than the chosen plan
-did, the rest of the stream runs the default; otherwise the chosen plan resumes. Nothing is
-written anywhere; the choice is a pure function of the model, the workload and those
-measurements.
+did, the rest of the stream runs the default; otherwise the chosen plan resumes. Where the
+model is unsure, its candidates are tried on a long stream and the winner is kept in the local
+trials file (:func:`trials_path`); nothing else is written. The choice is a pure function of
+the model, the workload and those measurements.
 """
 
 from __future__ import annotations
