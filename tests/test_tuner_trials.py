@@ -308,7 +308,8 @@ def test_a_fresh_machine_needs_no_probe_and_no_manual_step(tmp_path, monkeypatch
         assert est.plan_.model_id and est.plan_.model_id.startswith(("shipped:", "local:"))
     finally:
         adv.reset_shared()
-    assert not any(tmp_path.iterdir())  # nothing persisted
+    # nothing persisted but the identity (no measurement, no model, no trial)
+    assert [p.name for p in tmp_path.iterdir()] == [hardware.IDENTITY_FILE]
 
 
 def test_features_need_no_measured_limits():
@@ -418,3 +419,36 @@ def test_the_design_holds_the_rfc_wide_and_streaming_batches():
     assert {(4096, 256), (65536, 32)} <= shapes
     assert {(w.dtype, w.penalized) for w in collect.design()} == {
         (d, p) for d in ("float64", "float32") for p in (False, True)}
+
+
+def test_the_identity_is_found_once_per_boot_and_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    assert hardware.peek_identity() is None
+    first = hardware.identified()
+    assert (tmp_path / hardware.IDENTITY_FILE).exists()
+
+    def refuse():
+        raise AssertionError("identified again")
+
+    monkeypatch.setattr(hardware, "identify", refuse)
+    assert hardware.identified() == first == hardware.peek_identity()
+    assert first.hardware_id == hardware.Hardware.from_dict(first.as_dict()).hardware_id
+    monkeypatch.setattr(hardware, "_identity_key", lambda: "another boot")
+    assert hardware.peek_identity() is None  # a new boot or environment identifies afresh
+
+
+def test_before_the_advisor_loads_a_calibrated_machine_runs_its_own_rule(monkeypatch, tmp_path):
+    require_module(*NATIVE_CPU)
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    hw = hardware.identified()
+    local_dir = tmp_path / "models" / hw.hardware_id
+    local_dir.mkdir(parents=True)
+    for name in adv.MODEL_FILES.values():  # calibrate's three files (only their presence counts)
+        (local_dir / name).write_bytes(b"")
+    mine = rules.Rule(None, 1 << 40, "full", 1024)  # one thread, full Gram, 1 MiB chunks
+    rules.save(mine, local_dir)
+    adv.reset_shared()
+    X, y, _ = make_problem(np.random.default_rng(9), 600, 4)
+    est = RenewableHuberRegressor().partial_fit(X, y)
+    assert est.plan_.reason == adv.RULE_FIRST
+    assert est.plan_.plan == mine.plan(Workload(600, 4), os.cpu_count() or 1).id

@@ -133,7 +133,8 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
         return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
     advisor = _advisor.available()  # never loaded here: a stream's first batch does not wait
     key = (int(X.shape[0]), int(X.shape[1]), np.dtype(X.dtype).str, float(est.alpha) > 0,
-           bool(est.fit_intercept), est.n_jobs, est.l1_solver, advisor)
+           bool(est.fit_intercept), est.n_jobs, est.l1_solver,
+           (advisor, _advisor.local.generation()) if advisor is _advisor.UNLOADED else advisor)
     try:
         known = _ANSWERS.get(key)
     except TypeError:  # an unhashable setting or advisor: no memo
@@ -169,7 +170,9 @@ def _answer(est: Any, X: Any, advisor: Any) -> Any:
     if not candidates:
         return _advisor.Session(default.id, _advisor.NO_MODEL,
                                 "only the NumPy reference is installed")
-    default = rule_default(getattr(advisor, "rule", DEFAULT_RULE), w, candidates,
+    rule = _advisor.current_rule() if advisor is _advisor.UNLOADED else getattr(
+        advisor, "rule", DEFAULT_RULE)
+    default = rule_default(rule, w, candidates,
                            default, threads(est.n_jobs) if est.n_jobs is not None else None,
                            None if solver == "lamm" else solver)
     if advisor is None:

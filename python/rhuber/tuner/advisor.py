@@ -46,7 +46,7 @@ from .._version import __version__
 from ..engines.plans import Plan, default_plan, plans_for
 from ..engines.workload import Workload
 from . import local
-from .hardware import Hardware, cache_dir, cached_limits, identify
+from .hardware import Hardware, cache_dir, cached_limits, identified, peek_identity
 from .models import MODEL_FILES, Ensemble, Ranked, default_models_dir, load
 from .rules import DEFAULT_RULE, Rule, describe_region, region
 from .rules import load as load_rule
@@ -167,7 +167,7 @@ class Advisor:
         """The models of ``models_dir``; by default this machine's local models
         (``rhuber tune calibrate``) when they exist, else the shipped ones."""
 
-        hw = hardware if hardware is not None else identify()
+        hw = hardware if hardware is not None else identified()
         if not hw.measured:
             limits = cached_limits(hw.hardware_id)
             if limits is not None:
@@ -315,6 +315,23 @@ def available() -> Advisor | str | None:
         if _SHARED.get("generation") != local.generation() or "advisor" not in _SHARED:
             return UNLOADED
         return _SHARED["advisor"]
+
+
+def current_rule() -> Rule:
+    """The rule the advisor would use, without loading it: the local models' ``rule.json``
+    when this machine's identity is known already (:func:`hardware.peek_identity`) and it has
+    local models, else the shipped one."""
+    with _SHARED_LOCK:
+        if _SHARED.get("generation") != local.generation():
+            _SHARED.clear()
+            _SHARED["generation"] = local.generation()
+        if "rule" not in _SHARED:
+            hw = peek_identity()
+            directory = (local.models_dir(hw.hardware_id)
+                         if hw is not None and local.has_models(hw.hardware_id)
+                         else default_models_dir())
+            _SHARED["rule"] = load_rule(directory)
+        return _SHARED["rule"]
 
 
 def use_models(directory: str | Path) -> Advisor:
