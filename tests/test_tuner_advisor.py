@@ -207,7 +207,8 @@ def test_the_default_is_never_reverted():
 def test_plan_report_reads_as_one_line():
     report = adv.PlanReport("numpy/l1=lamm", adv.CHOSEN, "+12 %", 1e6, 9e5, "shipped:abc")
     assert str(report) == ("numpy/l1=lamm (chosen by the model: +12 %); predicted 1,000,000 "
-                           "rows/s, measured 900,000 rows/s; model shipped:abc")
+                           "rows/s, measured 900,000 rows/s (its batches' median, the first "
+                           "left out); model shipped:abc")
     assert "\n" not in str(adv.PlanReport("numpy/l1=lamm", adv.NO_MODEL))
 
 
@@ -233,6 +234,12 @@ def native():
     return require_module(*NATIVE_CPU)
 
 
+def _use(monkeypatch, make):
+    """Make ``make()`` this process's advisor, loaded already (a warm process)."""
+    monkeypatch.setattr(adv, "shared", make)
+    monkeypatch.setattr(adv, "available", make)
+
+
 def _stream(estimator, X, y, batch):
     for start in range(0, len(y), batch):
         estimator.partial_fit(X[start:start + batch], y[start:start + batch])
@@ -244,7 +251,7 @@ def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
     from rhuber import estimator
 
     chosen = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
-    monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))
+    _use(monkeypatch, lambda: _FixedAdvisor(chosen, promised=1e15))
     # Four batches on the chosen plan at 300 rows/s (far below its promise), then the default's
     # trial at 600 rows/s: the default wins.
     monkeypatch.setattr(estimator, "time", BatchClock([1.0] * 4 + [0.5] * 4))
@@ -264,7 +271,7 @@ def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
 
 def test_auto_keeps_a_chosen_plan_that_delivers(native, monkeypatch):
     chosen = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=64)
-    monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1.0))
+    _use(monkeypatch, lambda: _FixedAdvisor(chosen, promised=1.0))
     X, y, _ = make_problem(np.random.default_rng(4), 2000, 4)
     est = RenewableHuberRegressor(batch_size=250).fit(X, y)
     assert est.plan_.reason == adv.CHOSEN and est.plan_.plan == chosen.id
@@ -276,6 +283,7 @@ def test_pins_bypass_the_advisor(native, monkeypatch):
         raise AssertionError("the advisor was asked")
 
     monkeypatch.setattr(adv, "shared", refuse)
+    monkeypatch.setattr(adv, "available", refuse)
     X, y, _ = make_problem(np.random.default_rng(5), 400, 3)
     monkeypatch.setenv("RH_PLAN", "numpy/l1=lamm")
     est = RenewableHuberRegressor().fit(X, y)
@@ -306,7 +314,7 @@ def test_auto_respects_the_threads_the_user_fixed(native, monkeypatch):
             seen.update(candidates=candidates, default=default)
             return adv.Advice(workload, default, default, adv.GAIN_BELOW_MARGIN, "", None, None)
 
-    monkeypatch.setattr(adv, "shared", Spy)
+    _use(monkeypatch, Spy)
     X, y, _ = make_problem(np.random.default_rng(7), 400, 3)
     RenewableHuberRegressor(n_jobs=1).fit(X, y)
     assert seen["default"].threads == 1
@@ -315,7 +323,7 @@ def test_auto_respects_the_threads_the_user_fixed(native, monkeypatch):
 
 def test_a_failed_update_leaves_plan_and_session_untouched(native, monkeypatch):
     chosen = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
-    monkeypatch.setattr(adv, "shared", lambda: _FixedAdvisor(chosen, promised=1e15))
+    _use(monkeypatch, lambda: _FixedAdvisor(chosen, promised=1e15))
     X, y, _ = make_problem(np.random.default_rng(8), 900, 3)
     est = _stream(RenewableHuberRegressor(), X[:600], y[:600], 300)
     before = (est.plan_, est._session)

@@ -101,26 +101,41 @@ def _run(session, seconds):
     return session, plans
 
 
-def test_trials_time_each_candidate_and_keep_the_fastest_measured():
+#: The rule's plan's batches before a trial: a warm-up, then 1000 rows/s.
+RULE_BATCHES = [9.0] + [1.0] * (adv.TRIAL_AFTER_BATCHES - 1)
+
+
+def test_trials_wait_until_the_stream_is_long_then_time_each_other_candidate():
     advice = _trial_advice()
     a, b, c = advice.trials
     session = adv.Session.from_advice(advice)
-    assert session.reason == adv.TRIAL and session.plan == a
-    # warm-up and evidence batch each: a 1000 rows/s, b 2000, c 1250.
-    half, _ = _run(session, [9.0, 1.0, 9.0])  # a stream that ends during the trial
-    assert half.reason == adv.TRIAL and "trying 2 of 3 plans" in half.report().detail
-    assert f"{a.id} 1,000 rows/s" in half.report().detail
-    session, ran = _run(session, [9.0, 1.0, 9.0, 0.5, 9.0, 0.8])
-    assert ran == [a, a, b, b, c, c]
+    assert session.reason == adv.RULE_FIRST and session.plan == a and not session.settled
+    early, ran = _run(session, RULE_BATCHES[:-1])  # a stream that ends before it is long
+    assert ran == [a] * (adv.TRIAL_AFTER_BATCHES - 1) and early.reason == adv.RULE_FIRST
+    assert early.report().measured_rows_per_s == pytest.approx(1000)
+    # then b: warm-up and evidence batch at 2000 rows/s; c at 1250.
+    half, _ = _run(session, [*RULE_BATCHES, 9.0, 0.5])  # a stream that ends during the trial
+    report = half.report()
+    assert half.reason == adv.TRIAL and "trying 3 of 3 plans" in report.detail
+    assert f"{a.id} 1,000 rows/s, {b.id} 2,000 rows/s" in report.detail
+    assert report.plan == b.id and f"the next batch runs {c.id}" in report.detail
+    session, ran = _run(session, [*RULE_BATCHES, 9.0, 0.5, 9.0, 0.8])
+    assert ran == [a] * adv.TRIAL_AFTER_BATCHES + [b, b, c, c]
     assert session.settled and session.reason == adv.TRIED and session.plan == b
+    # plan_ names what ran the last batch (c), and what runs next
     report = session.report()
-    assert report.plan == b.id and "2,000" in report.detail and a.id in report.detail
+    assert report.plan == c.id and report.measured_rows_per_s == pytest.approx(1250)
+    assert f"the next batch runs {b.id}" in report.detail and "2,000" in report.detail
+    session = session.observe(1000, 0.001)
+    report = session.report()
+    assert report.plan == b.id and report.measured_rows_per_s == pytest.approx(2000)
+    assert "next batch" not in report.detail
     assert session.observe(1000, 0.001) == session
 
 
 def test_same_timings_give_the_same_choice_and_ties_go_to_the_default():
     advice = _trial_advice()
-    times = [3.0, 0.7, 1.0, 0.9, 2.0, 0.75]
+    times = [*RULE_BATCHES, 2.0, 1.1, 2.0, 1.25]  # 1000, 909 and 800 rows/s
     first, _ = _run(adv.Session.from_advice(advice), times)
     remembered = adv.Session.from_advice(advice)  # a later stream of this process
     assert remembered.settled and remembered.plan == first.plan
@@ -129,20 +144,26 @@ def test_same_timings_give_the_same_choice_and_ties_go_to_the_default():
     again, _ = _run(adv.Session.from_advice(advice), times)
     assert first == again and first.plan == advice.trials[0]
     adv.reset_shared()
-    tie, _ = _run(adv.Session.from_advice(advice), [1.0, 1.0] * 3)
+    tie, _ = _run(adv.Session.from_advice(advice), [1.0] * (adv.TRIAL_AFTER_BATCHES + 4))
     assert tie.plan == advice.default
 
 
 def test_a_stream_too_short_for_trials_runs_the_default():
     advice = _trial_advice()
-    session = adv.Session.from_advice(advice, batches=6)
+    short = 2 * adv.TRIAL_AFTER_BATCHES - 1
+    session = adv.Session.from_advice(advice, batches=short)
     assert session.reason == adv.TOO_SHORT and session.plan == advice.default and session.settled
-    assert adv.Session.from_advice(advice, batches=7).reason == adv.TRIAL
+    assert f"{short} batches; trials need {short + 1}" in session.detail
+    assert adv.Session.from_advice(advice, batches=short + 1).reason == adv.RULE_FIRST
 
+
+class _Machine:
+    hardware_id = "feedfacefeedface"
 
 
 class _UnsureAdvisor:
     rule = rules.DEFAULT_RULE
+    hardware = _Machine()
 
     def advise(self, workload, *, candidates, default):
         others = [p for p in candidates if p != default and p.backend == "native_cpu"][:2]
@@ -150,22 +171,29 @@ class _UnsureAdvisor:
                           model_id="fixed", trials=(default, *others))
 
 
+def _use(monkeypatch, make):
+    monkeypatch.setattr(adv, "shared", make)
+    monkeypatch.setattr(adv, "available", make)
+
+
 def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
     require_module(*NATIVE_CPU)
     from rhuber import estimator
 
-    monkeypatch.setattr(adv, "shared", _UnsureAdvisor)
-    # default 300 rows/s, the second candidate 600, the third 450 (evidence batches).
-    monkeypatch.setattr(estimator, "time", BatchClock([5.0, 1.0, 5.0, 0.5, 5.0, 0.67]))
-    X, y, _ = make_problem(np.random.default_rng(3), 10 * 300, 5)
+    _use(monkeypatch, _UnsureAdvisor)
+    # the default 300 rows/s, the second candidate 600, the third 450 (evidence batches).
+    n = adv.TRIAL_AFTER_BATCHES
+    monkeypatch.setattr(estimator, "time", BatchClock([5.0] + [1.0] * (n - 1)
+                                                      + [5.0, 0.5, 5.0, 0.67]))
+    X, y, _ = make_problem(np.random.default_rng(3), (n + 8) * 300, 5)
     auto = RenewableHuberRegressor()
     ran = []
     for start in range(0, len(y), 300):
         auto.partial_fit(X[start:start + 300], y[start:start + 300])
         ran.append(auto._plan())
     trials = auto._session.advice.trials
-    assert ran[:5] == [trials[0], trials[1], trials[1], trials[2], trials[2]]
-    assert ran[5:] == [trials[1]] * 5
+    assert ran[:n + 3] == [trials[0]] * (n - 1) + [trials[1], trials[1], trials[2], trials[2]]
+    assert ran[n + 3:] == [trials[1]] * 5
     assert auto.plan_.reason == adv.TRIED and auto.plan_.plan == trials[1].id
     reference = RenewableHuberRegressor(plan=trials[0])
     for start in range(0, len(y), 300):
@@ -173,9 +201,29 @@ def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
     np.testing.assert_allclose(auto.coef_, reference.coef_, rtol=1e-8, atol=1e-10)
 
 
+def test_a_trial_is_paid_once_per_machine_not_per_process(monkeypatch, tmp_path):
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    advice = _trial_advice()
+    adv._SHARED["advisor"] = _UnsureAdvisor()  # the process's advisor names the machine
+    first, _ = _run(adv.Session.from_advice(advice), [*RULE_BATCHES, 9.0, 0.5, 9.0, 0.8])
+    assert first.plan == advice.trials[1]
+    data = json.loads(adv.trials_path().read_text())
+    (key, entry), = data["entries"].items()
+    assert key.startswith("feedfacefeedface|") and entry["winner"] == advice.trials[1].id
+    adv._TRIED.clear()
+    adv._TRIAL_FILE.clear()  # as a new process: only the file remains
+    later = adv.Session.from_advice(advice)
+    assert later.settled and later.plan == advice.trials[1]
+    assert "remembered from an earlier process" in later.detail
+    adv._TRIAL_FILE.clear()
+    adv._SHARED["advisor"] = type("Other", (), {"hardware": type("H", (), {
+        "hardware_id": "0000000000000000"})()})()
+    assert adv.Session.from_advice(advice).reason == adv.RULE_FIRST  # another machine's
+
+
 def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):
     require_module(*NATIVE_CPU)
-    monkeypatch.setattr(adv, "shared", _UnsureAdvisor)
+    _use(monkeypatch, _UnsureAdvisor)
     X, y, _ = make_problem(np.random.default_rng(4), 1200, 4)
     est = RenewableHuberRegressor(batch_size=400).fit(X, y)  # 3 batches, 3 plans to try
     assert est.plan_.reason == adv.TOO_SHORT
@@ -183,6 +231,59 @@ def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):
     candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
     assert est.plan_.plan == dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine,
                                                    None, None).id
+
+
+def test_a_short_stream_never_loads_the_advisor_and_a_long_one_does(monkeypatch):
+    require_module(*NATIVE_CPU)
+    from rhuber import estimator
+
+    asked = []
+
+    def load():
+        asked.append(1)
+        return _UnsureAdvisor()
+
+    monkeypatch.setattr(adv, "shared", load)  # available() says: not loaded yet
+    n = adv.TRIAL_AFTER_BATCHES
+    X, y, _ = make_problem(np.random.default_rng(6), 300 * (n + 6), 4)
+    fast = RenewableHuberRegressor()
+    for start in range(0, len(y), 300):  # real batches: far under ADVISOR_AFTER_S
+        fast.partial_fit(X[start:start + 300], y[start:start + 300])
+    assert not asked and fast.plan_.reason == adv.RULE_FIRST
+    w = Workload(300, 4)
+    candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
+    rule = dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine, None, None)
+    assert fast.plan_.plan == rule.id
+    # batches that take 0.5 s: the 20th batch expects 20 s in all, so the advisor is asked then
+    monkeypatch.setattr(estimator, "time", BatchClock([0.5] * (n + 6)))
+    slow = RenewableHuberRegressor()
+    ran = []
+    for start in range(0, len(y), 300):
+        slow.partial_fit(X[start:start + 300], y[start:start + 300])
+        ran.append(slow._plan())
+    assert asked == [1] and ran[n - 2] == rule and ran[n - 1] != rule
+    assert slow.plan_.reason in (adv.TRIAL, adv.TRIED)
+
+
+def test_planning_a_host_stream_loads_neither_cuda_nor_the_advisor(tmp_path):
+    require_module(*NATIVE_CPU)
+    code = """if True:
+        import sys
+        import numpy as np
+        from rhuber import RenewableHuberRegressor
+        from rhuber.tuner import advisor
+        X = np.random.default_rng(0).standard_normal((2000, 6)); y = X.sum(axis=1)
+        est = RenewableHuberRegressor()
+        est.partial_fit(X, y)
+        print(est.plan_.reason, advisor.available() == advisor.UNLOADED,
+              "_rhuber_native_cuda" in sys.modules)
+        """
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                         text=True, env={**os.environ, "RHUBER_CACHE_DIR": str(tmp_path)},
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0].endswith(" True False"), out.stdout
+    assert out.stdout.startswith(adv.RULE_FIRST)
 
 
 # --------------------------------------------------------------- a fresh machine, no manual step
@@ -199,6 +300,7 @@ def test_a_fresh_machine_needs_no_probe_and_no_manual_step(tmp_path, monkeypatch
     monkeypatch.setattr(hardware, "_PROCESS_CACHE", {})
     adv.reset_shared()
     try:
+        assert adv.shared() is not None  # loading it measures nothing
         X, y, _ = make_problem(np.random.default_rng(5), 4000, 6)
         est = RenewableHuberRegressor(batch_size=500).fit(X, y)
         assert "no measured bandwidth" not in str(est.plan_)
@@ -206,7 +308,8 @@ def test_a_fresh_machine_needs_no_probe_and_no_manual_step(tmp_path, monkeypatch
         assert est.plan_.model_id and est.plan_.model_id.startswith(("shipped:", "local:"))
     finally:
         adv.reset_shared()
-    assert not any(tmp_path.iterdir())  # nothing persisted
+    # nothing persisted but the identity (no measurement, no model, no trial)
+    assert [p.name for p in tmp_path.iterdir()] == [hardware.IDENTITY_FILE]
 
 
 def test_features_need_no_measured_limits():
@@ -316,3 +419,36 @@ def test_the_design_holds_the_rfc_wide_and_streaming_batches():
     assert {(4096, 256), (65536, 32)} <= shapes
     assert {(w.dtype, w.penalized) for w in collect.design()} == {
         (d, p) for d in ("float64", "float32") for p in (False, True)}
+
+
+def test_the_identity_is_found_once_per_boot_and_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    assert hardware.peek_identity() is None
+    first = hardware.identified()
+    assert (tmp_path / hardware.IDENTITY_FILE).exists()
+
+    def refuse():
+        raise AssertionError("identified again")
+
+    monkeypatch.setattr(hardware, "identify", refuse)
+    assert hardware.identified() == first == hardware.peek_identity()
+    assert first.hardware_id == hardware.Hardware.from_dict(first.as_dict()).hardware_id
+    monkeypatch.setattr(hardware, "_identity_key", lambda: "another boot")
+    assert hardware.peek_identity() is None  # a new boot or environment identifies afresh
+
+
+def test_before_the_advisor_loads_a_calibrated_machine_runs_its_own_rule(monkeypatch, tmp_path):
+    require_module(*NATIVE_CPU)
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    hw = hardware.identified()
+    local_dir = tmp_path / "models" / hw.hardware_id
+    local_dir.mkdir(parents=True)
+    for name in adv.MODEL_FILES.values():  # calibrate's three files (only their presence counts)
+        (local_dir / name).write_bytes(b"")
+    mine = rules.Rule(None, 1 << 40, "full", 1024)  # one thread, full Gram, 1 MiB chunks
+    rules.save(mine, local_dir)
+    adv.reset_shared()
+    X, y, _ = make_problem(np.random.default_rng(9), 600, 4)
+    est = RenewableHuberRegressor().partial_fit(X, y)
+    assert est.plan_.reason == adv.RULE_FIRST
+    assert est.plan_.plan == mine.plan(Workload(600, 4), os.cpu_count() or 1).id

@@ -104,7 +104,8 @@ TEST(Trace, OneRecordPerIterationAndTheSameResult) {
 }
 
 TEST(Trace, FirstIterationStatisticsMatchANaiveComputation) {
-  // A fixed tau: one solve, starting at zero slopes and the weighted median of y as intercept.
+  // A fixed tau: one solve, starting at the weighted least-squares fit (contract v4's start of
+  // an unpenalized first batch), here from the normal equations by Gaussian elimination.
   const auto batch = contaminated_batch<double>(9, 500, 3);
   rh::Config config;
   config.tau = 1.5;
@@ -113,13 +114,33 @@ TEST(Trace, FirstIterationStatisticsMatchANaiveComputation) {
   update(engine, rh::State<double>::empty(4), batch, config, &sink);
   ASSERT_FALSE(sink.records.empty());
   const auto& first = sink.records.front();
-  const double median =
-      rh::weighted_median(std::span<const double>(batch.y), std::span<const double>(batch.w));
+  constexpr std::size_t d = 4;
+  double normal[d][d + 1] = {};
+  for (std::size_t i = 0; i < batch.rows; ++i) {
+    const double x[d] = {batch.X[i * 3], batch.X[i * 3 + 1], batch.X[i * 3 + 2], 1.0};
+    for (std::size_t a = 0; a < d; ++a) {
+      for (std::size_t b = 0; b < d; ++b) normal[a][b] += batch.w[i] * x[a] * x[b];
+      normal[a][d] += batch.w[i] * x[a] * batch.y[i];
+    }
+  }
+  for (std::size_t k = 0; k < d; ++k) {
+    for (std::size_t a = k + 1; a < d; ++a) {
+      const double f = normal[a][k] / normal[k][k];
+      for (std::size_t b = k; b <= d; ++b) normal[a][b] -= f * normal[k][b];
+    }
+  }
+  double fit[d];
+  for (std::size_t k = d; k-- > 0;) {
+    double v = normal[k][d];
+    for (std::size_t b = k + 1; b < d; ++b) v -= normal[k][b] * fit[b];
+    fit[k] = v / normal[k][k];
+  }
   double sum = 0.0, squares = 0.0, lo = inf, hi = -inf;
   std::int64_t quadratic = 0;
   double score_sum = 0.0;
-  for (double y : batch.y) {
-    const double r = y - median;
+  for (std::size_t i = 0; i < batch.rows; ++i) {
+    const double r = batch.y[i] - (batch.X[i * 3] * fit[0] + batch.X[i * 3 + 1] * fit[1] +
+                                   batch.X[i * 3 + 2] * fit[2] + fit[3]);
     sum += r;
     squares += r * r;
     lo = std::min(lo, r);
@@ -127,8 +148,8 @@ TEST(Trace, FirstIterationStatisticsMatchANaiveComputation) {
     quadratic += std::fabs(r) <= 1.5;
     score_sum += std::clamp(r, -1.5, 1.5);
   }
-  EXPECT_EQ(first.residual.min, lo);
-  EXPECT_EQ(first.residual.max, hi);
+  EXPECT_NEAR(first.residual.min, lo, 1e-10);
+  EXPECT_NEAR(first.residual.max, hi, 1e-10);
   EXPECT_NEAR(first.residual.mean, sum / 500.0, 1e-12);
   EXPECT_NEAR(first.residual.l2(), std::sqrt(squares), 1e-10);
   EXPECT_EQ(first.quadratic_rows, quadratic);

@@ -10,7 +10,9 @@ batch, the session's evidence). In order of precedence:
 3. the environment variable :data:`PLAN_VARIABLE` (``RH_PLAN=<plan id>``), read at the start
    of each stream of a ``backend="auto"`` estimator (``pinned by RH_PLAN``);
 4. the advisor (:mod:`rhuber.tuner.advisor`): the rule's default plan, the model's choice, or
-   trials of its candidates on the stream's first batches; the session keeps the evidence.
+   trials of its candidates once the stream has shown it is long; the session keeps the
+   evidence. A process that has not loaded the advisor starts on the rule's plan and loads it
+   only for a long stream (``Session``), so a short script never pays for it.
 
 Every plan found here is checked against the settings it overrides (``backend``, ``n_jobs``,
 ``l1_solver``): a disagreement is a ``ValueError`` naming them.
@@ -55,7 +57,7 @@ def auto_plans(workload: Workload, threads: int | None, threads_fixed: bool,
     if not native_cpu_available():
         return (), Plan("numpy")
     default = Plan("native_cpu", threads=threads, l1_solver=solver).resolved()
-    plans = tuple(p for p in plans_for(workload)
+    plans = tuple(p for p in plans_for(workload, cuda=False)
                   if (not threads_fixed or p.backend != "native_cpu"
                       or p.threads == default.threads)
                   and (solver == "lamm" or p.l1_solver == solver))
@@ -135,9 +137,10 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
         return _advisor.Session(plan.id, how, plan=None if how == _advisor.PINNED else plan)
     if est.backend != "auto":
         return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
-    advisor = _advisor.shared()
+    advisor = _advisor.available()  # never loaded here: a stream's first batch does not wait
     key = (int(X.shape[0]), int(X.shape[1]), np.dtype(X.dtype).str, penalized(est),
-           bool(est.fit_intercept), est.n_jobs, est.l1_solver, advisor)
+           bool(est.fit_intercept), est.n_jobs, est.l1_solver,
+           (advisor, _advisor.local.generation()) if advisor is _advisor.UNLOADED else advisor)
     try:
         known = _ANSWERS.get(key)
     except TypeError:  # an unhashable setting or advisor: no memo
@@ -150,32 +153,40 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
             _ANSWERS[key] = known
     if isinstance(known, _advisor.Session):
         return known
+    if isinstance(known, tuple):  # the question, for when the stream has shown it is long
+        return _advisor.Session.rule_first(known, batches=batches)
     return _advisor.Session.from_advice(known, batches=batches)
 
 
 #: The answers of start() per (batch shape, dtype, penalty, intercept, n_jobs, l1_solver,
-#: advisor): describing the workload and finding the rule's plan cost ~35 µs, which a stream of
-#: small batches would pay at every start (the advisor memoizes its own answers too).
+#: advisor or its absence): describing the workload and finding the rule's plan cost ~35 µs,
+#: which a stream of small batches would pay at every start (the advisor memoizes its own
+#: answers too).
 _ANSWERS: dict[tuple[Any, ...], Any] = {}
 _MAX_ANSWERS = 4096
 
 
 def _answer(est: Any, X: Any, advisor: Any) -> Any:
-    """The advice for a stream of ``est`` starting with ``X``, or the session when there is no
-    advice to take (no native engine, no model)."""
+    """The advice for a stream of ``est`` starting with ``X``, the session when there is no
+    advice to take (no native engine, no model), or — the advisor not loaded in this process —
+    the question to ask it once the stream has shown it is long."""
     w = workload(est, X)
     solver = est.l1_solver if w.penalized else "lamm"
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:
         return _advisor.Session(default.id, _advisor.NO_MODEL,
                                 "only the NumPy reference is installed")
-    default = rule_default(getattr(advisor, "rule", DEFAULT_RULE), w, candidates,
+    rule = _advisor.current_rule() if advisor is _advisor.UNLOADED else getattr(
+        advisor, "rule", DEFAULT_RULE)
+    default = rule_default(rule, w, candidates,
                            default, threads(est.n_jobs) if est.n_jobs is not None else None,
                            None if solver == "lamm" else solver)
     if advisor is None:
         return _advisor.Session(default.id, _advisor.NO_MODEL,
                                 "the tuner's models could not be loaded; the rule's plan",
                                 plan=default)
+    if advisor is _advisor.UNLOADED:
+        return (w, candidates, default)
     return advisor.advise(w, candidates=candidates, default=default)
 
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -83,6 +84,36 @@ class BatchSchedules {
   double weight_total_;
 };
 
+// The first batch's start point of an unpenalized stream (contract v4): the weighted
+// least-squares fit, (X~^T W X~ + ridge I) beta = X~^T W y, which is the Newton step from 0 with
+// every residual inside (an infinite bandwidth), the ridge taken as every Newton step takes it
+// (detail::newton_step). It costs one Gram and one pass, and starts the solves close to the
+// answer (on Student-t noise 4 Newton iterations and no halving instead of 7 and 3). False, beta untouched, when the fit is not finite or its system
+// overflows (the old start then applies).
+template <SolverOps O>
+bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config) {
+  using T = typename O::Scalar;
+  auto zero = ops.make_vector();
+  evaluate_for_hessian(ops, zero, std::numeric_limits<double>::infinity());
+  auto gradient = ops.make_vector();
+  ops.gradient(gradient);
+  auto rhs = ops.make_vector();
+  auto fit = ops.make_vector();
+  LadderScratch<T> scratch;
+  try {
+    newton_step(ops, gradient, rhs, fit, scratch, config.ridge, nullptr, nullptr);
+  } catch (const NumericalError&) {  // every row's square or product overflows: start at 0
+    return false;
+  }
+  std::vector<T> host(ops.dim());
+  ops.copy_to_host(fit, host);
+  for (const T value : host) {
+    if (!std::isfinite(value)) return false;
+  }
+  ops.copy(fit, beta);
+  return true;
+}
+
 template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lambda,
                         double weight_total, const Config& config, double tol, TraceSink* trace,
@@ -157,9 +188,12 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     std::vector<T> start(ops.dim(), T{0});
     std::vector<T> y(weights.size());
     ops.residuals_to_host(beta, y);  // y - X~ 0 = y
-    if (ops.intercept()) {
-      start.back() = static_cast<T>(weighted_median(std::span<const T>(y), weights));
-      ops.assign(start, beta);
+    const bool penalized = config.alpha > 0.0 || config.lambda_scale.value_or(0.0) != 0.0;
+    if (penalized || !detail::least_squares_start(ops, beta, config)) {
+      if (ops.intercept()) {
+        start.back() = static_cast<T>(weighted_median(std::span<const T>(y), weights));
+        ops.assign(start, beta);
+      }
     }
     const double pilot_s = config.tau ? 0.0 : detail::pilot_scale(std::span<const T>(y), weights);
     std::vector<T>().swap(y);  // the solves do not need it: a row vector less at the peak

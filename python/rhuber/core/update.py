@@ -18,7 +18,7 @@ from ..profiling import _hooks as _prof
 from . import drift, inference
 from .huber import robust_scale, weighted_median, weighted_std
 from .problem import BatchProblem
-from .solvers import solve
+from .solvers import newton_step, solve
 from .types import Config, Diagnostics, State
 from .validation import validate_batch
 from .xp import namespace
@@ -31,9 +31,25 @@ def _pilot_scale(y: Any, w: Any) -> float:
     return s if math.isfinite(s) and s > 0 else 1.0
 
 
-def _start_point(problem: BatchProblem, y: Any, w: Any, fit_intercept: bool, xp: Any) -> Any:
+def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, xp: Any) -> Any:
+    """The first batch's start (contract v4). Unpenalized: the weighted least-squares fit
+    (X̃ᵀWX̃ + ridge·I) β = X̃ᵀWy — the Newton step from 0 with every residual inside, the ridge
+    taken as every Newton step takes it (solvers.newton_step) — unless it is not finite or its
+    system overflows. Otherwise β⁰ = 0 with intercept = wmedian(y)."""
     beta = xp.zeros(problem.Xt.shape[1], dtype=problem.dtype)
-    if fit_intercept:
+    if not config.penalized:
+        inside = math.inf
+        H = problem.newton_matrix(y, inside)
+        try:
+            g = problem.gradient(beta, y, inside)
+            _, (fit, _, _) = newton_step(H, g, config.ridge)
+        except NumericalError:  # the system overflows: the start below
+            fit = None
+        if fit is not None:
+            fit = xp.asarray(fit, dtype=problem.dtype)
+            if bool(xp.all(xp.isfinite(fit))):
+                return fit
+    if config.fit_intercept:
         beta[-1] = weighted_median(y, w)
     return beta
 
@@ -115,10 +131,10 @@ def _update(
     if config.tau is not None:
         scale = float(config.tau) / float(config.epsilon)
         tau = float(dtype.type(config.tau))
-        beta = _start_point(problem, y, w, config.fit_intercept, xp) if first else state.coef
+        beta = _start_point(problem, y, w, config, xp) if first else state.coef
     elif first:
         pilot_scale = _pilot_scale(y, w)
-        beta0 = _start_point(problem, y, w, config.fit_intercept, xp)
+        beta0 = _start_point(problem, y, w, config, xp)
         pilot_tau = as_tau(pilot_scale)
         problem.lam = config.batch_lambda(pilot_tau, n_total, n_features)
         pilot = solve(problem, beta0, pilot_tau, config.max_iter, tol, trace, "pilot")

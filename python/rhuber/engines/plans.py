@@ -215,26 +215,29 @@ def installed_backends() -> tuple[str, ...]:
             *(("cuda",) if cuda_usable() else ()))
 
 
-def plans_for(workload: Workload, hardware: Any = None) -> list[Plan]:
+def plans_for(workload: Workload, hardware: Any = None, *, cuda: bool | None = None
+              ) -> list[Plan]:
     """The valid plans for ``workload`` on this machine, every knob written out.
 
     Installed backends only (:func:`installed_backends`); a device-resident workload runs on
-    cuda only. native_cpu varies threads (1, 2, 4, ... and the core count), the Gram strategy,
-    the row chunk (:data:`CHUNK_KIB`) and, for a penalized workload, the L1 solver.
+    cuda only. ``cuda=False`` leaves cuda out of a host workload's plans without asking whether
+    a device is usable — asking loads the CUDA engine and NVIDIA's libraries (~70 ms), which
+    planning a host stream must not pay (``backend="auto"``: dispatch.auto_plans).
+    native_cpu varies threads (1, 2, 4, ... and the core count), the Gram strategy, the row
+    chunk (:data:`CHUNK_KIB`) and, for a penalized workload, the L1 solver.
     ``hardware`` bounds the threads by its ``cores`` attribute (a fingerprint of
     :mod:`rhuber.tuner.hardware`); None means os.cpu_count().
     """
     cores = getattr(hardware, "cores", None) or os.cpu_count() or 1
-    backends = installed_backends()
     if workload.location == "device":
-        return [Plan("cuda")] if "cuda" in backends else []
+        return [Plan("cuda")] if cuda is not False and cuda_usable() else []
     plans = [Plan("numpy")]
-    if "native_cpu" in backends:
+    if native_cpu_available():
         solvers = L1_SOLVERS if workload.penalized else ("lamm",)
         plans += [Plan("native_cpu", threads=t, gram=g, chunk_kib=c, l1_solver=s)
                   for t in _thread_counts(int(cores)) for g in GRAM_STRATEGIES
                   for c in CHUNK_KIB for s in solvers]
-    if "cuda" in backends:
+    if cuda is not False and cuda_usable():
         plans.append(Plan("cuda"))
     return plans
 

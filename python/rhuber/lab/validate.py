@@ -30,7 +30,7 @@ import numpy as np
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
-from ..tuner.advisor import TRIAL, TRIAL_PLAN_BATCHES, Advisor
+from ..tuner.advisor import TRIAL, TRIAL_AFTER_BATCHES, TRIAL_PLAN_BATCHES, Advisor
 from ..tuner.hardware import Hardware
 from ..tuner.labels import BOTTLENECKS, best_plans, measurement_bottleneck, throughput
 from ..tuner.model_files import ModelFile
@@ -279,9 +279,10 @@ def replay(advisor: Advisor, measurements: Sequence[Measurement], hardware: Hard
            ) -> list[dict[str, Any]]:
     """Per workload of one machine: the measured time (per row) of the best plan, the engine's
     default plan, the rule's plan and auto's choice — the advisor's answer as the estimator
-    acts on it: its plan, or, when it asks for trials, a ``stream_batches`` stream that runs
-    each trial plan for TRIAL_PLAN_BATCHES batches and the fastest measured one for the rest
-    (the trials' cost included)."""
+    acts on it: its plan, or, when it asks for trials, a ``stream_batches`` stream that runs the
+    rule's plan for TRIAL_AFTER_BATCHES batches, each other trial plan for TRIAL_PLAN_BATCHES
+    and the fastest measured one for the rest (the trials' cost included) — or the rule's plan
+    throughout when the stream is too short to repay a trial (under 2 × TRIAL_AFTER_BATCHES)."""
     times = times_by_workload(m for m in measurements if m.hardware_id == hardware.hardware_id)
     out = []
     for (_, wid), plans in sorted(times.items()):
@@ -292,10 +293,14 @@ def replay(advisor: Advisor, measurements: Sequence[Measurement], hardware: Hard
             continue
         candidates = [Plan.from_id(p) for p in sorted(plans)]
         advice = advisor.advise(w, candidates=candidates, default=Plan.from_id(ruled))
-        if advice.trials:
+        if advice.trials and stream_batches < 2 * TRIAL_AFTER_BATCHES:
+            choice, t_auto = ruled, plans[ruled]  # too short to repay a trial: the rule's plan
+        elif advice.trials:
             tried = [plans[p.id] for p in advice.trials]
-            rest = stream_batches - len(tried) * TRIAL_PLAN_BATCHES
-            t_auto = (sum(tried) * TRIAL_PLAN_BATCHES + rest * min(tried)) / stream_batches
+            others = len(tried) - 1  # the rule's plan, first, is timed on the stream's start
+            rest = stream_batches - TRIAL_AFTER_BATCHES - others * TRIAL_PLAN_BATCHES
+            t_auto = (tried[0] * TRIAL_AFTER_BATCHES + sum(tried[1:]) * TRIAL_PLAN_BATCHES
+                      + rest * min(tried)) / stream_batches
             choice = advice.trials[tried.index(min(tried))].id
         else:
             choice = advice.plan.id

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -362,6 +363,60 @@ def identify() -> Hardware:
         numpy_blas_kernel=numpy_blas[2],
         **gpu_info(),
     )
+
+
+#: This machine's identity as :func:`identified` last found it, in :func:`cache_dir`.
+IDENTITY_FILE = "identity.json"
+
+
+def _identity_key() -> str:
+    """What the identity depends on that can change without the hardware changing, read
+    cheaply: this boot (a GPU or a BLAS installed since needs a reboot or a new environment),
+    the interpreter, NumPy and the native engine's file."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = "no boot id"
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(_native.MODULES["native_cpu"][0])
+        origin = spec.origin if spec is not None and spec.origin else ""
+        engine = f"{origin}:{os.stat(origin).st_mtime_ns}" if origin else "no engine"
+    except (ImportError, ValueError, OSError):
+        engine = "no engine"
+    return "|".join((boot, os.path.realpath(sys.executable), np.__version__, engine,
+                     str(len(_usable_cpus()))))
+
+
+def peek_identity() -> Hardware | None:
+    """The identity :func:`identified` stored for this boot and environment, or None — without
+    identifying anything (a file read: ~0.2 ms)."""
+    try:
+        data = json.loads((cache_dir() / IDENTITY_FILE).read_text())
+        if data.get("key") != _identity_key():
+            return None
+        return Hardware.from_dict(data["hardware"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def identified() -> Hardware:
+    """:func:`identify`, kept for this boot and environment in :data:`IDENTITY_FILE`: the
+    identity reads the BLAS libraries through threadpoolctl (~0.2 s), which every process that
+    loads the advisor would pay again. A file that cannot be written is only a missed saving."""
+    known = peek_identity()
+    if known is not None:
+        return known
+    hw = identify()
+    try:
+        path = cache_dir() / IDENTITY_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as out:
+            json.dump({"key": _identity_key(), "hardware": hw.as_dict()}, out, indent=1)
+    except OSError:
+        pass
+    return hw
 
 
 # --- measured fields and their cache ----------------------------------------------------------

@@ -50,6 +50,23 @@ def region(workload: Workload) -> str:
     return f"l1={int(workload.penalized)}/size={size}"
 
 
+def describe_region(key: str) -> str:
+    """A region key in words: ``"l1=0/size=2"`` is "unpenalized batches of 262,144 or more
+    elements (rows × coefficients)"."""
+    penalty, size = (part.partition("=")[2] for part in key.split("/"))
+    kind = "penalized" if penalty == "1" else "unpenalized"
+    k = int(size)
+    low = SIZE_CLASSES[k - 1] if k > 0 else None
+    high = SIZE_CLASSES[k] if k < len(SIZE_CLASSES) else None
+    if low is None:
+        span = f"under {high:,}"
+    elif high is None:
+        span = f"{low:,} or more"
+    else:
+        span = f"{low:,} to {high - 1:,}"
+    return f"{kind} batches of {span} elements (rows × coefficients)"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One default plan per workload (module docstring). ``model_regions``: the regions where

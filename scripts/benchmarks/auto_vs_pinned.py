@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Does ``backend="auto"`` cost the user anything? Times a script's streams through the public
+estimator — the first stream of a fresh process and a second one in the same process — with auto
+and with native_cpu plans pinned, on the RFC shapes in both dtypes, and prints each one's time
+over the best pinned plan's.
+
+Every (shape, dtype, variant) runs in its own fresh subprocess, the variants interleaved and
+their order shuffled per repetition so that load on a shared machine falls on all alike; the
+figures are medians over repetitions. ``--build NAME=PYTHONPATH`` adds a build of the library
+to compare (its auto only), e.g. the tree before a change: ``--build before=/tmp/old/python``.
+
+    auto_vs_pinned.py --repetitions 5 --out docs/perf/auto_vs_pinned.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rhbench.sweep import RFC_SHAPES
+
+#: Pinned plans timed beside auto: threads × chunk (incremental Gram), and the engine's
+#: defaults (backend="native_cpu").
+PINNED = tuple(f"native_cpu/t{t}/gram=incremental/chunk={c}k/l1=lamm"
+               for t in (1, 2) for c in (64, 256))
+
+CHILD = r"""
+import json, sys, time
+import numpy as np
+rows, features, batch, dtype, backend, plan = json.loads(sys.argv[1])
+rng = np.random.default_rng(0)
+X = rng.standard_normal((rows, features)).astype(dtype)
+y = (X @ np.linspace(-1, 1, features).astype(dtype) + rng.standard_t(3, rows).astype(dtype))
+batches = [(X[k:k + batch], y[k:k + batch]) for k in range(0, rows, batch)]
+from rhuber import RenewableHuberRegressor
+times = []
+for _ in range(2):  # the process's first stream, then a second one (warm)
+    model = RenewableHuberRegressor(backend=backend, plan=plan)
+    start = time.perf_counter()
+    for Xb, yb in batches:
+        model.partial_fit(Xb, yb)
+    times.append(time.perf_counter() - start)
+print(json.dumps({"times": times, "plan": str(model.plan_.plan)}))
+"""
+
+
+def run(pythonpath: str, spec: list, env: dict) -> dict:
+    child_env = dict(env)
+    if pythonpath:
+        child_env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], env=child_env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--build", action="append", default=[],
+                        help="NAME=PYTHONPATH of another build whose auto is timed too")
+    parser.add_argument("--shapes", default="latency,reference,wide,streaming")
+    parser.add_argument("--dtypes", default="float64,float32")
+    parser.add_argument("--out", help="write the figures here as JSON")
+    args = parser.parse_args(argv)
+    # "auto (A/A)": auto again, the control of how far two runs of one variant differ here.
+    builds = {"auto": "", "auto (A/A)": ""} | dict(b.split("=", 1) for b in args.build)
+    env = dict(os.environ)
+    rng = random.Random(0)
+    report = {}
+    for shape in (s for s in RFC_SHAPES if s.name in args.shapes.split(",")):
+        for dtype in args.dtypes.split(","):
+            variants = [(name, path, "auto", None) for name, path in builds.items()]
+            variants += [("native_cpu", "", "native_cpu", None)]
+            variants += [(plan, "", "auto", plan) for plan in PINNED]
+            times: dict[str, list[list[float]]] = {v[0]: [] for v in variants}
+            plans: dict[str, str] = {}
+            for _ in range(args.repetitions):
+                rng.shuffle(variants)
+                for name, path, backend, plan in variants:
+                    spec = [shape.n_samples, shape.n_features, shape.batch_size, dtype,
+                            backend, plan]
+                    result = run(path, spec, env)
+                    times[name].append(result["times"])
+                    plans[name] = result["plan"]
+            med = {name: [statistics.median(t[i] for t in runs) for i in (0, 1)]
+                   for name, runs in times.items()}
+            pinned = [p for p in (*PINNED, "native_cpu")]
+            best = [min(med[p][i] for p in pinned) for i in (0, 1)]
+            best_plan = [min(pinned, key=lambda p, i=i: med[p][i]) for i in (0, 1)]
+            key = f"{shape.name}/{dtype}"
+            report[key] = {"median_s": med, "best_pinned": best_plan, "plans": plans,
+                           "over_best": {n: [med[n][i] / best[i] for i in (0, 1)] for n in med}}
+            line = "  ".join(f"{n} {med[n][0] / best[0]:.3f}/{med[n][1] / best[1]:.3f}"
+                             for n in builds)
+            print(f"{key:>20}  best pinned {best[0] * 1e3:8.2f} / {best[1] * 1e3:8.2f} ms "
+                  f"({best_plan[0].split('/l1')[0]}, {best_plan[1].split('/l1')[0]})  "
+                  f"first/warm over best: {line}  [auto ran {plans['auto']}]", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"repetitions": args.repetitions, "load": os.getloadavg(),
+                       "results": report}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
