@@ -8,6 +8,7 @@ defined here, importable by them because spawned workers inherit this process's 
 """
 
 import itertools
+import json
 import os
 import signal
 import warnings
@@ -76,7 +77,8 @@ def test_in_order_equals_partial_fit_bit_for_bit(client, backend):
     est = fit_stream(RenewableHuberRegressor(**params), X, y, w)
     ref = sequential(RenewableHuberRegressor(**params), parts)
     assert state_dicts_equal(est.state_dict(), ref.state_dict(), ignore=())
-    assert est.diagnostics_ == ref.diagnostics_
+    # Through JSON: the drift test's NaN of the first batch compares equal to itself there.
+    assert json.dumps(est.diagnostics_) == json.dumps(ref.diagnostics_)
     assert est.backend_ == backend
 
 

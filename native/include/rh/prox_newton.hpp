@@ -7,7 +7,7 @@
 //   Q(beta + t s) - Q(beta) <= 1e-4 t D,   D = g^T s + c (||(beta + s)_S||_1 - ||beta_S||_1) < 0.
 // A semismooth Huber f makes it converge in a few Newton-like iterations where LAMM takes tens,
 // each a pass over the batch. If the model has no minimizer (a zero curvature direction) or its
-// step does not descend, the solve goes on with LAMM from the current point.
+// step does not descend (no halving accepted), the solve goes on with LAMM from the current point.
 
 #include <algorithm>
 
@@ -84,7 +84,9 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
       record->step_scale = t;
       record->search_exhausted = t == 0.0;
     }
-    if (t == 0.0) return result;  // no acceptable step: keep beta, not converged
+    // No halving descends measurably: near the optimum the objective's rounding hides a step
+    // the model still asks for (tol near machine precision); LAMM's step-size test decides.
+    if (t == 0.0) return continue_with_lamm();
     ops.copy(trial, beta);  // beta + t step, as the accepted trial formed it
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {
       result.converged = true;

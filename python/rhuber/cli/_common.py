@@ -233,7 +233,7 @@ def print_throughput(stats: StreamStats, *, excluded: str) -> None:
     rate = stats.rows / stats.update_seconds if stats.update_seconds > 0 else float("inf")
     print(
         f"update time: {stats.update_seconds:.3f} s for {stats.rows:,} rows in "
-        f"{batch_count_text(stats.batches)} = {rate:,.0f} rows/s, every batch counted, the first "
+        f"{batch_count_text(stats.batches)} = {rate:,.0f} rows/s over all of them, the first "
         f"included ({excluded}; wall {stats.wall_seconds:.3f} s)"
     )
 
