@@ -1,4 +1,5 @@
 import os
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -7,3 +8,8 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# The tuner's cache (hardware fingerprint, remembered trials, local models) in a directory of the
+# test session's own, which subprocesses inherit: what an earlier run or the developer's own
+# streams left in ~/.cache/rhuber must not choose plans here, nor a test's trials there.
+os.environ["RHUBER_CACHE_DIR"] = tempfile.mkdtemp(prefix="rhuber-tests-cache-")
