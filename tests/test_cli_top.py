@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rhuber import RenewableHuberRegressor
-from rhuber.cli import _top
+from rhuber.cli import _build_parser, _top
 from rhuber.engines.plans import Plan
 from rhuber.engines.workload import Workload
 from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
@@ -46,9 +46,18 @@ def test_measured_rate_leaves_out_the_cold_first_call():
 
 def test_workload_of_a_batch():
     X = np.zeros((2000, 7), dtype=np.float32)
-    assert _top.workload_of(X, alpha=0.1, fit_intercept=False) == Workload(
-        2000, 7, dtype="float32", penalized=True, intercept=False)
-    assert _top.workload_of(X.astype(int), alpha=0.0, fit_intercept=True) == Workload(2000, 7)
+    assert _top.workload_of(X, RenewableHuberRegressor(alpha=0.1, fit_intercept=False)) == (
+        Workload(2000, 7, dtype="float32", penalized=True, intercept=False))
+    assert _top.workload_of(X.astype(int), RenewableHuberRegressor()) == Workload(2000, 7)
+
+
+def test_workload_of_a_lambda_scale_stream_is_penalized():
+    """The schedule penalizes every batch whatever alpha is: top's recommendations are for an
+    L1 workload, as auto's."""
+    X = np.zeros((2000, 7))
+    assert _top.workload_of(X, RenewableHuberRegressor(lambda_scale=0.5)).penalized
+    args = _build_parser().parse_args(["top", "--lambda-scale", "2"])
+    assert args.lambda_scale == 2.0
 
 
 def test_running_plan():
