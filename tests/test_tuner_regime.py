@@ -144,6 +144,21 @@ def test_auto_asks_about_the_streams_regime(monkeypatch):
     assert recorder.seen[1].id == "n4096/p256/float64/l1=2/icpt=1/host"
 
 
+def test_later_batches_keep_the_streams_regime(monkeypatch):
+    """Online learning records each batch's workload: a sparse stream's later batches (no
+    screen: the targets are not read again) stay sparse."""
+    require_module(*NATIVE_CPU)
+    monkeypatch.setattr(adv, "shared", _Recorder)
+    dispatch._ANSWERS.clear()
+    X, y = wide_batch()
+    sparse = RenewableHuberRegressor(lambda_scale=3.0).partial_fit(X, y)
+    dense = RenewableHuberRegressor(lambda_scale=0.5).partial_fit(X, y)
+    dispatch._ANSWERS.clear()
+    assert dispatch.batch_workload(sparse, X[:100], sparse._session).sparse
+    assert not dispatch.batch_workload(dense, X[:100], dense._session).sparse
+    assert not dispatch.batch_workload(sparse, X[:100], None).sparse
+
+
 def test_a_user_set_l1_solver_is_obeyed_in_the_sparse_regime(monkeypatch):
     require_module(*NATIVE_CPU)
     recorder = _Recorder()

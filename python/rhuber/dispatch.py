@@ -18,6 +18,7 @@ Every plan found here is checked against the settings it overrides (``backend``,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import Any
@@ -130,6 +131,16 @@ def workload(est: Any, X: Any, y: Any = None) -> Workload:
                         X, y, alpha=float(est.alpha), lambda_scale=est.lambda_scale,
                         tau=est.tau, epsilon=float(est.epsilon),
                         fit_intercept=bool(est.fit_intercept))))
+
+
+def batch_workload(est: Any, X: Any, session: _advisor.Session | None) -> Workload:
+    """The workload of a later batch ``X`` of a stream: its shape, and the regime the stream's
+    first batch was screened to (the session's advice; dense without one)."""
+    w = workload(est, X)
+    advice = None if session is None else session.advice
+    if w.penalized and advice is not None and advice.workload.sparse:
+        return dataclasses.replace(w, sparse=True)
+    return w
 
 
 def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> _advisor.Session:

@@ -685,8 +685,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             plan = self._plan() or Plan(backend, **({"threads": self._threads(),
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
-            _online.record_batch(dispatch.workload(self, X), plan.resolved(), seconds,
-                                 self.profile_)
+            workload = dispatch.batch_workload(self, X, self.__dict__.get("_session"))
+            _online.record_batch(workload, plan.resolved(), seconds, self.profile_)
         self._session = dispatch.observe(self._session, int(X.shape[0]), seconds)
 
     @property
