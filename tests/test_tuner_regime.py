@@ -188,3 +188,9 @@ def test_the_collectors_sparse_workloads_are_sparse_by_the_screen(point):
     assert not regime.is_sparse(regime.active_share(
         X, y, alpha=collect.PENALTY_ALPHA, lambda_scale=None, tau=None, epsilon=1.345,
         fit_intercept=True))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 6, 2047, 2048])
+def test_the_screens_median_is_numpys(n):
+    v = np.random.default_rng(n).normal(size=n)
+    assert regime._median(v) == np.median(v)

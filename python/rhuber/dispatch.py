@@ -174,7 +174,7 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> _advis
 #: The answers of start() per (workload, n_jobs, l1_solver, advisor): finding the candidates
 #: and the rule's plan cost ~35 µs, which a stream of small batches would pay at every start
 #: (the advisor memoizes its own answers too). A penalized workload's regime is read from each
-#: stream's first batch (the screen: one matrix-vector product on at most 8,192 rows).
+#: stream's first batch (the screen: one matrix-vector product on at most 2,048 rows).
 _ANSWERS: dict[tuple[Any, ...], Any] = {}
 _MAX_ANSWERS = 4096
 

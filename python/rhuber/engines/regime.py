@@ -21,7 +21,7 @@ import numpy as np
 from ..core.types import MAD_K, log_features
 
 #: The first batch's rows the screen reads at most (its gradient is a mean over them).
-SCREEN_ROWS = 8192
+SCREEN_ROWS = 2048
 #: A stream is in the sparse regime when the screen keeps at most this share of the features.
 SPARSE_ACTIVE_SHARE = 0.5
 
@@ -32,13 +32,22 @@ def start_gradient(X: Any, y: Any, *, tau: float | None, epsilon: float,
     it used; τ is 0 where the scale of r₀ is 0 (g is then 0 too)."""
     Xs = np.asarray(X[:SCREEN_ROWS], dtype=np.float64)
     ys = np.asarray(y[:SCREEN_ROWS], dtype=np.float64).ravel()
-    r0 = ys - np.median(ys) if fit_intercept else ys
+    r0 = ys - _median(ys) if fit_intercept else ys
     if tau is None:
-        tau = epsilon * MAD_K * float(np.median(np.abs(r0 - np.median(r0))))
+        center = 0.0 if fit_intercept else _median(r0)  # r0 is centred at its median already
+        tau = epsilon * MAD_K * _median(np.abs(r0 - center))
     if not (math.isfinite(tau) and tau > 0):
         return np.zeros(Xs.shape[1]), 0.0
     psi = np.clip(r0, -tau, tau)
     return np.abs(Xs.T @ psi) / max(1, len(ys)), float(tau)
+
+
+def _median(v: np.ndarray) -> float:
+    """The median of a non-empty vector by one partition (np.median's dispatch costs more than
+    the partition on the screen's few rows)."""
+    k = len(v) // 2
+    part = np.partition(v, (k - 1, k) if len(v) % 2 == 0 else k)
+    return float(part[k] if len(v) % 2 else 0.5 * (part[k - 1] + part[k]))
 
 
 def batch_lambda(alpha: float, lambda_scale: float | None, tau: float, rows: int,
