@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rhuber import RenewableHuberRegressor
-from rhuber.cli import _top
+from rhuber.cli import _build_parser, _top
 from rhuber.engines.plans import Plan
 from rhuber.engines.workload import Workload
 from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
@@ -46,9 +46,18 @@ def test_measured_rate_leaves_out_the_cold_first_call():
 
 def test_workload_of_a_batch():
     X = np.zeros((2000, 7), dtype=np.float32)
-    assert _top.workload_of(X, alpha=0.1, fit_intercept=False) == Workload(
-        2000, 7, dtype="float32", penalized=True, intercept=False)
-    assert _top.workload_of(X.astype(int), alpha=0.0, fit_intercept=True) == Workload(2000, 7)
+    assert _top.workload_of(X, RenewableHuberRegressor(alpha=0.1, fit_intercept=False)) == (
+        Workload(2000, 7, dtype="float32", penalized=True, intercept=False))
+    assert _top.workload_of(X.astype(int), RenewableHuberRegressor()) == Workload(2000, 7)
+
+
+def test_workload_of_a_lambda_scale_stream_is_penalized():
+    """The schedule penalizes every batch whatever alpha is: top's recommendations are for an
+    L1 workload, as auto's."""
+    X = np.zeros((2000, 7))
+    assert _top.workload_of(X, RenewableHuberRegressor(lambda_scale=0.5)).penalized
+    args = _build_parser().parse_args(["top", "--lambda-scale", "2"])
+    assert args.lambda_scale == 2.0
 
 
 def test_running_plan():
@@ -104,8 +113,11 @@ def test_panel_suggests_the_bottleneck_action_when_the_advised_plan_runs(advisor
 
 
 def test_panel_out_of_distribution(advisor):
-    panel = top_panel(advisor, Workload(1_048_576, 8), "native_cpu")
-    assert panel.running == Plan("native_cpu").resolved(advisor.hardware.cores).id
+    # A running plan other than the rule's default (the advisor ranks the default even out of
+    # distribution, for its promise): its prediction is an extrapolation.
+    running = Plan("native_cpu", threads=1, gram="full", chunk_kib=64)
+    panel = top_panel(advisor, Workload(1_048_576, 8), running.id)
+    assert panel.running == running.resolved(advisor.hardware.cores).id
     text = " ".join(" ".join(panel_lines(panel, 5e6)).split())
     assert OUT_OF_DISTRIBUTION in text and "1048576" in text and "(extrapolated)" in text
 

@@ -114,6 +114,8 @@ def test_a_failing_partition_leaves_the_estimator_as_it_was():
     (lambda X, y: fit_stream("model", X, y), TypeError, "RenewableHuberRegressor"),
     (lambda X, y: fit_parallel(RenewableHuberRegressor(alpha=0.1), X, y), ValueError,
      "alpha=0"),
+    (lambda X, y: fit_parallel(RenewableHuberRegressor(lambda_scale=0.5), X, y), ValueError,
+     r"lambda_scale=None, got lambda_scale=0\.5"),
     (lambda X, y: fit_parallel(RenewableHuberRegressor(), X, y, n_groups=0), ValueError,
      "n_groups"),
     (lambda X, y: fit_parallel(RenewableHuberRegressor(backend="numpy", alpha=0.1).partial_fit(

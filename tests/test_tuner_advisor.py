@@ -44,8 +44,8 @@ def advise(advisor, workload):
 
 
 # A workload the shipped model moves off the default for, and one it keeps the default for.
-CHOSEN_WORKLOAD = Workload(20000, 200, "float32")
-NEAR_DEFAULT_WORKLOAD = Workload(4096, 16)
+CHOSEN_WORKLOAD = Workload(1024, 200, "float32")
+NEAR_DEFAULT_WORKLOAD = Workload(4096, 32, "float32")
 
 
 def test_a_workload_with_a_predicted_gain_gets_the_faster_plan(shipped):

@@ -417,8 +417,8 @@ def test_the_design_holds_the_rfc_wide_and_streaming_batches():
 
     shapes = {(w.rows, w.features) for w in collect.design()}
     assert {(4096, 256), (65536, 32)} <= shapes
-    assert {(w.dtype, w.penalized) for w in collect.design()} == {
-        (d, p) for d in ("float64", "float32") for p in (False, True)}
+    assert {(w.dtype, w.penalized, w.sparse) for w in collect.design()} == {
+        (d, p, s) for d in ("float64", "float32") for p, s in collect.REGIMES}
 
 
 def test_the_identity_is_found_once_per_boot_and_environment(monkeypatch, tmp_path):

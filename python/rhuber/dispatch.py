@@ -20,6 +20,7 @@ Every plan found here is checked against the settings it overrides (``backend``,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .engines import native_cpu_available
+from .engines import regime as _regime
 from .engines.plans import Plan, parse_plan, plans_for
 from .engines.workload import Workload
 from .tuner import advisor as _advisor
@@ -120,16 +122,32 @@ def penalized(est: Any) -> bool:
     return float(est.alpha) > 0 or float(getattr(est, "lambda_scale", None) or 0) > 0
 
 
-def workload(est: Any, X: Any) -> Workload:
-    """The workload a batch ``X`` of ``est``'s stream is."""
+def workload(est: Any, X: Any, y: Any = None) -> Workload:
+    """The workload a batch ``X`` of ``est``'s stream is; with its targets ``y`` (the stream's
+    first batch), a penalized one also has its regime (:mod:`.engines.regime`)."""
+    l1 = penalized(est)
     return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
-                    dtype=np.dtype(X.dtype).name, penalized=penalized(est),
-                    intercept=bool(est.fit_intercept))
+                    dtype=np.dtype(X.dtype).name, penalized=l1,
+                    intercept=bool(est.fit_intercept),
+                    sparse=l1 and y is not None and _regime.is_sparse(_regime.active_share(
+                        X, y, alpha=float(est.alpha), lambda_scale=est.lambda_scale,
+                        tau=est.tau, epsilon=float(est.epsilon),
+                        fit_intercept=bool(est.fit_intercept))))
 
 
-def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
-    """The session of a stream whose first batch is ``X`` (``batches``: how many the stream
-    has, when known, as in ``fit``; None for ``partial_fit``)."""
+def batch_workload(est: Any, X: Any, session: _advisor.Session | None) -> Workload:
+    """The workload of a later batch ``X`` of a stream: its shape, and the regime the stream's
+    first batch was screened to (the session's advice; dense without one)."""
+    w = workload(est, X)
+    advice = None if session is None else session.advice
+    if w.penalized and advice is not None and advice.workload.sparse:
+        return dataclasses.replace(w, sparse=True)
+    return w
+
+
+def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> _advisor.Session:
+    """The session of a stream whose first batch is ``X`` with targets ``y`` (``batches``: how
+    many the stream has, when known, as in ``fit``; None for ``partial_fit``)."""
     plan, how = pinned(est)
     if plan is not None:
         checked(est, plan, "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}=")
@@ -138,15 +156,15 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
     if est.backend != "auto":
         return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
     advisor = _advisor.available()  # never loaded here: a stream's first batch does not wait
-    key = (int(X.shape[0]), int(X.shape[1]), np.dtype(X.dtype).str, penalized(est),
-           bool(est.fit_intercept), est.n_jobs, est.l1_solver,
+    w = workload(est, X, y)
+    key = (w, est.n_jobs, est.l1_solver,
            (advisor, _advisor.local.generation()) if advisor is _advisor.UNLOADED else advisor)
     try:
         known = _ANSWERS.get(key)
     except TypeError:  # an unhashable setting or advisor: no memo
         key, known = None, None
     if known is None:
-        known = _answer(est, X, advisor)
+        known = _answer(est, w, advisor)
         if key is not None:
             if len(_ANSWERS) >= _MAX_ANSWERS:
                 _ANSWERS.clear()
@@ -158,19 +176,18 @@ def start(est: Any, X: Any, batches: int | None = None) -> _advisor.Session:
     return _advisor.Session.from_advice(known, batches=batches)
 
 
-#: The answers of start() per (batch shape, dtype, penalty, intercept, n_jobs, l1_solver,
-#: advisor or its absence): describing the workload and finding the rule's plan cost ~35 µs,
-#: which a stream of small batches would pay at every start (the advisor memoizes its own
-#: answers too).
+#: The answers of start() per (workload, n_jobs, l1_solver, advisor): finding the candidates
+#: and the rule's plan cost ~35 µs, which a stream of small batches would pay at every start
+#: (the advisor memoizes its own answers too). A penalized workload's regime is read from each
+#: stream's first batch (the screen: one matrix-vector product on at most 2,048 rows).
 _ANSWERS: dict[tuple[Any, ...], Any] = {}
 _MAX_ANSWERS = 4096
 
 
-def _answer(est: Any, X: Any, advisor: Any) -> Any:
-    """The advice for a stream of ``est`` starting with ``X``, the session when there is no
-    advice to take (no native engine, no model), or — the advisor not loaded in this process —
+def _answer(est: Any, w: Workload, advisor: Any) -> Any:
+    """The advice for a stream of ``est`` whose first batch is ``w``, the session when there is
+    no advice to take (no native engine, no model), or — the advisor not loaded in this process —
     the question to ask it once the stream has shown it is long."""
-    w = workload(est, X)
     solver = est.l1_solver if w.penalized else "lamm"
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:

@@ -293,7 +293,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             self._start_trace(restart=True)
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
             rows = X.shape[0] if self.batch_size is None else int(self.batch_size)
-            self._start_session(X[:rows], -(-X.shape[0] // rows))
+            self._start_session(X[:rows], y[:rows], -(-X.shape[0] // rows))
             state, diagnostics = None, []
             for start in range(0, X.shape[0], rows):
                 batch = slice(start, start + rows)
@@ -325,7 +325,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             X, y, w = ((X, y, _checked_weight(sample_weight, X)) if plain
                        else self._validate_batch(X, y, sample_weight, reset=first))
             if first or self.__dict__.get("_session") is None:
-                self._start_session(X)
+                self._start_session(X, y)
             self._start_trace(restart=False)
             try:
                 state, record, backend = self._step(None if first else self._state, X, y, w,
@@ -703,9 +703,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         ``n_jobs`` decide."""
         return dispatch.plan_for(self, self.__dict__.get("_session"))
 
-    def _start_session(self, X: Any, batches: int | None = None) -> None:
-        """Decide this stream's plan from its first batch ``X`` (``plan_``)."""
-        self._session = dispatch.start(self, X, batches)
+    def _start_session(self, X: Any, y: Any, batches: int | None = None) -> None:
+        """Decide this stream's plan from its first batch ``X``, ``y`` (``plan_``)."""
+        self._session = dispatch.start(self, X, batches, y)
 
     def _observe(self, X: Any, seconds: float, backend: str) -> None:
         """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
@@ -714,8 +714,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             plan = self._plan() or Plan(backend, **({"threads": self._threads(),
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
-            _online.record_batch(dispatch.workload(self, X), plan.resolved(), seconds,
-                                 self.profile_)
+            workload = dispatch.batch_workload(self, X, self.__dict__.get("_session"))
+            _online.record_batch(workload, plan.resolved(), seconds, self.profile_)
         self._session = dispatch.observe(self._session, int(X.shape[0]), seconds)
 
     @property

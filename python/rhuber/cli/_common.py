@@ -64,6 +64,13 @@ def add_engine_options(parser: argparse.ArgumentParser, batch_size: int) -> None
     )
 
 
+def add_lambda_scale(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lambda-scale", type=float, default=None, metavar="C",
+        help="the paper's L1 schedule λ_b = C · τ_b · √(log(max(p, 2)) / N_b) instead of --alpha",
+    )
+
+
 def add_penalty_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alpha", type=float, default=0.0, help="L1 strength per unit of weight (default 0)"

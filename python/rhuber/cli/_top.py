@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dispatch
 from ..engines.plans import Plan, parse_plan
 from ..engines.workload import Workload
 from ..tuner import advisor as advising
@@ -138,15 +139,17 @@ def running_plan(estimator: Any, l1_solver: str = "lamm") -> Any:
     return Plan(backend)
 
 
-def workload_of(X: Any, *, alpha: float, fit_intercept: bool) -> Any:
-    """The tuner's Workload of a batch ``X`` (rows per batch, features, dtype, penalty,
-    intercept)."""
+def workload_of(X: Any, estimator: Any) -> Any:
+    """The tuner's Workload of a batch ``X`` of ``estimator``'s stream (rows per batch,
+    features, dtype, intercept, and the penalty of ``alpha`` or the ``lambda_scale`` schedule,
+    as auto's dispatch sees it)."""
 
     dtype = getattr(X, "dtype", None)
     name = np.dtype(dtype).name if dtype is not None else "float64"
     return Workload(rows=int(X.shape[0]), features=int(X.shape[1]),
                     dtype=name if name in ("float32", "float64") else "float64",
-                    penalized=alpha > 0, intercept=bool(fit_intercept))
+                    penalized=dispatch.penalized(estimator),
+                    intercept=bool(estimator.fit_intercept))
 
 
 def recommendations(workload: Any, running: Any) -> Any:

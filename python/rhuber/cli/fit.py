@@ -16,6 +16,7 @@ from ..io import DEFAULT_BATCH_SIZE, DataFileError, read_batches
 from ._common import (
     add_column_options,
     add_engine_options,
+    add_lambda_scale,
     add_penalty_options,
     check_directory,
     labelled,
@@ -51,10 +52,7 @@ def add_fit(commands: Any) -> None:
         help="Huber threshold in robust scales (default 1.345, 95%% Gaussian efficiency)",
     )
     parser.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
-    parser.add_argument(
-        "--lambda-scale", type=float, default=None, metavar="C",
-        help="the paper's L1 schedule λ_b = C · τ_b · √(log(max(p, 2)) / N_b) instead of --alpha",
-    )
+    add_lambda_scale(parser)
     parser.add_argument(
         "--curvature", choices=CURVATURES, default="indicator",
         help="curvature of the information update (default indicator; smoothed: the paper's c_h)",

@@ -17,6 +17,7 @@ from ..estimator import RenewableHuberRegressor
 from ..profiling import profile
 from . import _top
 from ._common import (
+    add_lambda_scale,
     add_stream_source,
     open_source,
     positive_int,
@@ -38,6 +39,7 @@ def add_top(commands: Any) -> None:
         ),
     )
     add_stream_source(parser)
+    add_lambda_scale(parser)
     parser.add_argument(
         "--duration", type=float, default=None, metavar="S", help="stop after S seconds"
     )
@@ -58,7 +60,7 @@ def _run_top(args: argparse.Namespace) -> int:
     peaks = _top.measure_peaks()
     estimator = RenewableHuberRegressor(
         batch_size=args.batch_size, backend=args.backend, alpha=args.alpha,
-        l1_solver=args.l1_solver,
+        lambda_scale=args.lambda_scale, l1_solver=args.l1_solver,
     )
     description, batches, _ = open_source(args)
     state = _top.TopState(source=description)
@@ -72,8 +74,7 @@ def _run_top(args: argparse.Namespace) -> int:
         """The tuner's panel: computed at the first batch, again when the plan running
         changes (auto's advisor reverting to the default)."""
         if tuner["workload"] is None:
-            tuner["workload"] = _top.workload_of(X, alpha=args.alpha,
-                                                 fit_intercept=estimator.fit_intercept)
+            tuner["workload"] = _top.workload_of(X, estimator)
         running = _top.running_plan(estimator, args.l1_solver)
         if tuner["panel"] is None or running != tuner["running"]:
             tuner["running"] = running

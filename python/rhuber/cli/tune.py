@@ -66,6 +66,11 @@ def add_tune(commands: Any) -> None:
                          help="a grid's rows-per-batch axis (default: the designed subset)")
     collect.add_argument("--features", type=_int_list, default=None, metavar="P,P,...",
                          help="a grid's features axis (default 2,8,32,128,512 with --rows)")
+    collect.add_argument("--points", type=_point_list, default=None, metavar="NxP,...",
+                         help="designed points instead of collect.DESIGN_POINTS, e.g. "
+                              "4096x16,32768x90 (each in both dtypes and every penalty regime)")
+    collect.add_argument("--penalized-only", action="store_true",
+                         help="only the penalized workloads (both L1 regimes) of the design")
     collect.add_argument("--simulate-cores", type=int, default=None, metavar="N",
                          help="simulate a smaller machine: restrict this process to its first "
                               "N cores (a new hardware id, labelled simulated in the store)")
@@ -121,6 +126,18 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def _point_list(text: str) -> list[tuple[int, int]]:
+    try:
+        points = [tuple(int(v) for v in item.lower().split("x")) for item in text.split(",")
+                  if item.strip()]
+    except ValueError:
+        points = []
+    if not points or any(len(p) != 2 or min(p) < 1 for p in points):
+        raise argparse.ArgumentTypeError(f"expected comma-separated ROWSxFEATURES points of "
+                                         f"positive numbers, e.g. 4096x16, got {text!r}")
+    return points  # type: ignore[return-value]
+
+
 def _int_list(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -157,9 +174,14 @@ def _run_collect(args: argparse.Namespace) -> int:
     args.store.parent.mkdir(parents=True, exist_ok=True)
     max_bytes = None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20)
     if args.rows is None and args.features is None:
-        workloads = [w for w in collecting.design()
+        regimes = collecting.REGIMES[1:] if args.penalized_only else collecting.REGIMES
+        workloads = [w for w in collecting.design(args.points or collecting.DESIGN_POINTS,
+                                                  regimes)
                      if (max_bytes is None or w.rows * w.features * w.itemsize <= max_bytes)
                      and w.rows >= args.min_rows_per_coef * w.dim]
+    elif args.points is not None or args.penalized_only:
+        raise ValueError("--points and --penalized-only choose designed workloads; --rows and "
+                         "--features a grid: give one or the other")
     else:
         workloads = collecting.grid(
             args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,

@@ -33,8 +33,9 @@ def fit_parallel(est: RenewableHuberRegressor, X: Any, y: Any, sample_weight: An
     Parameters
     ----------
     est : RenewableHuberRegressor
-        With ``alpha=0``: L1-penalized streams do not combine (a ValueError says so). Updated
-        in place when every group has finished; on an error it is left as it was.
+        With ``alpha=0`` and no ``lambda_scale``: L1-penalized streams do not combine (a
+        ValueError says so). Updated in place when every group has finished; on an error it
+        is left as it was.
     X, y, sample_weight
         As in :func:`fit_stream`.
     n_groups : int, optional
@@ -57,6 +58,12 @@ def fit_parallel(est: RenewableHuberRegressor, X: Any, y: Any, sample_weight: An
             f"fit_parallel needs half_life=None, got half_life={est.half_life!r}: forgetting "
             "discounts the history in the stream's order, and a merge of independent streams "
             "has no order (docs/drift.md); stream it in order with fit_stream")
+    if (est.lambda_scale or 0) > 0:
+        raise ValueError(
+            f"fit_parallel needs lambda_scale=None, got lambda_scale={est.lambda_scale!r}: the "
+            "schedule L1-penalizes every batch, and the information-weighted combination is "
+            "defined for unpenalized streams only (docs/scale-out.md); stream L1-penalized fits "
+            "in order with fit_stream")
     if _is_fitted(est) and est.previous_lambda_ > 0:
         raise ValueError(
             f"fit_parallel combines with est's own state, and its last batch was L1-penalized "

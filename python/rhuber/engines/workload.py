@@ -12,7 +12,9 @@ LOCATIONS = ("host", "device")
 @dataclass(frozen=True)
 class Workload:
     """One batch update's shape: rows per batch, features, dtype, penalty, intercept, and where
-    the input lives (``"host"`` memory or already on the GPU, ``"device"``)."""
+    the input lives (``"host"`` memory or already on the GPU, ``"device"``). ``sparse``: the
+    penalty's regime, set when the first batch's screen expects it to zero most features
+    (:mod:`.regime`); only a penalized workload can be sparse."""
 
     rows: int
     features: int
@@ -20,6 +22,7 @@ class Workload:
     penalized: bool = False
     intercept: bool = True
     location: str = "host"
+    sparse: bool = False
 
     def __post_init__(self) -> None:
         if int(self.rows) < 1 or int(self.features) < 1:
@@ -29,6 +32,9 @@ class Workload:
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         if self.location not in LOCATIONS:
             raise ValueError(f"location must be one of {LOCATIONS}, got {self.location!r}")
+        if self.sparse and not self.penalized:
+            raise ValueError("a sparse workload must be penalized: sparse names the L1 "
+                             "penalty's regime")
         object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
 
     @property
@@ -42,17 +48,25 @@ class Workload:
 
     @property
     def id(self) -> str:
-        """A stable key, e.g. ``"n65536/p32/float64/l1=0/icpt=1/host"``."""
-        return (f"n{self.rows}/p{self.features}/{self.dtype}/l1={int(self.penalized)}/"
+        """A stable key, e.g. ``"n65536/p32/float64/l1=0/icpt=1/host"``; ``l1=2`` is the sparse
+        regime of a penalized workload."""
+        return (f"n{self.rows}/p{self.features}/{self.dtype}/l1={self.l1}/"
                 f"icpt={int(self.intercept)}/{self.location}")
+
+    @property
+    def l1(self) -> int:
+        """0 unpenalized, 1 penalized, 2 penalized in the sparse regime."""
+        return int(self.penalized) + int(self.sparse)
 
     @classmethod
     def from_id(cls, key: str) -> Workload:
         try:
             rows, features, dtype, l1, icpt, location = key.split("/")
+            if l1 not in ("l1=0", "l1=1", "l1=2"):
+                raise ValueError(f"unknown penalty segment {l1!r}")
             return cls(rows=int(rows.removeprefix("n")), features=int(features.removeprefix("p")),
-                       dtype=dtype, penalized=l1 == "l1=1", intercept=icpt == "icpt=1",
-                       location=location)
+                       dtype=dtype, penalized=l1 != "l1=0", intercept=icpt == "icpt=1",
+                       location=location, sparse=l1 == "l1=2")
         except ValueError as exc:
             raise ValueError(f"not a workload id: {key!r} ({exc}); expected e.g. "
                              "'n65536/p32/float64/l1=0/icpt=1/host'") from exc

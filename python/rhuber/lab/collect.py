@@ -26,6 +26,7 @@ import numpy as np
 from .._version import __version__
 from ..datasets import make_contaminated_stream
 from ..engines.plans import Plan, plans_for
+from ..engines.regime import start_gradient
 from ..engines.workload import Workload
 from ..errors import EngineNotAvailableError
 from ..estimator import RenewableHuberRegressor
@@ -43,6 +44,10 @@ from ..tuner.store import Measurement, Store
 #: The L1 strength of a penalized workload: large enough that LAMM / proximal Newton do real
 #: work, small enough that most coefficients stay non-zero on the synthetic streams.
 PENALTY_ALPHA = 0.01
+#: A sparse workload's L1 strength, as a share of the largest gradient at the start point of its
+#: first batch (engines.regime): the screen then keeps a few features, the solve ends with a
+#: few active, as on a stream with lambda_scale 3 and 256 features.
+SPARSE_SHARE = 0.7
 
 #: The default grid's axes: rows per batch 256 … 262,144 and features 2 … 512,
 #: log-spaced, both dtypes, penalty off and on.
@@ -54,8 +59,9 @@ GRID_FEATURES = (2, 8, 32, 128, 512)
 #: between its points), plus the RFC benchmark shapes' batches beyond the first corpus's 4 MiB:
 #: wide 4,096 × 256 (8 MiB in float64), reference 32,768 × 90 (22.5 MiB), streaming
 #: 65,536 × 32 (16 MiB) and wide-standard 16,384 × 256 (32 MiB). Each in both dtypes, penalty
-#: off and on: 104 workloads, measured in a seeded shuffled order, so a budget that runs out
-#: leaves a random sample of the design, not its largest batches.
+#: off, on, and on in the sparse regime (REGIMES): 156 workloads, measured in a seeded shuffled
+#: order, so a budget that runs out leaves a random sample of the design, not its largest
+#: batches.
 DESIGN_POINTS = (
     (256, 2), (256, 32), (362, 8), (512, 16), (724, 128), (1024, 4), (1024, 64), (1448, 16),
     (2048, 32), (2048, 256), (2896, 8), (4096, 2), (4096, 16), (4096, 128), (4096, 256),
@@ -64,10 +70,17 @@ DESIGN_POINTS = (
 )
 
 
-def design(points: Sequence[tuple[int, int]] = DESIGN_POINTS) -> list[Workload]:
-    """The designed subset: ``points`` × both dtypes × penalty off and on (host, intercept)."""
-    return [Workload(rows=n, features=p, dtype=dtype, penalized=penalized)
-            for n, p in points for dtype in ("float64", "float32") for penalized in (False, True)]
+#: The penalty's regimes a design measures, as (penalized, sparse).
+REGIMES = ((False, False), (True, False), (True, True))
+
+
+def design(points: Sequence[tuple[int, int]] = DESIGN_POINTS,
+           regimes: Sequence[tuple[bool, bool]] = REGIMES) -> list[Workload]:
+    """The designed subset: ``points`` × both dtypes × ``regimes`` (default: unpenalized,
+    penalized, penalized and sparse; host, intercept)."""
+    return [Workload(rows=n, features=p, dtype=dtype, penalized=penalized, sparse=sparse)
+            for n, p in points for dtype in ("float64", "float32")
+            for penalized, sparse in regimes]
 
 
 def grid(rows: Sequence[int] = GRID_ROWS, features: Sequence[int] = GRID_FEATURES, *,
@@ -111,13 +124,26 @@ def workload_batches(workload: Workload, batches: int, seed: int = 0) -> list[tu
     return [tuple(np.ascontiguousarray(a) for a in stream.batch(k)) for k in range(batches)]
 
 
-def _estimator(workload: Workload, plan: Plan) -> Any:
+def penalty_alpha(workload: Workload, batches: list[tuple[Any, Any]]) -> float:
+    """The alpha a workload is measured with: 0, :data:`PENALTY_ALPHA`, or for the sparse
+    regime :data:`SPARSE_SHARE` of the first batch's largest gradient at the start point."""
+    if not workload.penalized:
+        return 0.0
+    if not workload.sparse:
+        return PENALTY_ALPHA
+    X, y = batches[0]
+    g, _ = start_gradient(X, y, tau=None, epsilon=RenewableHuberRegressor().epsilon,
+                          fit_intercept=workload.intercept)
+    return SPARSE_SHARE * float(g.max())
+
+
+def _estimator(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> Any:
     return RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
-                                   alpha=PENALTY_ALPHA if workload.penalized else 0.0)
+                                   alpha=penalty_alpha(workload, batches))
 
 
 def _timed_run(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> float:
-    model = _estimator(workload, plan)
+    model = _estimator(workload, plan, batches)
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -140,7 +166,7 @@ def brick_fractions(workload: Workload, plan: Plan, batches: list[tuple[Any, Any
         prof = profile(trace_capacity=0)
     except EngineNotAvailableError:
         return None, None
-    model = _estimator(workload, plan)
+    model = _estimator(workload, plan, batches)
     with prof:
         start = time.perf_counter_ns()
         for X, y in batches:

@@ -24,7 +24,7 @@ from ..engines.workload import Workload
 from .hardware import Hardware
 from .probes import roofline_bound
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The profiler's bricks (shared/spec/bricks-and-tuner.md), in feature order.
 BRICKS = ("validate", "stage", "residual", "huber", "score", "gram", "solve", "line_search",
@@ -77,6 +77,8 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("features_log", "log(p / 2) / log(512 / 2), clipped"),
     ("dtype_float32", "1 if float32 else 0"),
     ("penalized", "1 if the L1 penalty is on else 0"),
+    ("l1_sparse", "1 if the penalty is in the sparse regime (the first batch's screen keeps at "
+                  "most half the features) else 0"),
     ("intercept", "1 if an intercept is fitted else 0"),
     ("input_on_device", "1 if the input already lives on the GPU else 0"),
     # derived from the workload (and the measured limits)
@@ -198,6 +200,7 @@ class FeatureExtractor:
             "features_log": _log_unit(w.features, *FEATURES_RANGE),
             "dtype_float32": float(w.dtype == "float32"),
             "penalized": float(w.penalized),
+            "l1_sparse": float(w.sparse),
             "intercept": float(w.intercept),
             "input_on_device": float(w.location == "device"),
             "batch_bytes_log": _log_unit(batch_bytes, *_BYTES_RANGE),

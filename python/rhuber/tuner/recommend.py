@@ -309,8 +309,9 @@ def _seconds(s: float) -> str:
 
 
 def describe_workload(w: Workload) -> str:
-    return (f"{w.rows:,} rows × {w.features} features, {w.dtype}, "
-            f"{'L1 penalty' if w.penalized else 'no penalty'}, "
+    penalty = ("no penalty" if not w.penalized else
+               "L1 penalty, sparse regime" if w.sparse else "L1 penalty")
+    return (f"{w.rows:,} rows × {w.features} features, {w.dtype}, {penalty}, "
             f"{'intercept' if w.intercept else 'no intercept'}"
             f"{', input on the GPU' if w.location == 'device' else ''}")
 

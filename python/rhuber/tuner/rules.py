@@ -4,8 +4,10 @@
 A :class:`Rule` maps a workload and the machine's core count to one plan of native_cpu:
 
 - **L1 solver** (penalized workloads): ``prox_newton`` while the X batch is at most
-  ``prox_newton_max_bytes`` (None: always), else ``lamm``. Proximal Newton takes fewer, dearer
-  iterations (a d × d solve each); on wide batches LAMM's cheap passes win.
+  ``prox_newton_max_bytes`` (None: always), else ``lamm``; in the sparse regime (the first
+  batch's screen keeps at most half the features: ``Workload.sparse``) the cut-over is
+  ``sparse_prox_newton_max_bytes``. Proximal Newton takes fewer, dearer iterations (a d × d
+  model each, over a working set of the active features); LAMM's passes are cheap.
 - **threads**: one thread while the batch has fewer than ``one_thread_below`` elements
   (rows × coefficients), else all cores: a fresh engine's worker threads are not earned back on
   a small batch.
@@ -78,6 +80,7 @@ class Rule:
     gram: str = "incremental"
     chunk_kib: int = 256
     model_regions: tuple[str, ...] = ()
+    sparse_prox_newton_max_bytes: int | None = 4 << 20
 
     def plan(self, workload: Workload, cores: int, *, threads: int | None = None,
              l1_solver: str | None = None) -> Plan:
@@ -85,19 +88,24 @@ class Rule:
         override what the user fixed."""
         batch_bytes = workload.rows * workload.features * workload.itemsize
         if l1_solver is None:
+            cut = (self.sparse_prox_newton_max_bytes if workload.sparse
+                   else self.prox_newton_max_bytes)
             l1_solver = ("prox_newton" if workload.penalized and (
-                self.prox_newton_max_bytes is None or batch_bytes <= self.prox_newton_max_bytes)
-                else "lamm")
+                cut is None or batch_bytes <= cut) else "lamm")
         if threads is None:
             threads = 1 if workload.rows * workload.dim < self.one_thread_below else cores
         return Plan("native_cpu", threads=max(1, min(threads, cores)), gram=self.gram,
                     chunk_kib=self.chunk_kib, l1_solver=l1_solver)
 
     def describe(self) -> str:
-        solver = ("prox_newton" if self.prox_newton_max_bytes is None else
-                  f"prox_newton up to {self.prox_newton_max_bytes / 2**20:g} MiB batches, "
-                  "lamm above")
-        return (f"L1: {solver}; 1 thread below {self.one_thread_below:,} elements a batch, "
+        def solver(cut: int | None) -> str:
+            return ("prox_newton" if cut is None else "lamm" if cut == 0 else
+                    f"prox_newton up to {cut / 2**20:g} MiB batches, lamm above")
+
+        dense, sparse = solver(self.prox_newton_max_bytes), solver(
+            self.sparse_prox_newton_max_bytes)
+        l1 = dense if dense == sparse else f"{dense} (sparse regime: {sparse})"
+        return (f"L1: {l1}; 1 thread below {self.one_thread_below:,} elements a batch, "
                 f"else all cores; gram={self.gram}; chunk={self.chunk_kib}k")
 
     def as_dict(self) -> dict[str, Any]:
@@ -110,6 +118,9 @@ class Rule:
         if unknown:
             raise ValueError(f"unknown rule fields {sorted(unknown)}")
         values = dict(data)
+        # A rule written before the sparse regime had one cut-over for both regimes.
+        values.setdefault("sparse_prox_newton_max_bytes",
+                          values.get("prox_newton_max_bytes", cls.prox_newton_max_bytes))
         if "model_regions" in values:
             values["model_regions"] = tuple(values["model_regions"])
         return cls(**values)
@@ -117,22 +128,26 @@ class Rule:
 
 #: The search's result on the shipped store, with the regions where the model beat it (the
 #: shipped rule.json, which rhuber tune train rewrites; this applies when no file can be read).
-DEFAULT_RULE = Rule(prox_newton_max_bytes=None, one_thread_below=1 << 16, gram="incremental",
-                    chunk_kib=64, model_regions=("l1=0/size=0", "l1=0/size=1", "l1=1/size=0",
-                                                 "l1=1/size=1"))
+DEFAULT_RULE = Rule(prox_newton_max_bytes=None, one_thread_below=1 << 17, gram="incremental",
+                    chunk_kib=256, model_regions=("l1=0/size=0", "l1=0/size=1", "l1=1/size=0",
+                                                  "l1=1/size=2"),
+                    sparse_prox_newton_max_bytes=None)
 
 
 def family() -> list[Rule]:
-    """The rules :func:`search` compares: L1 cut-over × thread cut-over × Gram × chunk."""
+    """The rules :func:`search` compares: L1 cut-over × the sparse regime's (coarser) × thread
+    cut-over × Gram × chunk."""
     cuts = (None, *(m << 20 for m in (1, 2, 4, 8, 16)), 0)  # 0: lamm always
+    sparse_cuts = (None, 4 << 20, 0)
     threads = (0, *(1 << k for k in range(10, 23)), 1 << 40)  # 1 << 40: one thread always
-    return [Rule(c, t, g, k) for c in cuts for t in threads
-            for g in ("incremental", "full") for k in (64, 256, 1024)]
+    return [Rule(c, t, g, k, sparse_prox_newton_max_bytes=s) for c in cuts for s in sparse_cuts
+            for t in threads for g in ("incremental", "full") for k in (64, 256, 1024)]
 
 
 def _complexity(rule: Rule) -> tuple[int, ...]:
-    return (rule.prox_newton_max_bytes is not None, rule.gram != "incremental",
-            rule.chunk_kib != 256)
+    return (rule.prox_newton_max_bytes is not None,
+            rule.sparse_prox_newton_max_bytes != rule.prox_newton_max_bytes,
+            rule.gram != "incremental", rule.chunk_kib != 256)
 
 
 def times_by_workload(measurements: Iterable[Measurement]

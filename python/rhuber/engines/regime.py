@@ -1,0 +1,77 @@
+"""The L1 penalty's regime of a stream, read from its first batch: how many features the penalty
+is expected to keep (docs/tuner.md, "The penalty's regime").
+
+At the start point (β = 0, the intercept at the median of y) the gradient of the smooth part in
+feature j is g_j = |x_jᵀψ_τ(r₀)| / N, r₀ = y − median(y). The strong-rule screen keeps feature j
+while g_j > λ: the share of features kept estimates the active fraction of the first solve. λ is
+the batch's: ``alpha``, or the schedule's λ = lambda_scale · τ · √(log max(p, 2) / N) with the τ
+the update would start from (``tau``, else ``epsilon`` times the MAD scale of r₀).
+
+The screen reads at most :data:`SCREEN_ROWS` rows of the first batch, once per stream: one
+matrix-vector product, against the solve's passes over every row of every batch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..core.types import MAD_K, log_features
+
+#: The first batch's rows the screen reads at most (its gradient is a mean over them).
+SCREEN_ROWS = 2048
+#: A stream is in the sparse regime when the screen keeps at most this share of the features.
+SPARSE_ACTIVE_SHARE = 0.5
+
+
+def start_gradient(X: Any, y: Any, *, tau: float | None, epsilon: float,
+                   fit_intercept: bool) -> tuple[np.ndarray, float]:
+    """g (one entry a feature, in float64) at the start point over the screen's rows, and the τ
+    it used; τ is 0 where the scale of r₀ is 0 (g is then 0 too)."""
+    Xs = np.asarray(X[:SCREEN_ROWS], dtype=np.float64)
+    ys = np.asarray(y[:SCREEN_ROWS], dtype=np.float64).ravel()
+    r0 = ys - _median(ys) if fit_intercept else ys
+    if tau is None:
+        center = 0.0 if fit_intercept else _median(r0)  # r0 is centred at its median already
+        tau = epsilon * MAD_K * _median(np.abs(r0 - center))
+    if not (math.isfinite(tau) and tau > 0):
+        return np.zeros(Xs.shape[1]), 0.0
+    psi = np.clip(r0, -tau, tau)
+    return np.abs(Xs.T @ psi) / max(1, len(ys)), float(tau)
+
+
+def _median(v: np.ndarray) -> float:
+    """The median of a non-empty vector by one partition (np.median's dispatch costs more than
+    the partition on the screen's few rows)."""
+    k = len(v) // 2
+    part = np.partition(v, (k - 1, k) if len(v) % 2 == 0 else k)
+    return float(part[k] if len(v) % 2 else 0.5 * (part[k - 1] + part[k]))
+
+
+def batch_lambda(alpha: float, lambda_scale: float | None, tau: float, rows: int,
+                 features: int) -> float:
+    """The first batch's λ: ``alpha``, or the schedule's (weights of 1: N_b = rows)."""
+    if lambda_scale is None:
+        return float(alpha)
+    return float(lambda_scale) * tau * math.sqrt(log_features(features) / max(1, rows))
+
+
+def active_share(X: Any, y: Any, *, alpha: float, lambda_scale: float | None,
+                 tau: float | None, epsilon: float, fit_intercept: bool) -> float:
+    """The share of features the strong-rule screen keeps on the first batch ``X``, ``y``
+    (module docstring); 1 where the screen cannot tell (no rows, a zero scale, input on a
+    device: the screen reads host memory only)."""
+    if not (isinstance(X, np.ndarray) and isinstance(y, np.ndarray)) or 0 in X.shape:
+        return 1.0
+    g, used_tau = start_gradient(X, y, tau=tau, epsilon=epsilon, fit_intercept=fit_intercept)
+    if used_tau == 0.0:
+        return 1.0
+    lam = batch_lambda(alpha, lambda_scale, used_tau, int(X.shape[0]), int(X.shape[1]))
+    return float(np.mean(g > lam))
+
+
+def is_sparse(share: float) -> bool:
+    """Whether a screen's kept share puts the stream in the sparse regime."""
+    return share <= SPARSE_ACTIVE_SHARE

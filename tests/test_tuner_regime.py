@@ -1,0 +1,196 @@
+"""The L1 penalty's regime: the first batch's screen (engines.regime), the workload that carries
+it, the rule that reads it, and the collector that measures it (docs/tuner.md, "The penalty's
+regime")."""
+
+import numpy as np
+import pytest
+
+from helpers import NATIVE_CPU, require_module
+from rhuber import RenewableHuberRegressor, dispatch
+from rhuber.datasets import make_contaminated_stream
+from rhuber.engines import regime
+from rhuber.engines.plans import Plan
+from rhuber.engines.workload import Workload
+from rhuber.lab import collect
+from rhuber.tuner import advisor as adv
+from rhuber.tuner import rules
+from rhuber.tuner.features import FeatureExtractor
+from rhuber.tuner.store import Measurement
+
+
+def wide_batch(dtype="float64"):
+    return make_contaminated_stream(4096, 256, batch_size=4096, seed=0, dtype=dtype).batch(0)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_screen_tells_a_sparse_schedule_from_a_dense_one(dtype):
+    X, y = wide_batch(dtype)
+    share = {c: regime.active_share(X, y, alpha=0.0, lambda_scale=c, tau=None, epsilon=1.345,
+                                    fit_intercept=True) for c in (0.5, 3.0)}
+    assert share[0.5] > 0.5 >= share[3.0]
+    # and the solve agrees: lambda_scale 3 leaves few coefficients, 0.5 nearly all
+    for c, expect_sparse in ((0.5, False), (3.0, True)):
+        est = RenewableHuberRegressor(backend="numpy", lambda_scale=c).partial_fit(X, y)
+        assert (np.mean(est.coef_ != 0) <= 0.5) == expect_sparse
+        assert dispatch.workload(est, X, y).sparse == expect_sparse
+
+
+def test_the_workload_is_sparse_only_when_penalized_and_read_from_data():
+    X, y = wide_batch()
+    assert not dispatch.workload(RenewableHuberRegressor(), X, y).sparse
+    assert not dispatch.workload(RenewableHuberRegressor(lambda_scale=3.0), X).sparse  # no y
+    assert dispatch.workload(RenewableHuberRegressor(alpha=10.0), X, y).sparse  # all zeroed
+    w = Workload(4096, 256, penalized=True, sparse=True)
+    assert w.id == "n4096/p256/float64/l1=2/icpt=1/host" and Workload.from_id(w.id) == w
+    assert not Workload.from_id("n4096/p256/float64/l1=1/icpt=1/host").sparse
+    with pytest.raises(ValueError, match="sparse workload must be penalized"):
+        Workload(10, 2, sparse=True)
+    with pytest.raises(ValueError, match="not a workload id"):
+        Workload.from_id("n4096/p256/float64/l1=3/icpt=1/host")
+
+
+def test_the_screen_cannot_tell_without_a_scale_or_rows():
+    X = np.ones((50, 3))
+    assert regime.active_share(X, np.zeros(50), alpha=0.1, lambda_scale=None, tau=None,
+                               epsilon=1.345, fit_intercept=True) == 1.0
+    assert regime.active_share(X[:0], np.zeros(0), alpha=0.1, lambda_scale=None, tau=None,
+                               epsilon=1.345, fit_intercept=True) == 1.0
+
+
+def test_the_features_see_the_regime():
+    from test_tuner_features import CPU
+
+    plan = Plan("native_cpu", threads=1, l1_solver="prox_newton")
+    f = FeatureExtractor()
+    dense = f.extract_dict(Workload(4096, 256, penalized=True), plan, CPU)
+    sparse = f.extract_dict(Workload(4096, 256, penalized=True, sparse=True), plan, CPU)
+    assert (dense["l1_sparse"], sparse["l1_sparse"]) == (0.0, 1.0)
+    assert {k for k in dense if dense[k] != sparse[k]} == {"l1_sparse"}
+
+
+DENSE = Workload(4096, 256, penalized=True)
+SPARSE = Workload(4096, 256, penalized=True, sparse=True)
+
+
+def test_the_rule_reads_the_regime():
+    rule = rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0)
+    assert rule.plan(DENSE, 2).l1_solver == "prox_newton"
+    assert rule.plan(SPARSE, 2).l1_solver == "lamm"
+    assert "sparse regime: lamm" in rule.describe()
+    # a rule file written before the regime existed keeps one cut-over for both
+    old = rules.Rule.from_dict({"prox_newton_max_bytes": None, "one_thread_below": 1 << 16,
+                                "gram": "incremental", "chunk_kib": 64})
+    assert old.plan(SPARSE, 2).l1_solver == old.plan(DENSE, 2).l1_solver == "prox_newton"
+
+
+def _measurements(seconds):
+    """One machine's measurements: {(workload, l1_solver): seconds} on every other knob fixed
+    as the family varies them (threads, gram, chunk), so every rule has its plan measured."""
+    out = []
+    for (w, solver), s in seconds.items():
+        for threads in (1, 2):
+            for gram in ("incremental", "full"):
+                for chunk in (64, 256, 1024):
+                    plan = Plan("native_cpu", threads=threads, gram=gram, chunk_kib=chunk,
+                                l1_solver=solver)
+                    out.append(Measurement("hw", w.id, plan.id, "ok", rows_per_run=w.rows,
+                                           median_s=s, rows_per_s=w.rows / s))
+    return out
+
+
+def test_the_search_picks_per_regime_where_the_winners_differ():
+    """Measured winners differ by regime (prox_newton dense, lamm sparse, at one batch size):
+    the searched rule follows them; where prox_newton wins both, it says prox_newton for
+    both."""
+    differ = _measurements({(DENSE, "prox_newton"): 1.0, (DENSE, "lamm"): 2.0,
+                            (SPARSE, "prox_newton"): 2.0, (SPARSE, "lamm"): 1.0})
+    rule, score = rules.search(differ, {"hw": 2})
+    assert score == pytest.approx(1.0)
+    assert rule.plan(DENSE, 2).l1_solver == "prox_newton"
+    assert rule.plan(SPARSE, 2).l1_solver == "lamm"
+    same = _measurements({(DENSE, "prox_newton"): 1.0, (DENSE, "lamm"): 2.0,
+                          (SPARSE, "prox_newton"): 1.0, (SPARSE, "lamm"): 10.0})
+    rule, _ = rules.search(same, {"hw": 2})
+    assert rule.plan(DENSE, 2).l1_solver == rule.plan(SPARSE, 2).l1_solver == "prox_newton"
+
+
+class _Recorder:
+    """An advisor that records the workloads it is asked about and returns the default."""
+
+    rule = rules.DEFAULT_RULE
+
+    def __init__(self):
+        self.seen, self.candidates = [], []
+
+    def advise(self, workload, *, candidates, default):
+        self.seen.append(workload)
+        self.candidates.append(candidates)
+        return adv.Advice(workload, default, default, adv.CHOSEN, "test", 1e6, 5e5,
+                          model_id="recorder")
+
+
+def test_auto_asks_about_the_streams_regime(monkeypatch):
+    require_module(*NATIVE_CPU)
+    recorder = _Recorder()
+    monkeypatch.setattr(adv, "shared", lambda: recorder)
+    dispatch._ANSWERS.clear()
+    X, y = wide_batch()
+    for c in (0.5, 3.0):
+        RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)
+    RenewableHuberRegressor(lambda_scale=3.0, batch_size=4096).fit(np.vstack([X, X]),
+                                                                  np.concatenate([y, y]))
+    dispatch._ANSWERS.clear()
+    assert [w.sparse for w in recorder.seen] == [False, True]  # fit's is the memo's answer
+    assert recorder.seen[1].id == "n4096/p256/float64/l1=2/icpt=1/host"
+
+
+def test_later_batches_keep_the_streams_regime(monkeypatch):
+    """Online learning records each batch's workload: a sparse stream's later batches (no
+    screen: the targets are not read again) stay sparse."""
+    require_module(*NATIVE_CPU)
+    monkeypatch.setattr(adv, "shared", _Recorder)
+    dispatch._ANSWERS.clear()
+    X, y = wide_batch()
+    sparse = RenewableHuberRegressor(lambda_scale=3.0).partial_fit(X, y)
+    dense = RenewableHuberRegressor(lambda_scale=0.5).partial_fit(X, y)
+    dispatch._ANSWERS.clear()
+    assert dispatch.batch_workload(sparse, X[:100], sparse._session).sparse
+    assert not dispatch.batch_workload(dense, X[:100], dense._session).sparse
+    assert not dispatch.batch_workload(sparse, X[:100], None).sparse
+
+
+def test_a_user_set_l1_solver_is_obeyed_in_the_sparse_regime(monkeypatch):
+    require_module(*NATIVE_CPU)
+    recorder = _Recorder()
+    monkeypatch.setattr(adv, "shared", lambda: recorder)
+    dispatch._ANSWERS.clear()
+    X, y = wide_batch()
+    est = RenewableHuberRegressor(lambda_scale=3.0, l1_solver="prox_newton").partial_fit(X, y)
+    dispatch._ANSWERS.clear()
+    assert recorder.seen[0].sparse
+    assert {p.l1_solver for p in recorder.candidates[0] if p.backend == "native_cpu"} == {
+        "prox_newton"}
+    assert est._plan().l1_solver == "prox_newton"
+    assert est.diagnostics_[-1]["solver"] == "prox_newton"
+
+
+@pytest.mark.parametrize("point", [(4096, 16), (32768, 90), (4096, 256), (65536, 32), (256, 2)])
+def test_the_collectors_sparse_workloads_are_sparse_by_the_screen(point):
+    n, p = point
+    w = Workload(n, p, penalized=True, sparse=True)
+    batches = collect.workload_batches(w, 1)
+    alpha = collect.penalty_alpha(w, batches)
+    X, y = batches[0]
+    assert regime.is_sparse(regime.active_share(X, y, alpha=alpha, lambda_scale=None, tau=None,
+                                                epsilon=1.345, fit_intercept=True))
+    dense = Workload(n, p, penalized=True)
+    assert collect.penalty_alpha(dense, batches) == collect.PENALTY_ALPHA
+    assert not regime.is_sparse(regime.active_share(
+        X, y, alpha=collect.PENALTY_ALPHA, lambda_scale=None, tau=None, epsilon=1.345,
+        fit_intercept=True))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 6, 2047, 2048])
+def test_the_screens_median_is_numpys(n):
+    v = np.random.default_rng(n).normal(size=n)
+    assert regime._median(v) == np.median(v)
