@@ -129,10 +129,18 @@ class _Recorder:
                           model_id="recorder")
 
 
-def test_auto_asks_about_the_streams_regime(monkeypatch):
+def test_auto_plans_for_the_streams_regime(monkeypatch):
+    """The workload auto plans for (its memo's key, the rule's or the advisor's question) carries
+    the regime of the stream's first batch."""
     require_module(*NATIVE_CPU)
-    recorder = _Recorder()
-    monkeypatch.setattr(adv, "shared", lambda: recorder)
+    seen = []
+    answer = dispatch._answer
+
+    def recording(est, w, advisor):
+        seen.append(w)
+        return answer(est, w, advisor)
+
+    monkeypatch.setattr(dispatch, "_answer", recording)
     dispatch._ANSWERS.clear()
     X, y = wide_batch()
     for c in (0.5, 3.0):
@@ -140,8 +148,8 @@ def test_auto_asks_about_the_streams_regime(monkeypatch):
     RenewableHuberRegressor(lambda_scale=3.0, batch_size=4096).fit(np.vstack([X, X]),
                                                                   np.concatenate([y, y]))
     dispatch._ANSWERS.clear()
-    assert [w.sparse for w in recorder.seen] == [False, True]  # fit's is the memo's answer
-    assert recorder.seen[1].id == "n4096/p256/float64/l1=2/icpt=1/host"
+    assert [w.sparse for w in seen] == [False, True]  # fit's is the memo's answer
+    assert seen[1].id == "n4096/p256/float64/l1=2/icpt=1/host"
 
 
 def test_later_batches_keep_the_streams_regime(monkeypatch):
@@ -161,15 +169,22 @@ def test_later_batches_keep_the_streams_regime(monkeypatch):
 
 def test_a_user_set_l1_solver_is_obeyed_in_the_sparse_regime(monkeypatch):
     require_module(*NATIVE_CPU)
-    recorder = _Recorder()
-    monkeypatch.setattr(adv, "shared", lambda: recorder)
+    seen, candidates = [], []
+    plans = dispatch.auto_plans
+
+    def recording(w, *args, **kwargs):
+        seen.append(w)
+        found = plans(w, *args, **kwargs)
+        candidates.append(found[0])
+        return found
+
+    monkeypatch.setattr(dispatch, "auto_plans", recording)
     dispatch._ANSWERS.clear()
     X, y = wide_batch()
     est = RenewableHuberRegressor(lambda_scale=3.0, l1_solver="prox_newton").partial_fit(X, y)
     dispatch._ANSWERS.clear()
-    assert recorder.seen[0].sparse
-    assert {p.l1_solver for p in recorder.candidates[0] if p.backend == "native_cpu"} == {
-        "prox_newton"}
+    assert seen[0].sparse
+    assert {p.l1_solver for p in candidates[0] if p.backend == "native_cpu"} == {"prox_newton"}
     assert est._plan().l1_solver == "prox_newton"
     assert est.diagnostics_[-1]["solver"] == "prox_newton"
 

@@ -137,12 +137,19 @@ def workload(est: Any, X: Any, y: Any = None) -> Workload:
 
 def batch_workload(est: Any, X: Any, session: _advisor.Session | None) -> Workload:
     """The workload of a later batch ``X`` of a stream: its shape, and the regime the stream's
-    first batch was screened to (the session's advice; dense without one)."""
+    first batch was screened to (dense without a session)."""
     w = workload(est, X)
-    advice = None if session is None else session.advice
-    if w.penalized and advice is not None and advice.workload.sparse:
+    if w.penalized and session is not None and _planned_sparse(session):
         return dataclasses.replace(w, sparse=True)
     return w
+
+
+def _planned_sparse(session: _advisor.Session) -> bool:
+    """Whether the first batch a session was planned for was sparse: the advice's workload, or
+    that of the question it keeps for the advisor (not loaded yet)."""
+    if session.advice is not None:
+        return session.advice.workload.sparse
+    return session.waiting is not None and session.waiting[0].sparse
 
 
 def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> _advisor.Session:
