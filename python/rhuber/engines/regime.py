@@ -39,7 +39,10 @@ def start_gradient(X: Any, y: Any, *, tau: float | None, epsilon: float,
     if not (math.isfinite(tau) and tau > 0):
         return np.zeros(Xs.shape[1]), 0.0
     psi = np.clip(r0, -tau, tau)
-    return np.abs(Xs.T @ psi) / max(1, len(ys)), float(tau)
+    # einsum, not Xs.T @ psi: NumPy's OpenBLAS would run the product on its own threads, which
+    # then spin beside the engine's (measured: a 4-batch wide stream 1.7x slower under auto).
+    score = np.einsum("ij,i->j", Xs, psi)
+    return np.abs(score) / max(1, len(ys)), float(tau)
 
 
 def _median(v: np.ndarray) -> float:
