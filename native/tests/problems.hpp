@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <rh/config.hpp>
+#include <rh/cpu/engine.hpp>
 #include <rh/huber.hpp>
 #include <rh/state.hpp>
 #include <rh/views.hpp>
@@ -27,6 +28,13 @@ struct Batch {
   std::span<const T> response() const { return y; }
   std::span<const T> weights() const { return w; }
 };
+
+// One batch through the CPU engine's update.
+template <class T>
+std::pair<State<T>, Diagnostics> update(cpu::Engine& engine, const State<T>& s,
+                                        const Batch<T>& batch, const Config& config) {
+  return engine.update(s, batch.design(), batch.response(), batch.weights(), config);
+}
 
 // y = x^T slopes + 1 + noise; a share of responses shifted by +/- 20.
 template <class T>

@@ -16,12 +16,7 @@ namespace {
 
 using rh::test::Batch;
 using rh::test::contaminated_batch;
-
-template <class T>
-std::pair<rh::State<T>, rh::Diagnostics> update(rh::cpu::Engine& engine, const rh::State<T>& s,
-                                                const Batch<T>& batch, const rh::Config& config) {
-  return engine.update(s, batch.design(), batch.response(), batch.weights(), config);
-}
+using rh::test::update;
 
 double q_of(std::size_t features) {
   return std::log(static_cast<double>(std::max<std::size_t>(features, 2)));

@@ -19,12 +19,7 @@ namespace {
 
 using rh::test::Batch;
 using rh::test::contaminated_batch;
-
-template <class T>
-std::pair<rh::State<T>, rh::Diagnostics> update(rh::cpu::Engine& engine, const rh::State<T>& s,
-                                                const Batch<T>& batch, const rh::Config& config) {
-  return engine.update(s.view(), batch.design(), batch.response(), batch.weights(), config);
-}
+using rh::test::update;
 
 // Gauss-Jordan inverse of a small well-conditioned matrix, float64 (row-major).
 std::vector<double> inverse(std::vector<double> a, std::size_t d) {

@@ -13,12 +13,7 @@ namespace {
 
 using rh::test::Batch;
 using rh::test::contaminated_batch;
-
-template <class T>
-std::pair<rh::State<T>, rh::Diagnostics> update(rh::cpu::Engine& engine, const rh::State<T>& s,
-                                                const Batch<T>& batch, const rh::Config& config) {
-  return engine.update(s, batch.design(), batch.response(), batch.weights(), config);
-}
+using rh::test::update;
 
 void expect_close(const std::vector<double>& a, const std::vector<double>& b, double rtol) {
   ASSERT_EQ(a.size(), b.size());

@@ -16,11 +16,12 @@ namespace {
 
 using rh::test::Batch;
 using rh::test::contaminated_batch;
+using rh::test::update;
 
 template <class T>
 std::pair<rh::State<T>, rh::Diagnostics> update(rh::cpu::Engine& engine, const rh::State<T>& s,
                                                 const Batch<T>& batch, const rh::Config& config,
-                                                rh::TraceSink* trace = nullptr) {
+                                                rh::TraceSink* trace) {
   return engine.update(s, batch.design(), batch.response(), batch.weights(), config, trace);
 }
 
