@@ -21,7 +21,7 @@ from .problem import BatchProblem
 from .solvers import newton_step, qr_step, solve
 from .types import Config, Diagnostics, State
 from .validation import validate_batch
-from .xp import namespace
+from .xp import namespace, to_host
 
 
 def _pilot_scale(y: Any, w: Any) -> float:
@@ -170,8 +170,14 @@ def _update(
     t0 = _prof.now() if p is not None else 0
     factor = {}
     if problem.qr:
-        R, z = sqrt_info.absorb(problem.R, problem.z,
-                                sqrt_info.model_rows(problem.Xt, y, w, r, tau, c))
+        rows = sqrt_info.model_rows(problem.Xt, y, w, r, tau, c)
+        if lam > 0:
+            # The history must not pull at β_b, as J̃'s quadratic does not (method.md): the L1
+            # term's share of the gradient there is the historical subgradient W λ̃ s̃ the next
+            # batch adds. Unpenalized, the gradient left is the solve's tolerance: kept, as z̃ is.
+            smooth = problem.gradient(beta, r, tau) + problem.history_pull
+            rows = rows._replace(linear=rows.linear + np.asarray(to_host(smooth)))
+        R, z = sqrt_info.absorb(problem.R, problem.z, rows)
         information = sqrt_info.information_from_factor(R)
         factor = {"information_factor": R, "information_vector": z}
     else:
