@@ -573,7 +573,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def save_checkpoint(self, path: str | os.PathLike) -> None:
-        """Write a format-3 ``.npz`` checkpoint atomically (old file or new, never torn)."""
+        """Write a format-4 ``.npz`` checkpoint atomically (old file or new, never torn)."""
         write_checkpoint(path, self.state_dict())
 
     @classmethod
