@@ -85,6 +85,10 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
         if problem.qr:
             t0 = _prof.now() if p is not None else 0
             step, rung, rcond, factor = qr_step(problem, beta, r, tau)
+            if p is not None:  # the QR of the stacked rows stands for the Gram and the solve
+                n, d = problem.Xt.shape
+                p.record(_prof.GRAM, t0, n, (2 * n * d + 2 * d * d) * _prof.itemsize(r),
+                         2 * n * d * d)
             if record is not None:  # the stacked columns' squared norms: H's diagonal
                 record["hessian_diagonal"] = _trace.tensor_stats(factor.scales ** -2.0, np)
         else:
@@ -93,10 +97,11 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
             H, (step, rung, rcond) = newton_step(H, g, problem.ridge)
             if record is not None:
                 record["hessian_diagonal"] = _trace.hessian_diagonal_stats(H)
+            if p is not None:
+                d = H.shape[0]
+                p.record(_prof.SOLVE, t0, d * d, d * d * _prof.itemsize(H),
+                         d**3 // 3 + 2 * d * d)
         step = xp.asarray(step, dtype=problem.dtype)
-        if p is not None:
-            d = problem.Xt.shape[1]
-            p.record(_prof.SOLVE, t0, d * d, d * d * _prof.itemsize(H), d**3 // 3 + 2 * d * d)
         if record is not None:
             record.update(solver=rung, rcond=rcond, step_norm=_trace.norm2(step, xp),
                           step_scale=1.0)
