@@ -172,3 +172,20 @@ def test_a_contaminated_polynomial_fits_as_in_a_well_conditioned_basis():
     error = {f: np.max(np.abs(design @ stream(batches, f).coef - want)) / np.max(np.abs(want))
              for f in ("qr", "cholesky")}
     assert error["qr"] < 1e-11 < 1e-7 < error["cholesky"]
+
+
+def test_the_cli_fits_in_the_qr_mode(tmp_path, capsys, filip):
+    from rhuber.cli import main
+
+    X, y, _ = filip
+    data = tmp_path / "filip.csv"
+    header = ",".join([*(f"x{k}" for k in range(1, 11)), "y"])
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", header=header, comments="",
+               fmt="%.17g")
+    code = main(["fit", str(data), "--target", "y", "--batch-size", "20", "--backend", "numpy",
+                 "--epsilon", "1e9", "--factorization", "qr", "-o", str(tmp_path / "m.npz")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "ill-conditioned" in out and "factorization='qr'" not in out
+    model = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz")
+    assert model.factorization == "qr" and model._state.factorization == "qr"

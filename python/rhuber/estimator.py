@@ -194,7 +194,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     previous_lambda_ : float
         The L1 strength of the last batch.
     information_ : ndarray of shape (d, d)
-        Accumulated curvature J̃ (d = n_features + fit_intercept; intercept last).
+        Accumulated curvature J̃ (d = n_features + fit_intercept; intercept last); R̃ᵀR̃ of
+        the square-root information with ``factorization="qr"``.
     n_iter_ : int
         Solver iterations of the last batch.
     diagnostics_ : list of dict

@@ -245,9 +245,11 @@ def print_throughput(stats: StreamStats, *, excluded: str) -> None:
     )
 
 
-def print_diagnostics(diagnostics: list[dict], dtype: np.dtype, *, drift: bool = False) -> None:
+def print_diagnostics(diagnostics: list[dict], dtype: np.dtype, *, drift: bool = False,
+                      factorization: str = "cholesky") -> None:
     """The per-batch table, then each kind of warning once for the whole run; ``drift`` adds
-    the drift test's p-value column."""
+    the drift test's p-value column; ``factorization`` is the stream's (the warning names the
+    qr mode as the remedy in the Cholesky mode only)."""
     header = (
         f"{'batch':>5}  {'converged':>9}  {'n_iter':>6}  {'bandwidth':>10}  "
         f"{'solver':>11}  {'rcond':>8}  {'objective':>12}"
@@ -265,7 +267,7 @@ def print_diagnostics(diagnostics: list[dict], dtype: np.dtype, *, drift: bool =
         print(f"warning: {unconverged} of {len(diagnostics)} batches did not converge")
     ill = [k for k, d in enumerate(diagnostics, start=1) if ill_conditioned(d["rcond"], dtype)]
     if ill:
-        first = ill_conditioning_message(ill[0], diagnostics[ill[0] - 1], dtype)
+        first = ill_conditioning_message(ill[0], diagnostics[ill[0] - 1], dtype, factorization)
         print(f"warning: {len(ill)} of {len(diagnostics)} batches were ill-conditioned; {first}")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..core.inference import COV_TYPES, NEEDS_MATRICES, InferenceError
-from ..core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
+from ..core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE, FACTORIZATIONS
 from ..estimator import RenewableHuberRegressor
 from ..io import DEFAULT_BATCH_SIZE, DataFileError, read_batches
 from ._common import (
@@ -77,6 +77,12 @@ def add_fit(commands: Any) -> None:
              "coefficients that change (a weight: rows, for unit weights; docs/drift.md)",
     )
     parser.add_argument(
+        "--factorization", choices=FACTORIZATIONS, default="cholesky",
+        help="cholesky (default): the information matrix and the normal equations; qr: the "
+             "square-root information and QR of the rows, for ill-conditioned designs such as "
+             "high-degree polynomials (about twice the digits, a higher cost; docs/numerics.md)",
+    )
+    parser.add_argument(
         "--drift-alpha", type=float, default=None, metavar="A",
         help="name the batches whose drift test's p-value is below A (in (0, 1)) in a closing "
              "line and mark them in --plot",
@@ -123,6 +129,7 @@ def _run_fit(args: argparse.Namespace) -> int:
         bandwidth_scale=args.bandwidth_scale,
         inference_matrices=args.inference_matrices,
         half_life=args.half_life,
+        factorization=args.factorization,
         drift_alpha=args.drift_alpha,
         batch_size=args.batch_size,
         backend=args.backend,
@@ -164,7 +171,8 @@ def _run_fit(args: argparse.Namespace) -> int:
     print(f"plan: {estimator.plan_}")
     print_throughput(stats, excluded="reading and checking excluded")
     print()
-    print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype, drift=True)
+    print_diagnostics(estimator.diagnostics_, estimator.coef_.dtype, drift=True,
+                      factorization=estimator.factorization)
     print()
     if summary is not None:
         print(summary)

@@ -66,8 +66,8 @@ class BatchProblem:
             ridge=float(config.ridge),
             penalized=penalized,
             xp=xp,
-            R=state.information_factor,
-            z=state.information_vector,
+            R=None if state.information_factor is None else xp.asarray(state.information_factor),
+            z=None if state.information_vector is None else xp.asarray(state.information_vector),
         )
 
     @property

@@ -60,8 +60,8 @@ def qr_step(problem: BatchProblem, beta: Any, r: Any, tau: float
     that is worth a digit over solving for the minimizer outright."""
     c = (problem.xp.abs(r) <= tau).astype(problem.dtype)
     rows = sqrt_info.model_rows(problem.Xt, r, problem.w, r, tau, c)
-    beta_host = to_host(beta)
-    factor = sqrt_info.factorize(problem.R, problem.z - problem.R @ beta_host, rows)
+    beta_host, R = to_host(beta), to_host(problem.R)
+    factor = sqrt_info.factorize(R, to_host(problem.z) - R @ beta_host, rows)
     zero = np.zeros_like(beta_host)
     step, rung, rcond = sqrt_info.newton_step(factor, rows.linear, zero, problem.ridge)
     return step, rung, rcond, factor

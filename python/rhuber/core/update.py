@@ -177,7 +177,7 @@ def _update(
             # batch adds. Unpenalized, the gradient left is the solve's tolerance: kept, as z̃ is.
             smooth = problem.gradient(beta, r, tau) + problem.history_pull
             rows = rows._replace(linear=rows.linear + np.asarray(to_host(smooth)))
-        R, z = sqrt_info.absorb(problem.R, problem.z, rows)
+        R, z = sqrt_info.absorb(to_host(problem.R), to_host(problem.z), rows)
         information = sqrt_info.information_from_factor(R)
         factor = {"information_factor": R, "information_vector": z}
     else:
