@@ -160,14 +160,19 @@ def _case_inputs(name: str) -> dict[str, Any]:
         dtype = np.float64
     elif name == "filip_least_squares_qr":
         # NIST StRD's Filip (public domain): a degree-10 polynomial the normal equations cannot
-        # fit; tau beyond every residual (least squares), streamed in four batches.
+        # fit; tau beyond every residual (least squares), streamed in batches of 41, 20 and 21
+        # rows. The first batch is half the data: 20 rows determine the 11 coefficients to 5
+        # digits only, and no two valid QRs would agree on them (FILIP_COEF_RTOL).
         data = json.loads(FILIP_DATA.read_text())
         x = np.asarray(data["x"])
         X = np.column_stack([x**k for k in range(1, 11)])
         y = np.asarray(data["y"])
-        batches = [(X[a:b], y[a:b], None) for a, b in ((0, 20), (20, 40), (40, 60), (60, 82))]
+        batches = [(X[a:b], y[a:b], None) for a, b in ((0, 41), (41, 61), (61, 82))]
         config = Config(fit_intercept=True, tau=1e9, factorization="qr")
-        dtype = np.float64
+        # Predictions on the polynomial at five points of the data's range.
+        grid = np.linspace(x.min(), x.max(), 5)
+        probe = np.column_stack([grid**k for k in range(1, 11)])
+        return {"config": config, "dtype": "float64", "batches": batches, "probe": probe}
     elif name == "polynomial_huber_qr":
         # A degree-6 polynomial in x ∈ [2, 5] (R's condition ~1e6: the normal equations lose
         # twelve digits, the Cholesky mode's answer is 1e-2 off), t3 noise, 10 % outliers.
@@ -211,7 +216,9 @@ CASES = {
     "drift_statistic": "contract v4: the drift test on three batches (tau = 1.5, t3 noise), "
     "the intercept jumps by 0.6 in the third, float64",
     "filip_least_squares_qr": "contract v4, factorization='qr': NIST Filip (degree 10, 82 rows) "
-    "in batches of 20, 20, 20 and 22, tau = 1e9 (least squares), float64",
+    "in batches of 41, 20 and 21, tau = 1e9 (least squares), float64; predictions on the "
+    "polynomial at five points of the data's range; coef compared at 1e-6 (its batch records' "
+    "'tolerance'), being determined to about 7 digits",
     "polynomial_huber_qr": "contract v4, factorization='qr': a degree-6 polynomial in x in "
     "[2, 5], t3 noise and 10 % outliers, MAD scale, three batches, float64",
 }
@@ -224,6 +231,13 @@ V4_CASES = frozenset({"forgetting_half_life", "drift_statistic"})
 QR_CASES = frozenset({"filip_least_squares_qr", "polynomial_huber_qr"})
 #: NIST's Filip data and certified values (a copy of shared/data/nist_filip.json).
 FILIP_DATA = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "nist_filip.json"
+#: Filip's coefficients are determined to about 7 digits by its data (NIST; cond(R) ≈ 1e10
+#: after equilibration): two valid Householder orderings of the reference's own QR (the rows
+#: reversed, a QR by row blocks) moved them by up to 1.1e-7 relative, so they are compared at
+#: 1e-6; everything else of the case (information, objective, scale, predictions on the
+#: polynomial) at the contract's 1e-7, and every engine's last batch must meet NIST's
+#: certified values to 7 digits (tests/test_golden.py).
+FILIP_COEF_RTOL = 1e-6
 
 
 def predict(state: State, probe: np.ndarray, fit_intercept: bool) -> np.ndarray:
@@ -300,6 +314,8 @@ def build_case(name: str, engine: Callable = update) -> dict[str, Any]:
             "diagnostics": diagnostics_record(diag, v4),
             "predictions": predict(state, inputs["probe"], config.fit_intercept).tolist(),
         })
+        if name == "filip_least_squares_qr":
+            records[-1]["tolerance"] = {"coef": FILIP_COEF_RTOL}
     return {"name": name, "description": CASES[name], "dtype": inputs["dtype"],
             "config": config_record(config, v3, v4, name in QR_CASES),
             "probe": _list(inputs["probe"]),
@@ -358,9 +374,12 @@ def compare_batch(actual: dict[str, Any], expected: dict[str, Any], dtype: str,
     """Differences between an engine's batch record and the expected one, per method.md's
     cross-engine tolerance; an empty list means the engine meets the contract."""
     rtol = RTOL[dtype] if rtol is None else rtol
+    # A record may loosen a key where the data determine no more digits (FILIP_COEF_RTOL).
+    loosened = expected.get("tolerance", {})
     problems = []
     for key in STATE_FLOATS:
-        if not _close(actual["state"][key], expected["state"][key], rtol):
+        key_rtol = max(rtol, loosened.get(key, 0.0))
+        if not _close(actual["state"][key], expected["state"][key], key_rtol):
             problems.append(f"state.{key}: {actual['state'][key]} vs {expected['state'][key]}")
     for key in (*STATE_COUNTERS, "dtype"):
         if actual["state"][key] != expected["state"][key]:
