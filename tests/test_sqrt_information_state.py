@@ -351,3 +351,20 @@ def _set(key, index, value):
 def test_a_bad_factor_is_refused_by_name(tmp_path, change, message):
     with pytest.raises(CheckpointError, match=message):
         RenewableHuberRegressor.load_checkpoint(tampered(tmp_path, change))
+
+
+def test_the_estimator_refuses_a_switch_it_cannot_make_and_keeps_its_state():
+    rng = np.random.default_rng(3)
+    X, y, _ = make_problem(rng, 60, 3)
+    X[:, 2] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IllConditionedWarning)
+        model = RenewableHuberRegressor(backend="numpy").fit(X, y)
+    before = model.state_dict()
+    model.set_params(factorization="qr")
+    with pytest.raises(ValueError, match="not positive definite"):
+        model.partial_fit(X, y)
+    after = model.state_dict()
+    assert after.keys() == before.keys()
+    assert all(np.array_equal(after[k], before[k]) for k in before if k != "params")
+    assert model.n_batches_ == 1
