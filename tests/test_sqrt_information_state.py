@@ -368,3 +368,17 @@ def test_the_estimator_refuses_a_switch_it_cannot_make_and_keeps_its_state():
     assert after.keys() == before.keys()
     assert all(np.array_equal(after[k], before[k]) for k in before if k != "params")
     assert model.n_batches_ == 1
+
+
+def test_float32_is_computed_in_float32_and_agrees_with_the_cholesky_mode():
+    rng = np.random.default_rng(1)
+    data = []
+    for _ in range(3):
+        X, y, _ = make_problem(rng, 200, 4, dtype=np.float32)
+        data.append((X, y, None))
+    cholesky, _ = stream(Config(), data)
+    qr, diag = stream(Config(factorization="qr"), data)
+    for a in (qr.coef, qr.information, qr.information_factor, qr.information_vector):
+        assert a.dtype == np.float32
+    assert diag.solver == "qr"
+    np.testing.assert_allclose(qr.coef, cholesky.coef, rtol=2e-3, atol=2e-3)
