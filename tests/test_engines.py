@@ -32,7 +32,7 @@ def test_native_cpu_meets_golden(native_cpu, case, l1_solver):
     # prox_newton, the opt-in L1 solver, must meet the contract on the corpus (method.md).
     missing = missing_features(case, native_cpu)
     if missing:
-        pytest.xfail(f"native_cpu does not implement {', '.join(missing)} (contract v3) yet")
+        pytest.xfail(f"native_cpu does not implement {', '.join(missing)} (contract v3/v4) yet")
     config = dataclasses.replace(case_config(case), l1_solver=l1_solver)
     records = replay_case(case, native_cpu.update, config)
     for k, (got, want) in enumerate(zip(records, case["batches"], strict=True)):

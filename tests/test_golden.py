@@ -7,9 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import golden_corpus
+from helpers import NATIVE_CPU, golden_corpus, require_module
 from rhuber.core import update
-from rhuber.lab.golden import V3_CASES, V4_CASES, compare_batch, replay_case
+from rhuber.engines import make_engine
+from rhuber.lab.golden import (
+    QR_CASES,
+    RUNG_CHECKED,
+    V3_CASES,
+    V4_CASES,
+    compare_batch,
+    replay_case,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = golden_corpus()
@@ -21,12 +29,16 @@ def test_corpus_has_the_cases_of_the_contract():
     names = [c["name"] for c in CORPUS["cases"]]
     assert names == ["weighted_unpenalized", "l1_history", "float32_outliers", "rank_deficient",
                      "badly_scaled", "lambda_schedule_l1", "smoothed_curvature",
-                     "inference_matrices_weighted", "forgetting_half_life", "drift_statistic"]
+                     "inference_matrices_weighted", "forgetting_half_life", "drift_statistic",
+                     "filip_least_squares_qr", "polynomial_huber_qr"]
+    batch_counts = {"filip_least_squares_qr": 4, "polynomial_huber_qr": 3}
     for case in CORPUS["cases"]:
         # Contract v4's cases take three: a history discounted twice, a stationary batch and
-        # a changed one for the drift test.
-        assert len(case["batches"]) == (3 if case["name"] in V4_CASES else 2)
-        assert all(len(b["X"]) <= 200 and len(b["X"][0]) <= 6 for b in case["batches"])
+        # a changed one for the drift test; Filip streams in four.
+        want = batch_counts.get(case["name"], 3 if case["name"] in V4_CASES else 2)
+        assert len(case["batches"]) == want
+        features = 10 if case["name"] == "filip_least_squares_qr" else 6
+        assert all(len(b["X"]) <= 200 and len(b["X"][0]) <= features for b in case["batches"])
     rank = CORPUS["cases"][3]
     assert [b["diagnostics"]["solver"] for b in rank["batches"]] == ["svd", "svd"]
     assert [b["diagnostics"]["rcond"] for b in rank["batches"]] == [0.0, 0.0]
@@ -153,3 +165,40 @@ def test_contract_v4_cases_record_forgetting_and_the_drift_test():
     for case in CORPUS["cases"]:
         has_drift = case["name"] in V4_CASES
         assert all(("drift_pvalue" in b["diagnostics"]) == has_drift for b in case["batches"])
+
+
+QR_CORPUS = [case for case in CORPUS["cases"] if case["name"] in QR_CASES]
+
+
+def test_qr_cases_are_what_they_name():
+    """Filip's recorded stream keeps NIST's certified values to 7 digits on the qr rung; the
+    Huber case has outliers (rows outside τ) in every batch."""
+    filip, poly = QR_CORPUS
+    certified = np.asarray(json.loads(
+        (ROOT / "tests" / "fixtures" / "nist_filip.json").read_text())["certified_b0_to_b10"])
+    coef = np.asarray(filip["batches"][-1]["state"]["coef"])
+    estimate = np.r_[coef[-1], coef[:-1]]
+    assert np.min(-np.log10(np.abs(estimate - certified) / np.abs(certified))) >= 7
+    for case in QR_CORPUS:
+        assert case["config"]["factorization"] == "qr"
+        assert all(b["diagnostics"]["solver"] == "qr" for b in case["batches"])
+    for b in poly["batches"]:
+        X = np.column_stack([b["X"], np.ones(len(b["y"]))])
+        residual = np.asarray(b["y"]) - X @ np.asarray(b["state"]["coef"])
+        tau = b["diagnostics"]["bandwidth"]
+        assert np.sum(np.abs(residual) > tau) >= 3
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native_cpu"])
+@pytest.mark.parametrize("case", QR_CORPUS, ids=lambda c: c["name"])
+def test_qr_cases_on_every_engine_that_declares_qr(case, backend):
+    if backend == "native_cpu":
+        require_module(*NATIVE_CPU)
+    engine = make_engine(backend)
+    if "qr" not in engine.contract_features:
+        pytest.skip(f"{backend} does not declare 'qr' (factorization='qr', contract v4) in its "
+                    "CONTRACT_FEATURES yet: its qr mode is not in this build")
+    records = replay_case(case, engine.update)
+    for k, (got, want) in enumerate(zip(records, case["batches"], strict=True)):
+        problems = compare_batch(got, want, case["dtype"], check_rung=case["name"] in RUNG_CHECKED)
+        assert not problems, f"batch {k + 1}: {problems}"

@@ -1,9 +1,12 @@
-"""Checkpoint format version 3: a ``.npz`` of plain arrays (never pickled), written atomically.
+"""Checkpoint format version 4: a ``.npz`` of plain arrays (never pickled), written atomically.
 
 A checkpoint holds the state of method.md plus what the estimator needs to resume: its dtype,
 intercept flag, feature count and names, and its parameters as JSON. Version 3 (contract v3)
 adds the inference sums and, when the stream accumulates them, the matrices G and K; version 2
 still loads, its inference sums zero: inference then covers only the batches after the load.
+Version 4 (contract v4) adds the state's ``factorization``; a "qr" state also stores its
+square-root information R̃ (``information_factor``) and z̃ (``information_vector``), and its
+``information`` is R̃ᵀR̃. Versions 2 and 3 load as Cholesky-mode states.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from . import seed_checkpoint
 from ._atomic import atomic_write
 from .errors import CheckpointError
 
-FORMAT_VERSION = 3
-#: The versions this library reads (a version-2 checkpoint has no inference sums).
-READABLE_VERSIONS = (2, 3)
+FORMAT_VERSION = 4
+#: The versions this library reads (a version-2 checkpoint has no inference sums, versions 2
+#: and 3 no factorization: they are Cholesky-mode states).
+READABLE_VERSIONS = (2, 3, 4)
 STATE_KEYS = (
     "coef",
     "information",
@@ -49,6 +53,10 @@ OPTIONAL_KEYS = ("feature_names_in", "partitions_consumed")
 INFERENCE_KEYS = ("score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight",
                   "inference_batches")
 INFERENCE_MATRIX_KEYS = ("gram", "score_gram")
+#: Version 4: the factorization (required) and, for "qr", the square-root information. The
+#: names are core.types.FACTORIZATIONS (this layer sits below core; a test keeps them equal).
+FACTORIZATIONS = ("cholesky", "qr")
+FACTOR_KEYS = ("information_factor", "information_vector")
 
 
 def write_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -163,6 +171,47 @@ def _inference_fields(raw: dict, version: int, dtype: str, d: int, batch_count: 
     return out
 
 
+def _factor_fields(raw: dict, version: int, dtype: str, d: int, source: str) -> dict[str, Any]:
+    """The factorization of a version-4 payload and, for "qr", R̃ and z̃, checked (R̃ upper
+    triangular with a diagonal ≥ 0, both finite); "cholesky" without them for versions 2–3."""
+    out: dict[str, Any] = {"factorization": "cholesky", "information_factor": None,
+                           "information_vector": None}
+    if version < 4:
+        return out
+    factorization = _text(raw, "factorization", source)
+    if factorization not in FACTORIZATIONS:
+        raise CheckpointError(f"{source}: 'factorization' must be one of {FACTORIZATIONS}, got "
+                              f"{factorization!r}")
+    out["factorization"] = factorization
+    present = [k for k in FACTOR_KEYS if k in raw]
+    if factorization == "cholesky":
+        if present:
+            raise CheckpointError(f"{source} has '{present[0]}' but its factorization is "
+                                  "'cholesky' (only a 'qr' state holds a factor)")
+        return out
+    missing = [k for k in FACTOR_KEYS if k not in raw]
+    if missing:
+        raise CheckpointError(f"{source} (factorization 'qr') is missing key(s): "
+                              f"{', '.join(missing)}")
+    for key, shape in zip(FACTOR_KEYS, ((d, d), (d,)), strict=True):
+        a = raw[key]
+        if a.shape != shape or a.dtype != np.dtype(dtype):
+            raise CheckpointError(f"{source}: '{key}' must be a {shape} {dtype} array, got "
+                                  f"shape {a.shape} dtype {a.dtype}")
+        if not np.all(np.isfinite(a)):
+            raise CheckpointError(f"{source}: '{key}' contains non-finite values")
+    R = raw["information_factor"]
+    if np.any(np.tril(R, -1)):
+        raise CheckpointError(f"{source}: 'information_factor' is not upper triangular (a "
+                              "nonzero entry below the diagonal)")
+    if np.any(np.diagonal(R) < 0):
+        raise CheckpointError(f"{source}: 'information_factor' has a negative diagonal entry "
+                              "(the square-root information's diagonal is >= 0)")
+    out["information_factor"] = np.array(raw["information_factor"], copy=True)
+    out["information_vector"] = np.array(raw["information_vector"], copy=True)
+    return out
+
+
 def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[str, Any]:
     """Check every key, shape, dtype and value of a checkpoint or state_dict."""
     raw = {k: np.asarray(v) for k, v in raw.items()}
@@ -174,7 +223,12 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
         raise CheckpointError(f"{source} has format_version {version}; this library reads "
                               f"versions {', '.join(map(str, READABLE_VERSIONS))}")
     inference_keys = (*INFERENCE_KEYS, *INFERENCE_MATRIX_KEYS) if version >= 3 else ()
-    missing = [k for k in INFERENCE_KEYS if version >= 3 and k not in raw]
+    if version >= 4:
+        inference_keys = (*inference_keys, "factorization", *FACTOR_KEYS)
+    required = INFERENCE_KEYS if version >= 3 else ()
+    if version >= 4:
+        required = (*required, "factorization")
+    missing = [k for k in required if k not in raw]
     if missing:
         raise CheckpointError(f"{source} (format_version {version}) is missing key(s): "
                               f"{', '.join(missing)}")
@@ -230,6 +284,11 @@ def validate_payload(raw: dict[str, Any], source: str = "state_dict") -> dict[st
         raise CheckpointError(f"{source}: batch_count {out['batch_count']} and n_samples_seen "
                               f"{out['n_samples_seen']} are inconsistent")
     out.update(_inference_fields(raw, version, dtype, d, out["batch_count"], source))
+    out.update(_factor_fields(raw, version, dtype, d, source))
+    if out["information_factor"] is not None:  # the factor is the state; J̃ is its product
+        R = out["information_factor"]
+        J = R.T @ R
+        out["information"] = np.tril(J) + np.tril(J, -1).T  # as core.sqrt_info forms it
 
     try:
         params = json.loads(_text(raw, "params", source))

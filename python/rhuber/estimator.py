@@ -29,7 +29,8 @@ from .core import L1_SOLVERS, Config, State
 from .core import inference as _inference
 from .core.ladder import ill_conditioned, ill_conditioning_message
 from .core.merge import combine_states
-from .core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE
+from .core.sqrt_info import in_mode
+from .core.types import CURVATURES, DEFAULT_BANDWIDTH_SCALE, FACTORIZATIONS
 from .core.xp import to_host
 from .engines import BACKENDS, make_engine, native_cpu_available, require_features
 from .engines.dlpack import is_device_tensor
@@ -125,6 +126,14 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         so the estimate tracks coefficients that change. A weight: rows, for unit weights.
         None: no forgetting. The stream's ``effective_weight_`` is then the discounted weight
         the estimate rests on; streams with half_life do not :meth:`merge`.
+    factorization : {"cholesky", "qr"}, default="cholesky"
+        How the history's information is held and each Newton step solved (contract v4;
+        docs/numerics.md): "cholesky", the information matrix and the equilibrated ladder on
+        the Newton matrix; "qr", the square-root information (a triangular factor R̃ and its
+        right-hand side z̃) and Householder QR of stacked rows, which keeps about twice the
+        digits on designs whose normal equations lose them all (high-degree polynomials, NIST
+        Filip) at a higher cost per batch. ``information_`` is R̃ᵀR̃ in the qr mode. A stream
+        may switch between batches; only backends that implement the mode accept "qr".
     drift_alpha : float in (0, 1) or None, default=None
         Warn (``DriftWarning``) for each batch whose drift test's p-value is below it. The test
         itself runs on every unpenalized batch after the first (``diagnostics_``'s
@@ -220,6 +229,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         "bandwidth_scale": [Interval(Real, 0, None, closed="neither")],
         "inference_matrices": ["boolean"],
         "half_life": [Interval(Real, 0, None, closed="neither"), None],
+        "factorization": [StrOptions(set(FACTORIZATIONS))],
         "drift_alpha": [Interval(Real, 0, 1, closed="neither"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "backend": [StrOptions(set(BACKENDS))],
@@ -248,6 +258,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         bandwidth_scale: float = DEFAULT_BANDWIDTH_SCALE,
         inference_matrices: bool = False,
         half_life: float | None = None,
+        factorization: str = "cholesky",
         drift_alpha: float | None = None,
         batch_size: int | None = None,
         backend: str = "auto",
@@ -271,6 +282,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self.bandwidth_scale = bandwidth_scale
         self.inference_matrices = inference_matrices
         self.half_life = half_life
+        self.factorization = factorization
         self.drift_alpha = drift_alpha
         self.batch_size = batch_size
         self.backend = backend
@@ -547,6 +559,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if s.gram is not None and s.score_gram is not None:
             d["gram"] = to_host(s.gram).copy()
             d["score_gram"] = to_host(s.score_gram).copy()
+        d["factorization"] = np.str_(s.factorization)
+        if s.information_factor is not None:
+            d["information_factor"] = to_host(s.information_factor).copy()
+            d["information_vector"] = to_host(s.information_vector).copy()
         return d
 
     @_serialized
@@ -746,13 +762,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         cached = self.__dict__.get("_config_cache")
         if cached is None or not all(map(operator.is_, key, cached[0])):
             (fit_intercept, epsilon, tau, alpha, ridge, max_iter, tol, lambda_scale, curvature,
-             bandwidth_scale, inference_matrices, half_life, l1_solver) = key
+             bandwidth_scale, inference_matrices, half_life, factorization, l1_solver) = key
             cached = self._config_cache = (key, Config(
                 fit_intercept=bool(fit_intercept), epsilon=epsilon, tau=tau, alpha=alpha,
                 ridge=ridge, max_iter=max_iter, tol=tol, l1_solver=l1_solver,
                 lambda_scale=lambda_scale, curvature=curvature,
                 bandwidth_scale=bandwidth_scale, inference_matrices=bool(inference_matrices),
-                half_life=half_life))
+                half_life=half_life, factorization=factorization))
         return cached[1]
 
     def _engine(self, plan: Plan | None = ...):
@@ -888,7 +904,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         state = State(**{k: payload[k] for k in (
             "coef", "information", "n_samples_seen", "effective_weight", "batch_count",
             "previous_lambda", "scale", "score_sq_sum", "curvature_sum", "curvature_sq_sum",
-            "inference_weight", "inference_batches", "gram", "score_gram")})
+            "inference_weight", "inference_batches", "gram", "score_gram",
+            "information_factor", "information_vector")})
+        # The stream continues in this estimator's factorization: a Cholesky-mode state as
+        # R̃ = chol(J̃) (a ValueError when J̃ has none), a qr state as J̃ = R̃ᵀR̃.
+        state = in_mode(state, self.factorization)
         self._commit(state, [], self._engine().name)
         self._loaded_params = dict(payload["params"])  # what the loaded batches ran with
 
@@ -902,8 +922,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 warnings.warn(drift_message(k, diag, self.drift_alpha), DriftWarning,
                               stacklevel=3)
             if ill_conditioned(diag["rcond"], dtype):
-                warnings.warn(ill_conditioning_message(k, diag, dtype), IllConditionedWarning,
-                              stacklevel=3)
+                warnings.warn(ill_conditioning_message(k, diag, dtype, self.factorization),
+                              IllConditionedWarning, stacklevel=3)
             if not diag["converged"]:
                 warnings.warn(
                     f"batch {k} did not converge within max_iter={self.max_iter} iterations "
@@ -935,7 +955,8 @@ def _effective_weight_line(state: State, half_life: float | None) -> str:
 _parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_names())
 _config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
                                      "max_iter", "tol", "lambda_scale", "curvature",
-                                     "bandwidth_scale", "inference_matrices", "half_life")
+                                     "bandwidth_scale", "inference_matrices", "half_life",
+                                     "factorization")
 
 #: The parameters' defaults.
 _DEFAULTS = RenewableHuberRegressor().get_params()
@@ -1055,7 +1076,8 @@ def _converted(payload: dict[str, Any], dtype: Any) -> dict[str, Any]:
     if target not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     out = dict(payload, dtype=target.name)
-    for key in ("coef", "information", "gram", "score_gram"):
+    for key in ("coef", "information", "gram", "score_gram", "information_factor",
+                "information_vector"):
         if out.get(key) is not None:
             with np.errstate(over="ignore"):
                 out[key] = out[key].astype(target)

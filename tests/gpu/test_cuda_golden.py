@@ -24,7 +24,8 @@ CORPUS = golden_corpus()
 def test_cuda_meets_golden(case, feed, engine):
     missing = missing_features(case, engine)
     if missing:
-        pytest.xfail(f"the cuda engine does not implement {', '.join(missing)} (contract v3) yet")
+        pytest.xfail(f"the cuda engine does not implement {', '.join(missing)} "
+                     "(contract v3/v4) yet")
     if feed == "cupy":
         records = replay_case(case, engine.update, to_device=pytest.importorskip("cupy").asarray)
     else:

@@ -17,6 +17,7 @@ import scipy.stats
 from ..errors import NumericalError
 from .ladder import LadderResult, equilibration_scales, solve_matrix
 from .problem import BatchProblem
+from .sqrt_info import information_from_factor
 from .types import State
 from .xp import f64, to_host
 
@@ -33,12 +34,19 @@ NO_TEST = DriftResult(math.nan, math.nan, math.nan)
 
 def discount(state: State, gamma: float) -> State:
     """``state`` with its history times γ: J̃ (in its dtype, γ rounded to it), W and the inference
-    sums. The coefficients, scale, λ̃ and the counters are not weights and stay as they are."""
+    sums; in the qr mode R̃ and z̃ times √γ (the history ½‖R̃β − z̃‖² times γ) and J̃ = R̃ᵀR̃.
+    The coefficients, scale, λ̃ and the counters are not weights and stay as they are."""
     g = state.dtype.type(gamma)
     matrices = {name: None if getattr(state, name) is None else getattr(state, name) * g
                 for name in ("gram", "score_gram")}
+    if state.information_factor is not None:
+        root = state.dtype.type(math.sqrt(gamma))
+        R = state.information_factor * root
+        matrices.update(information=information_from_factor(R), information_factor=R,
+                        information_vector=state.information_vector * root)
+    else:
+        matrices["information"] = state.information * g
     return state.replace(
-        information=state.information * g,
         effective_weight=gamma * float(state.effective_weight),
         score_sq_sum=gamma * float(state.score_sq_sum),
         curvature_sum=gamma * float(state.curvature_sum),

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.stats
 
 from ..errors import NumericalError
+from . import sqrt_info
 from .ladder import solve_matrix
 from .problem import weighted_gram
 from .types import State
@@ -141,6 +143,27 @@ def _inverse(matrix: np.ndarray, name: str) -> np.ndarray:
     return result.step
 
 
+def _information_inverse(state: State) -> np.ndarray:
+    """J⁻¹ in float64: by the ladder, or in the qr mode through R̃ (J⁻¹ = R̃⁻¹R̃⁻ᵀ, R̃'s
+    columns equilibrated first), never forming R̃ᵀR̃."""
+    if state.information_factor is None:
+        return _inverse(np.asarray(to_host(state.information), dtype=np.float64),
+                        "information matrix J")
+    R = np.asarray(to_host(state.information_factor), dtype=np.float64)
+    d = R.shape[0]
+    factor = sqrt_info.factorize(R, np.zeros(d), sqrt_info.ModelRows(
+        np.zeros((0, d)), np.zeros(0), np.zeros(d)))
+    if not factor.full_rank:
+        raise InferenceError(
+            "the information factor R̃ is rank-deficient even after equilibration: the "
+            "coefficients are not identified, so they have no standard errors. Collinear or "
+            "constant columns are the usual cause (a constant column duplicates the "
+            "intercept); remove or combine them.")
+    inverse = scipy.linalg.solve_triangular(factor.R, np.eye(d), lower=False)
+    s = factor.scales
+    return s[:, None] * (inverse @ inverse.T) * s[None, :]
+
+
 def covariance(state: State, cov_type: str = "H1") -> np.ndarray:
     """The d × d covariance of the coefficients (intercept last), float64.
 
@@ -193,8 +216,7 @@ def covariance(state: State, cov_type: str = "H1") -> np.ndarray:
 
     if cov_type == "H1":
         return (k * k * sigma2 / (m * m)) * _inverse(matrix(state.gram), "Gram matrix G")
-    J_inv = _inverse(np.asarray(to_host(state.information), dtype=np.float64),
-                     "information matrix J")
+    J_inv = _information_inverse(state)
     if cov_type == "H2":
         return (k * sigma2 / m) * J_inv
     if cov_type == "H3":

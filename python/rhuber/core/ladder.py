@@ -25,17 +25,26 @@ def ill_conditioned(rcond: float | None, dtype: Any) -> bool:
     return rcond is not None and rcond < RCOND_WARNING[np.dtype(dtype)]
 
 
-def ill_conditioning_message(batch: int, diag: dict, dtype: np.dtype) -> str:
+def ill_conditioning_message(batch: int, diag: dict, dtype: np.dtype,
+                             factorization: str = "cholesky") -> str:
     """What an IllConditionedWarning says about one batch's last Newton step."""
     cause = ("Collinear or constant columns are the usual cause (a constant column duplicates "
              "the intercept); remove or combine them.")
+    if factorization == "cholesky":
+        cause += (" If no column is redundant and the design is ill-conditioned by nature (a "
+                  "high-degree polynomial, say), factorization='qr' solves by QR of the rows "
+                  "instead of the normal equations and keeps about twice the digits "
+                  "(docs/numerics.md).")
     if diag["solver"] == "svd":
         return (f"batch {batch}: the Newton system is numerically singular even after "
                 "equilibration (solver 'svd'): the estimate is the minimum-norm one in "
                 f"equilibrated units and is not unique. {cause}")
     rcond = float(diag["rcond"])
     digits = np.finfo(dtype).precision
-    lost = min(-np.log10(rcond), digits) if rcond > 0 else digits
+    # The qr rung's rcond is R's squared (the Newton matrix's), but a QR solve loses the digits
+    # of R's condition only: half as many.
+    lost_fraction = 0.5 if diag["solver"] == "qr" else 1.0
+    lost = min(-np.log10(rcond) * lost_fraction, digits) if rcond > 0 else digits
     return (f"batch {batch}: the Newton system is ill-conditioned even after equilibration "
             f"(rcond {rcond:.2g}, solver '{diag['solver']}'): about {lost:.0f} of the "
             f"{digits} significant digits of {np.dtype(dtype).name} may be lost in the "

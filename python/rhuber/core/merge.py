@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import sqrt_info
 from .inference import merged_fields
 from .ladder import LadderResult, solve
 from .types import State
@@ -59,6 +60,13 @@ def combine_states(states: Sequence[State]) -> tuple[State, LadderResult]:
                 "(alpha=0) only: the L1 term's historical subgradient has no information-"
                 "weighted counterpart. Combine unpenalized streams, or stream the data in order "
                 "(rhuber.dask.fit_stream)")
+    modes = {s.factorization for s in states}
+    if len(modes) > 1:
+        raise ValueError(
+            f"cannot combine states of different factorizations ({', '.join(sorted(modes))}): "
+            "fit every stream with the same factorization")
+    if first.factorization == "qr":
+        return _combine_factors(states)
     coefs = [np.asarray(to_host(s.coef)) for s in states]
     infos = [np.asarray(to_host(s.information)) for s in states]
     information = infos[0].copy()
@@ -67,9 +75,34 @@ def combine_states(states: Sequence[State]) -> tuple[State, LadderResult]:
         information += J
         rhs += J @ beta
     result = solve(information, rhs)
+    return _combined(states, result, information), result
+
+
+def _combine_factors(states: Sequence[State]) -> tuple[State, LadderResult]:
+    """The qr mode's combination (method.md, contract v4): the factor of the stacked
+    [[R̃₁ | z̃₁]; [R̃₂ | z̃₂]; …] is the history of all parts, and coef its minimizer, R̃⁻¹z̃
+    (the minimum-norm one, rung "svd", when R̃ is rank-deficient)."""
+    host = [(np.asarray(to_host(s.information_factor)), np.asarray(to_host(s.information_vector)))
+            for s in states]
+    d, dtype = host[0][0].shape[0], host[0][0].dtype
+    others = sqrt_info.ModelRows(np.concatenate([R for R, _ in host[1:]]),
+                                 np.concatenate([z for _, z in host[1:]]), np.zeros(d, dtype))
+    factor = sqrt_info.factorize(*host[0], others)
+    zero = np.zeros(d, dtype)
+    step, rung, rcond = sqrt_info.newton_step(factor, zero, zero, 0.0)  # from 0: the minimizer
+    R = (factor.R / factor.scales[None, :]).astype(dtype, copy=False)
+    z = factor.rhs
+    result = LadderResult(step.astype(R.dtype, copy=False), rung, rcond)
+    combined = _combined(states, result, sqrt_info.information_from_factor(R))
+    return combined.replace(information_factor=R, information_vector=z), result
+
+
+def _combined(states: Sequence[State], result: LadderResult, information) -> State:
+    """The combined state with ``result``'s coefficients and ``information``."""
+    first = states[0]
     weight = float(sum(s.effective_weight for s in states))
     scale = sum(s.effective_weight * s.scale for s in states) / weight
-    combined = State(
+    return State(
         coef=result.step.astype(first.dtype, copy=False),
         information=information,
         n_samples_seen=int(sum(s.n_samples_seen for s in states)),
@@ -79,4 +112,3 @@ def combine_states(states: Sequence[State]) -> tuple[State, LadderResult]:
         scale=float(scale),
         **merged_fields(list(states)),
     )
-    return combined, result

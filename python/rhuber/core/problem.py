@@ -30,13 +30,16 @@ class BatchProblem:
     w: Any
     sum_w: float
     beta_prev: Any  # β̃
-    J: Any  # J̃ exactly as stored
+    J: Any  # J̃ exactly as stored (R̃ᵀR̃ in the qr mode, where only the drift test reads it)
     W: float
     history_pull: Any  # W λ̃ s̃ as a dtype vector (0 on the intercept)
     lam: float
     ridge: float
     penalized: Any  # boolean mask of S
     xp: Any
+    # factorization="qr": the history is ½‖R̃β − z̃‖² (core/sqrt_info.py); None otherwise.
+    R: Any = None
+    z: Any = None
     _first_phi: float | None = field(default=None, repr=False)
 
     @classmethod
@@ -63,11 +66,36 @@ class BatchProblem:
             ridge=float(config.ridge),
             penalized=penalized,
             xp=xp,
+            R=state.information_factor,
+            z=state.information_vector,
         )
 
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(self.Xt.dtype)
+
+    @property
+    def qr(self) -> bool:
+        return self.R is not None
+
+    def history_gradient(self, beta: Any) -> Any:
+        """The history term's gradient: J̃(β − β̃), or R̃ᵀ(R̃β − z̃) in the qr mode."""
+        if self.R is not None:
+            return self.R.T @ (self.R @ beta - self.z)
+        return self.J @ (beta - self.beta_prev)
+
+    def _history_change(self, beta: Any, s: Any) -> float:
+        """h(β + s) − h(β) of the history term h in float64, without cancellation: with
+        u = R̃β − z̃ and a = R̃s, uᵀa + ½‖a‖² (qr); ½(δᵀJ̃s + sᵀJ̃δ + sᵀJ̃s), δ = β − β̃."""
+        xp = self.xp
+        s64 = f64(s, xp)
+        if self.R is not None:
+            R64 = f64(self.R, xp)
+            u = R64 @ f64(beta, xp) - f64(self.z, xp)
+            a = R64 @ s64
+            return float(u @ a) + 0.5 * float(a @ a)
+        J64, d64 = f64(self.J, xp), f64(beta - self.beta_prev, xp)
+        return 0.5 * float(d64 @ (J64 @ s64) + s64 @ (J64 @ d64) + s64 @ (J64 @ s64))
 
     @property
     def l1_level(self) -> float:
@@ -83,7 +111,12 @@ class BatchProblem:
             xp = self.xp
             X64 = f64(self.Xt, xp)
             with np.errstate(over="ignore", invalid="ignore"):  # an overflow falls back to 1
-                diagonal = f64(self.w, xp) @ (X64 * X64) + xp.diagonal(f64(self.J, xp))
+                if self.R is not None:  # diag(R̃ᵀR̃): the columns' squared norms
+                    R64 = f64(self.R, xp)
+                    history = xp.sum(R64 * R64, axis=0)
+                else:
+                    history = xp.diagonal(f64(self.J, xp))
+                diagonal = f64(self.w, xp) @ (X64 * X64) + history
                 phi = float(xp.mean(diagonal))
             self._first_phi = phi if math.isfinite(phi) and phi > 0 else 1.0
         return self._first_phi
@@ -103,7 +136,7 @@ class BatchProblem:
         p = _prof.ACTIVE
         if p is None:
             psi = self.xp.clip(r, -tau, tau)
-            return (-(self.Xt.T @ (self.w * psi)) + self.J @ (beta - self.beta_prev)
+            return (-(self.Xt.T @ (self.w * psi)) + self.history_gradient(beta)
                     - self.history_pull)
         n, d = self.Xt.shape
         size = _prof.itemsize(r)
@@ -111,7 +144,7 @@ class BatchProblem:
         weighted_psi = self.w * self.xp.clip(r, -tau, tau)
         p.record(_prof.HUBER, t0, n, 3 * n * size, 3 * n)
         t0 = _prof.now()
-        g = -(self.Xt.T @ weighted_psi) + self.J @ (beta - self.beta_prev) - self.history_pull
+        g = -(self.Xt.T @ weighted_psi) + self.history_gradient(beta) - self.history_pull
         p.record(_prof.SCORE, t0, n * d, (n * d + d * d) * size, 2 * n * d + 2 * d * d)
         return g
 
@@ -168,9 +201,8 @@ class BatchProblem:
     def _smooth_delta(self, r: Any, beta: Any, s: Any, a: Any, tau: float) -> float:
         xp = self.xp
         data = float(xp.sum(f64(self.w, xp) * huber_difference(r, a, tau, xp)))
-        J64, d64, s64 = f64(self.J, xp), f64(beta - self.beta_prev, xp), f64(s, xp)
-        quad = 0.5 * float(d64 @ (J64 @ s64) + s64 @ (J64 @ d64) + s64 @ (J64 @ s64))
-        pull = float(f64(self.history_pull, xp) @ s64)
+        quad = self._history_change(beta, s)
+        pull = float(f64(self.history_pull, xp) @ f64(s, xp))
         return data + quad - pull
 
     def objective(self, beta: Any, tau: float) -> float:
@@ -196,7 +228,10 @@ class BatchProblem:
         """Q(β)'s terms besides the data term: quadratic, history pull, L1."""
         xp = self.xp
         d64 = f64(beta - self.beta_prev, xp)
-        quad = 0.5 * float(d64 @ (f64(self.J, xp) @ d64))
+        if self.R is not None:  # h(β) − h(β̃): Q keeps its Cholesky-mode meaning
+            quad = self._history_change(self.beta_prev, beta - self.beta_prev)
+        else:
+            quad = 0.5 * float(d64 @ (f64(self.J, xp) @ d64))
         pull = float(f64(self.history_pull, xp) @ d64)
         l1 = self.l1_level * float(xp.sum(xp.abs(f64(beta, xp)[self.penalized])))
         return quad, pull, l1

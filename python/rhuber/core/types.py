@@ -40,11 +40,17 @@ CURVATURES = ("indicator", "smoothed")
 DEFAULT_BANDWIDTH_SCALE = 1.0
 
 
+#: How the history's information is held and each Newton step solved (contract v4): the
+#: information matrix J̃ and the equilibrated ladder, or the square-root information (R̃, z̃)
+#: and Householder QR of stacked rows (core/sqrt_info.py).
+FACTORIZATIONS = ("cholesky", "qr")
+
 #: Every contract-v3/v4 feature, as an engine declares what it implements
 #: (``CONTRACT_FEATURES``): "inference_sums" is the scalar sums every batch accumulates and
-#: "drift_test" the drift diagnostics of every batch; the others follow Config.features.
+#: "drift_test" the drift diagnostics of every batch; the others follow Config.features
+#: ("qr": factorization="qr").
 CONTRACT_FEATURES = ("lambda_schedule", "smoothed_curvature", "inference_sums",
-                     "inference_matrices", "forgetting", "drift_test")
+                     "inference_matrices", "forgetting", "drift_test", "qr")
 
 
 def log_features(p: int) -> float:
@@ -77,6 +83,9 @@ class Config:
     #: Contract v4. Forgetting: before a batch of weight Σw the history is discounted by
     #: γ = 2^(−Σw / half_life) (a weight: rows, for unit weights). None: off.
     half_life: float | None = None
+    #: Contract v4. "cholesky" (the information matrix J̃) or "qr" (the square-root
+    #: information R̃, z̃ and Householder QR of stacked rows: docs/numerics.md).
+    factorization: str = "cholesky"
 
     @property
     def penalized(self) -> bool:
@@ -94,6 +103,8 @@ class Config:
             wanted.append("inference_matrices")
         if self.half_life is not None:
             wanted.append("forgetting")
+        if self.factorization == "qr":
+            wanted.append("qr")
         return tuple(wanted)
 
     def batch_lambda(self, tau: float, n_total: float, p: int) -> float:
@@ -137,6 +148,9 @@ class Config:
             raise TypeError(
                 f"inference_matrices must be a bool, got {self.inference_matrices!r}")
         _check_real("half_life", self.half_life, low=0.0, strict=True, allow_none=True)
+        if not isinstance(self.factorization, str) or self.factorization not in FACTORIZATIONS:
+            raise ValueError(
+                f"factorization must be one of {FACTORIZATIONS}, got {self.factorization!r}")
 
     def discount(self, batch_weight: float) -> float | None:
         """γ_b = 2^(−Σw_b / half_life) in float64, or None without forgetting."""
@@ -163,6 +177,7 @@ class Config:
             "bandwidth_scale": float(self.bandwidth_scale),
             "inference_matrices": bool(self.inference_matrices),
             "half_life": None if self.half_life is None else float(self.half_life),
+            "factorization": self.factorization,
         }
 
 
@@ -188,6 +203,11 @@ class State:
     inference_batches: int = 0
     gram: Any = None  # G = Σ X̃ᵀ diag(w) X̃, (d, d) in the computation dtype, or None
     score_gram: Any = None  # K = Σ X̃ᵀ diag(w ψ²) X̃, likewise
+    # Contract v4, factorization="qr": the square-root information R̃ (d × d, upper triangular,
+    # diagonal ≥ 0) and z̃ (d), the history being ½‖R̃β − z̃‖² (core/sqrt_info.py). None in the
+    # Cholesky mode. A qr state's ``information`` is R̃ᵀR̃, formed for reading only.
+    information_factor: Any = None
+    information_vector: Any = None
 
     @classmethod
     def empty(cls, d: int, dtype: Any = np.float64, xp: Any = np,
@@ -202,6 +222,11 @@ class State:
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(self.coef.dtype)
+
+    @property
+    def factorization(self) -> str:
+        """"qr" when the state holds square-root information, else "cholesky"."""
+        return "cholesky" if self.information_factor is None else "qr"
 
     @property
     def n_coef(self) -> int:

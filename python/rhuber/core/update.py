@@ -15,13 +15,13 @@ import numpy as np
 
 from ..errors import NumericalError
 from ..profiling import _hooks as _prof
-from . import drift, inference
+from . import drift, inference, sqrt_info
 from .huber import robust_scale, weighted_median, weighted_std
 from .problem import BatchProblem
-from .solvers import newton_step, solve
+from .solvers import newton_step, qr_step, solve
 from .types import Config, Diagnostics, State
 from .validation import validate_batch
-from .xp import namespace
+from .xp import namespace, to_host
 
 
 def _pilot_scale(y: Any, w: Any) -> float:
@@ -39,10 +39,13 @@ def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, xp: Any)
     beta = xp.zeros(problem.Xt.shape[1], dtype=problem.dtype)
     if not config.penalized:
         inside = math.inf
-        H = problem.newton_matrix(y, inside)
         try:
-            g = problem.gradient(beta, y, inside)
-            _, (fit, _, _) = newton_step(H, g, config.ridge)
+            if problem.qr:  # the least-squares fit by QR of the rows, as every qr step
+                fit = qr_step(problem, beta, y, inside)[0]
+            else:
+                H = problem.newton_matrix(y, inside)
+                g = problem.gradient(beta, y, inside)
+                _, (fit, _, _) = newton_step(H, g, config.ridge)
         except NumericalError:  # the system overflows: the start below
             fit = None
         if fit is not None:
@@ -113,7 +116,10 @@ def _update(
     state = previous_state
     if state is None or state.batch_count == 0:
         state = State.empty(d, dtype, xp, config.inference_matrices)
-    else:
+    # A state of the other factorization continues in this one (a ValueError when a Cholesky
+    # history has no square root; the caller's state is untouched, as on every error).
+    state = sqrt_info.in_mode(state, config.factorization)
+    if state.batch_count > 0:
         gamma = config.discount(drift.sum_weight(w, xp))
         if gamma is not None:  # forgetting: the history is discounted before the batch sees it
             state = drift.discount(state, gamma)
@@ -162,7 +168,20 @@ def _update(
         bandwidth = float(dtype.type(config.batch_bandwidth(tau, scale, n_total, n_features)))
     c = problem.curvature(r, tau, bandwidth)
     t0 = _prof.now() if p is not None else 0
-    information = state.information + problem.weighted_gram(w * c)
+    factor = {}
+    if problem.qr:
+        rows = sqrt_info.model_rows(problem.Xt, y, w, r, tau, c)
+        if lam > 0:
+            # The history must not pull at β_b, as J̃'s quadratic does not (method.md): the L1
+            # term's share of the gradient there is the historical subgradient W λ̃ s̃ the next
+            # batch adds. Unpenalized, the gradient left is the solve's tolerance: kept, as z̃ is.
+            smooth = problem.gradient(beta, r, tau) + problem.history_pull
+            rows = rows._replace(linear=rows.linear + np.asarray(to_host(smooth)))
+        R, z = sqrt_info.absorb(problem.R, problem.z, rows)
+        information = sqrt_info.information_from_factor(R)
+        factor = {"information_factor": R, "information_vector": z}
+    else:
+        information = state.information + problem.weighted_gram(w * c)
     if p is not None:
         n = X.shape[0]
         p.record(_prof.INFO_UPDATE, t0, n, (2 * n * d + 2 * d * d) * _prof.itemsize(X),
@@ -184,6 +203,7 @@ def _update(
         previous_lambda=lam,
         scale=float(scale),
         **sums,
+        **factor,
     )
     diagnostics = Diagnostics(
         converged=result.converged,

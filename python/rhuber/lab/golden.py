@@ -9,8 +9,10 @@ returns; tests replay the inputs through an engine and call :func:`compare_batch
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,8 @@ CORPUS_VERSION = 2
 #: The committed corpus, under tests/golden/.
 CORPUS_FILE = "native_core_v2.json"
 #: The cases whose ladder rung every engine must reproduce exactly (method.md).
-RUNG_CHECKED = frozenset({"rank_deficient", "badly_scaled"})
+RUNG_CHECKED = frozenset({"rank_deficient", "badly_scaled", "filip_least_squares_qr",
+                          "polynomial_huber_qr"})
 RTOL = {"float64": 1e-7, "float32": 2e-3}
 STATE_FLOATS = ("coef", "information", "effective_weight", "previous_lambda", "scale")
 STATE_COUNTERS = ("n_samples_seen", "batch_count")
@@ -155,6 +158,31 @@ def _case_inputs(name: str) -> dict[str, Any]:
             batches.append((X, y, None))
         config = Config(fit_intercept=True, tau=1.5)
         dtype = np.float64
+    elif name == "filip_least_squares_qr":
+        # NIST StRD's Filip (public domain): a degree-10 polynomial the normal equations cannot
+        # fit; tau beyond every residual (least squares), streamed in four batches.
+        data = json.loads(FILIP_DATA.read_text())
+        x = np.asarray(data["x"])
+        X = np.column_stack([x**k for k in range(1, 11)])
+        y = np.asarray(data["y"])
+        batches = [(X[a:b], y[a:b], None) for a, b in ((0, 20), (20, 40), (40, 60), (60, 82))]
+        config = Config(fit_intercept=True, tau=1e9, factorization="qr")
+        dtype = np.float64
+    elif name == "polynomial_huber_qr":
+        # A degree-6 polynomial in x ∈ [2, 5] (R's condition ~1e6: the normal equations lose
+        # twelve digits, the Cholesky mode's answer is 1e-2 off), t3 noise, 10 % outliers.
+        rng = np.random.default_rng(1111)
+        beta = np.array([0.3, -1.2, 0.8, -0.25, 0.04, -0.002])
+        batches = []
+        for n in (70, 60, 65):
+            x = rng.uniform(2.0, 5.0, n)
+            X = np.column_stack([x**k for k in range(1, 7)])
+            y = X @ beta + 2.0 + 0.5 * rng.standard_t(3, size=n)
+            outliers = rng.random(n) < 0.1
+            y[outliers] += rng.choice([-30.0, 40.0], size=int(outliers.sum()))
+            batches.append((X, y, None))
+        config = Config(fit_intercept=True, factorization="qr")
+        dtype = np.float64
     else:
         raise KeyError(name)
     probe_rng = np.random.default_rng(999)
@@ -182,12 +210,20 @@ CASES = {
     "float64",
     "drift_statistic": "contract v4: the drift test on three batches (tau = 1.5, t3 noise), "
     "the intercept jumps by 0.6 in the third, float64",
+    "filip_least_squares_qr": "contract v4, factorization='qr': NIST Filip (degree 10, 82 rows) "
+    "in batches of 20, 20, 20 and 22, tau = 1e9 (least squares), float64",
+    "polynomial_huber_qr": "contract v4, factorization='qr': a degree-6 polynomial in x in "
+    "[2, 5], t3 noise and 10 % outliers, MAD scale, three batches, float64",
 }
 #: The cases of contract v3: their records carry the v3 configuration and the inference sums.
 V3_CASES = frozenset({"lambda_schedule_l1", "smoothed_curvature",
                       "inference_matrices_weighted", "forgetting_half_life"})
 #: The cases of contract v4: their records carry half_life and the drift test's diagnostics.
 V4_CASES = frozenset({"forgetting_half_life", "drift_statistic"})
+#: The cases of factorization="qr" (contract v4): their records carry the factorization.
+QR_CASES = frozenset({"filip_least_squares_qr", "polynomial_huber_qr"})
+#: NIST's Filip data and certified values (a copy of shared/data/nist_filip.json).
+FILIP_DATA = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "nist_filip.json"
 
 
 def predict(state: State, probe: np.ndarray, fit_intercept: bool) -> np.ndarray:
@@ -216,10 +252,12 @@ def state_record(state: State, v3: bool = False) -> dict[str, Any]:
     return record
 
 
-def config_record(config: Config, v3: bool = False, v4: bool = False) -> dict[str, Any]:
+def config_record(config: Config, v3: bool = False, v4: bool = False,
+                  qr: bool = False) -> dict[str, Any]:
     keys = ("fit_intercept", "epsilon", "tau", "alpha", "ridge", "max_iter", "tol")
     return {k: getattr(config, k)
-            for k in (*keys, *(V3_CONFIG if v3 else ()), *(("half_life",) if v4 else ()))}
+            for k in (*keys, *(V3_CONFIG if v3 else ()), *(("half_life",) if v4 else ()),
+                      *(("factorization",) if qr else ()))}
 
 
 def diagnostics_record(diag: Any, v4: bool = False) -> dict[str, Any]:
@@ -236,11 +274,12 @@ def diagnostics_record(diag: Any, v4: bool = False) -> dict[str, Any]:
 def missing_features(case: dict[str, Any], engine: Any) -> list[str]:
     """The contract-v3 features a case needs that ``engine`` does not declare
     (``contract_features``): a v3 case needs the inference sums, and what its config asks for."""
-    if case["name"] not in V3_CASES | V4_CASES:
+    if case["name"] not in V3_CASES | V4_CASES | QR_CASES:
         return []
     have = getattr(engine, "contract_features", frozenset())
+    sums = ("inference_sums",) if case["name"] in V3_CASES | V4_CASES else ()
     drift = ("drift_test",) if case["name"] in V4_CASES else ()
-    wanted = ("inference_sums", *case_config(case).features(), *drift)
+    wanted = (*sums, *case_config(case).features(), *drift)
     return [f for f in wanted if f not in have]
 
 
@@ -262,7 +301,8 @@ def build_case(name: str, engine: Callable = update) -> dict[str, Any]:
             "predictions": predict(state, inputs["probe"], config.fit_intercept).tolist(),
         })
     return {"name": name, "description": CASES[name], "dtype": inputs["dtype"],
-            "config": config_record(config, v3, v4), "probe": _list(inputs["probe"]),
+            "config": config_record(config, v3, v4, name in QR_CASES),
+            "probe": _list(inputs["probe"]),
             "batches": records}
 
 
