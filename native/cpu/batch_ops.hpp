@@ -273,9 +273,12 @@ class BatchOps {
   bool update_gram_incrementally(EngineBrick brick);  // false: too many flips, nothing changed
   // The square-root mode's pass: the QR of the rows sqrt(w c) [x~ | y] (c = curvature(r)), then
   // of the history [R~ | z~] stacked below them; the linear term sum (w psi - w c r) x~ in
-  // float64. ws_.root.stacked holds [R_H | q] ((d+1) x (d+1), column-major).
+  // float64. ws_.root.stacked holds [R_H | q] ((d+1) x (d+1), column-major), the columns
+  // equilibrated by ws_.root.scales. residual_rhs: the same model for the step from the current
+  // point, [sqrt(w c) x~ | sqrt(w c) r] and [R~ | z~ - R~ beta]: the right-hand sides are then the
+  // residuals, so a next step refines this one as iterative refinement does.
   template <class Curvature>
-  void stack_rows(Curvature&& curvature, std::vector<double>& linear);
+  void stack_rows(Curvature&& curvature, bool residual_rhs, std::vector<double>& linear);
   // ws_.root.stacked <- the triangle of it over m more rows (m x (d+1), column-major).
   void stack_below(T* rows, std::size_t m);
   // The history terms at the current point: R~ beta - z~ (float64), and R~^T of it into

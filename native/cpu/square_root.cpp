@@ -122,7 +122,8 @@ void BatchOps<T>::square_root_history() {
 
 template <std::floating_point T>
 template <class Curvature>
-void BatchOps<T>::stack_rows(Curvature&& curvature, std::vector<double>& linear) {
+void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
+                             std::vector<double>& linear) {
   require_design_scanned();
   const std::size_t n = dim_ + 1;
   const std::size_t nb = reflector_block(n);
@@ -192,7 +193,7 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, std::vector<double>& linear)
           const T scale = std::sqrt(wc);
           for (std::size_t j = 0; j < features_; ++j) rows[j * ld + m] = scale * x[j] * scales[j];
           if (intercept_) rows[features_ * ld + m] = scale * scales[features_];
-          rows[dim_ * ld + m] = scale * y_[i];
+          rows[dim_ * ld + m] = scale * (residual_rhs ? r : y_[i]);
           ++m;
         }
         // The row's linear term: w psi - w c r (0 inside the quadratic zone of the indicator).
@@ -225,7 +226,8 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, std::vector<double>& linear)
     for (std::size_t j = i; j < dim_; ++j) {
       root.ridge_rows[j * n + i] = factor_[i * dim_ + j] * scales[j];
     }
-    root.ridge_rows[dim_ * n + i] = vector_[i];
+    root.ridge_rows[dim_ * n + i] =
+        residual_rhs ? static_cast<T>(-root.history_residual[i]) : vector_[i];
   }
   stack(root.ridge_rows.data(), n);
   linear.assign(dim_, 0.0);
@@ -250,7 +252,8 @@ template <std::floating_point T>
 SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
   std::vector<double> linear;
   const T tau = tau_;
-  stack_rows([tau](T r) { return std::abs(r) <= tau ? T{1} : T{0}; }, linear);
+  stack_rows([tau](T r) { return std::abs(r) <= tau ? T{1} : T{0}; }, /*residual_rhs=*/true,
+             linear);
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 2 * dim_ * dim_);
   const std::size_t d = dim_;
   const std::size_t n = d + 1;
@@ -266,7 +269,7 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
     ws_.root.ridge_rows.assign(d * n, T{0});
     for (std::size_t j = 0; j < d; ++j) {
       ws_.root.ridge_rows[j * d + j] = root_ridge * f.scales[j];
-      ws_.root.ridge_rows[d * d + j] = root_ridge * current_[j];
+      // (right-hand side sqrt(ridge) (beta - beta) = 0)
     }
     stack_below(ws_.root.ridge_rows.data(), d);
     std::vector<double> squares(d, 0.0);
@@ -291,7 +294,7 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
     scaled_linear[j] = static_cast<T>(static_cast<double>(f.scales[j]) * linear[j]);
   }
   if (!f.deficient) {
-    // The model's minimizer u: F^T v = S c, then F u = q + v; beta' = S u.
+    // The model's minimizer, as a step u: F^T v = S c, then F u = q + v; the step S u.
     std::vector<T> u = scaled_linear;
     bool solved = blas::trtrs(true, ld, f.factor.data(), ld, u.data()) == 0;
     if (solved) {
@@ -300,7 +303,7 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
     }
     bool finite = solved;
     for (std::size_t j = 0; j < d && finite; ++j) {
-      out[j] = f.scales[j] * u[j] - current_[j];
+      out[j] = f.scales[j] * u[j];
       finite = std::isfinite(out[j]);
     }
     if (finite) {
@@ -314,25 +317,15 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
       return {.rung = Solver::qr, .rcond = r * r, .rank = d};
     }
   }
-  // The minimum-norm step of the model (as the ladder's SVD rung takes it): with u0 = S^-1 beta,
-  // min 1/2 ||F (u0 + t) - q||^2 - (S c)^T (u0 + t) over t, t = V Sigma+ (U^T (q - F u0) +
-  // Sigma+ V^T S c), the step S t.
+  // The minimum-norm step of the model (as the ladder's SVD rung takes it):
+  // min 1/2 ||F t - q||^2 - (S c)^T t, t = V Sigma+ (U^T q + Sigma+ V^T S c), the step S t.
   const FactorSvd<T> svd(f.factor, d, ws_.root);
-  std::vector<double> shifted(d);  // q - F u0
-  for (std::size_t i = 0; i < d; ++i) {
-    double sum = static_cast<double>(q[i]);
-    for (std::size_t j = i; j < d; ++j) {
-      sum -= static_cast<double>(f.factor[j * d + i]) *
-             (static_cast<double>(current_[j]) / static_cast<double>(f.scales[j]));
-    }
-    shifted[i] = sum;
-  }
   std::vector<double> t(d, 0.0);
   for (std::size_t k = 0; k < svd.rank; ++k) {
     double left = 0.0;
     double right = 0.0;
     for (std::size_t i = 0; i < d; ++i) {
-      left += svd.U(i, k) * shifted[i];
+      left += svd.U(i, k) * static_cast<double>(q[i]);
       right += svd.V(i, k) * static_cast<double>(scaled_linear[i]);
     }
     const auto sigma = static_cast<double>(svd.sigma[k]);
@@ -381,7 +374,7 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
   }
 
   std::vector<double> linear;
-  stack_rows(curvature, linear);
+  stack_rows(curvature, /*residual_rhs=*/false, linear);
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, dim_ * dim_ * sizeof(T),
                  2 * dim_ * dim_);
   const std::size_t d = dim_;

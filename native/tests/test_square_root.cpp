@@ -71,10 +71,8 @@ TEST(SquareRoot, FilipToSevenCertifiedDigitsAtOnceAndStreamed) {
   for (const std::size_t rows : {82, 20, 7}) {
     const auto [state, diagnostics] = filip_stream(rows, least_squares(Factorization::qr));
     const double digits = filip_digits(state.coef);
-    std::printf("filip rows %zu digits %.2f\n", rows, digits);
-    // At once NIST's 7 digits; streamed, the stacking's rounding moves the last digit by about
-    // +-0.5 (NumPy's own QR of the same stacked rows: 7.4, 7.0 and 7.1 for 82, 20 and 7 rows).
-    EXPECT_GE(digits, rows == 82 ? 7.0 : 6.5) << "batches of " << rows << " rows";
+    std::printf("Filip in batches of %zu rows: %.2f correct digits\n", rows, digits);
+    EXPECT_GE(digits, 7.0) << "batches of " << rows << " rows";
     EXPECT_EQ(diagnostics.solver, Solver::qr) << rows;
     EXPECT_TRUE(diagnostics.converged) << rows;
     // The Cholesky mode's normal equations lose Filip's digits: the reason for the mode.
