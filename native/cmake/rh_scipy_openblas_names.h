@@ -34,6 +34,14 @@
 #define LAPACKE_dgetrs_work scipy_LAPACKE_dgetrs_work
 #define LAPACKE_sgelsd_work scipy_LAPACKE_sgelsd_work
 #define LAPACKE_dgelsd_work scipy_LAPACKE_dgelsd_work
+#define LAPACKE_stpqrt_work scipy_LAPACKE_stpqrt_work
+#define LAPACKE_dtpqrt_work scipy_LAPACKE_dtpqrt_work
+#define LAPACKE_strcon_work scipy_LAPACKE_strcon_work
+#define LAPACKE_dtrcon_work scipy_LAPACKE_dtrcon_work
+#define LAPACKE_strtrs_work scipy_LAPACKE_strtrs_work
+#define LAPACKE_dtrtrs_work scipy_LAPACKE_dtrtrs_work
+#define LAPACKE_sgesvd_work scipy_LAPACKE_sgesvd_work
+#define LAPACKE_dgesvd_work scipy_LAPACKE_dgesvd_work
 
 // OpenBLAS's own extensions (native/cpu/engine.cpp, native/bench/bench_gram_kernel.cpp).
 #define openblas_set_num_threads scipy_openblas_set_num_threads

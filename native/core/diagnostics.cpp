@@ -14,6 +14,8 @@ std::string_view to_string(Solver solver) {
       return "lamm";
     case Solver::prox_newton:
       return "prox_newton";
+    case Solver::qr:
+      return "qr";
   }
   return "unknown";
 }

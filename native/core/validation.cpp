@@ -53,6 +53,33 @@ void validate_weights(std::span<const T> weights, std::size_t rows) {
   if (!(total > 0.0)) fail("sample_weight sums to 0; at least one weight must be positive");
 }
 
+// R~ (d x d, upper triangular, diagonal >= 0, finite) and z~ (d, finite).
+template <class T>
+void validate_factor(const StateView<T>& state, std::size_t d) {
+  if (state.information_factor.size() != d * d) {
+    fail("the state's information_factor has ", state.information_factor.size(),
+         " entries, expected ", d, " x ", d);
+  }
+  if (state.information_vector.size() != d) {
+    fail("the state's information_vector has ", state.information_vector.size(),
+         " entries, expected ", d);
+  }
+  require_finite_vector("the state's information_factor", state.information_factor);
+  require_finite_vector("the state's information_vector", state.information_vector);
+  for (std::size_t i = 0; i < d; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (state.information_factor[i * d + j] != T{0}) {
+        fail("the state's information_factor is not upper triangular: entry (", i, ", ", j,
+             ") is ", state.information_factor[i * d + j]);
+      }
+    }
+    if (state.information_factor[i * d + i] < T{0}) {
+      fail("the state's information_factor has a negative diagonal entry at ", i, ": ",
+           state.information_factor[i * d + i]);
+    }
+  }
+}
+
 template <class T>
 void validate_state(const StateView<T>& state, std::size_t features, bool fit_intercept) {
   const std::size_t intercept = fit_intercept ? 1 : 0;
@@ -64,12 +91,14 @@ void validate_state(const StateView<T>& state, std::size_t features, bool fit_in
     fail("X has ", features, " features, but the state has ", d - intercept, " (its coef has ", d,
          " entries with fit_intercept=", fit_intercept ? "True" : "False", ")");
   }
-  if (state.information.size() != d * d) {
+  // A square-root state's information is R~^T R~, derived: it may be absent.
+  if (!(state.square_root() && state.information.empty()) && state.information.size() != d * d) {
     fail("the state's information matrix has ", state.information.size(), " entries, expected ", d,
          " x ", d);
   }
   require_finite_vector("the state's coef", state.coef);
   require_finite_vector("the state's information matrix", state.information);
+  if (state.square_root()) validate_factor(state, d);
   if (state.n_samples_seen < 0) fail("the state's n_samples_seen is negative");
   if (state.batch_count < 0) fail("the state's batch_count is negative");
   require_at_least("the state's effective_weight", state.effective_weight, 0.0);

@@ -30,6 +30,9 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       weights_(sample_weight),
       previous_coef_(previous.coef),
       previous_information_(previous.information),
+      factor_(previous.information_factor),
+      vector_(previous.information_vector),
+      square_root_(previous.square_root()),
       intercept_(fit_intercept),
       scan_design_(scan_design),
       features_(X.cols),
@@ -371,6 +374,10 @@ void BatchOps<T>::evaluate_point(const Vector& beta, double tau, bool with_gram)
     ws_.delta[j] = current_[j] - previous_coef_[j];
     ws_.delta64[j] = static_cast<double>(ws_.delta[j]);
   }
+  if (square_root_) {
+    square_root_history();
+    return;
+  }
   apply_information(ws_.delta.data(), ws_.information_delta.data());
   apply_information64(ws_.delta64.data(), ws_.information_delta64.data());
 }
@@ -408,8 +415,24 @@ double BatchOps<T>::objective(double lambda) const {
   double history = 0.0;
   double l1 = 0.0;
   for (std::size_t j = 0; j < dim_; ++j) {
-    quadratic += ws_.delta64[j] * ws_.information_delta64[j];
+    if (!square_root_) quadratic += ws_.delta64[j] * ws_.information_delta64[j];
     history += static_cast<double>(ws_.history_sign[j]) * ws_.delta64[j];
+  }
+  if (square_root_) {
+    // h(beta) - h(beta~) of the history h = 1/2 ||R~ beta - z~||^2, so that Q keeps its
+    // Cholesky-mode meaning: with u = R~ beta~ - z~ and a = R~ (beta - beta~), 2 u^T a + a^T a
+    // (doubled, as the quadratic above is halved below), without the cancellation of the
+    // difference of the two squares.
+    for (std::size_t i = 0; i < dim_; ++i) {
+      double a = 0.0;
+      double u = -static_cast<double>(vector_[i]);
+      for (std::size_t j = i; j < dim_; ++j) {
+        const auto r = static_cast<double>(factor_[i * dim_ + j]);
+        a += r * ws_.delta64[j];
+        u += r * static_cast<double>(previous_coef_[j]);
+      }
+      quadratic += 2.0 * u * a + a * a;
+    }
   }
   for (std::size_t j = 0; j < features_; ++j) l1 += std::fabs(static_cast<double>(current_[j]));
   return loss + 0.5 * quadratic - history_weight_ * history +
@@ -598,6 +621,23 @@ typename BatchOps<T>::HistoryChange BatchOps<T>::history_change(const Vector& st
                  2 * dim_ * dim_ + 8 * dim_);
   for (std::size_t j = 0; j < dim_; ++j) {
     ws_.trial64[j] = static_cast<double>(factor * step[j]);  // s is formed in T
+  }
+  if (square_root_) {
+    // 1/2 ||R~ (beta + s) - z~||^2 - 1/2 ||R~ beta - z~||^2 = u^T (R~ beta - z~) + 1/2 u^T u with
+    // u = R~ s, from the factor itself (R~^T R~ formed would square its condition).
+    double cross = 0.0;
+    double square = 0.0;
+    double history = 0.0;
+    for (std::size_t i = 0; i < dim_; ++i) {
+      double u = 0.0;
+      for (std::size_t j = i; j < dim_; ++j) {
+        u += static_cast<double>(factor_[i * dim_ + j]) * ws_.trial64[j];
+      }
+      cross += u * ws_.root.history_residual[i];
+      square += u * u;
+      history += static_cast<double>(ws_.history_sign[i]) * ws_.trial64[i];
+    }
+    return {.quadratic = cross + 0.5 * square, .linear = history_weight_ * history};
   }
   apply_information64(ws_.trial64.data(), ws_.information_trial64.data());
   double delta_j_s = 0.0;

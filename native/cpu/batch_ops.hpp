@@ -111,6 +111,16 @@ class BatchOps {
   void set_tracing(bool on) { tracing_ = on; }
   void trace_point(IterationTrace& record) const;
 
+  // rh::SquareRootOps (factorization="qr", square_root.cpp): the history is (R~, z~) when the
+  // state view carries a factor. The step at the current point with the given ridge by QR of the
+  // stacked rows, and the new (R~, z~) at it, each one pass over X in row chunks whose QR updates
+  // a triangle per row block (LAPACK's triangular-pentagonal tpqrt), the blocks' triangles then
+  // stacked under the history in block order.
+  bool square_root() const { return square_root_; }
+  SquareRootStep square_root_step(double ridge, Vector& out);
+  InferenceSums square_root_information(const InformationRequest& request,
+                                        SquareRootOutputs<T> out);
+
   // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
   bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
                       double tolerance, Vector& out);
@@ -261,6 +271,19 @@ class BatchOps {
   bool gram_at_current_curvature(EngineBrick brick) const;
   void full_gram(EngineBrick brick);
   bool update_gram_incrementally(EngineBrick brick);  // false: too many flips, nothing changed
+  // The square-root mode's pass: the QR of the rows sqrt(w c) [x~ | y] (c = curvature(r)), then
+  // of the history [R~ | z~] stacked below them; the linear term sum (w psi - w c r) x~ in
+  // float64. ws_.root.stacked holds [R_H | q] ((d+1) x (d+1), column-major), the columns
+  // equilibrated by ws_.root.scales. residual_rhs: the same model for the step from the current
+  // point, [sqrt(w c) x~ | sqrt(w c) r] and [R~ | z~ - R~ beta]: the right-hand sides are then the
+  // residuals, so a next step refines this one as iterative refinement does.
+  template <class Curvature>
+  void stack_rows(Curvature&& curvature, bool residual_rhs, std::vector<double>& linear);
+  // ws_.root.stacked <- the triangle of it over m more rows (m x (d+1), column-major).
+  void stack_below(T* rows, std::size_t m);
+  // The history terms at the current point: R~ beta - z~ (float64), and R~^T of it into
+  // information_delta(64) (what J~ (beta - beta~) is in the Cholesky mode).
+  void square_root_history();
   // J~ v into out, J~ as stored (row-major, never symmetrized); in T and in float64.
   void apply_information(const T* v, T* out) const;
   void apply_information64(const double* v, double* out) const;
@@ -274,6 +297,9 @@ class BatchOps {
   std::span<const T> weights_;
   std::span<const T> previous_coef_;
   std::span<const T> previous_information_;
+  std::span<const T> factor_;  // R~ and z~ (factorization="qr"), else empty
+  std::span<const T> vector_;
+  bool square_root_;
   bool intercept_;
   bool scan_design_;  // X's values are still to be scanned (rh::DesignValues::deferred)
   std::size_t features_;

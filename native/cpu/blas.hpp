@@ -113,4 +113,44 @@ inline lapack_index gelsd(lapack_index n, float* a, float* b, float* singular_va
                              work, lwork, iwork);
 }
 
+// The square-root information mode (square_root.cpp), column-major: Householder QR of a
+// triangle stacked over a block of rows (triangular-pentagonal, l = 0: the block rectangular),
+// the triangle's 1-norm condition estimate and its solves, and the SVD of its rank-deficient case.
+inline lapack_index tpqrt(lapack_index m, lapack_index n, lapack_index nb, double* a,
+                          lapack_index lda, double* b, lapack_index ldb, double* t, lapack_index ldt,
+                          double* work) {
+  return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt, work);
+}
+inline lapack_index trcon(lapack_index n, const double* a, lapack_index lda, double* rcond, double* work,
+                          lapack_index* iwork) {
+  return LAPACKE_dtrcon_work(LAPACK_COL_MAJOR, '1', 'U', 'N', n, a, lda, rcond, work, iwork);
+}
+inline lapack_index trtrs(bool transpose, lapack_index n, const double* a, lapack_index lda, double* b) {
+  return LAPACKE_dtrtrs_work(LAPACK_COL_MAJOR, 'U', transpose ? 'T' : 'N', 'N', n, 1, a, lda, b,
+                             n);
+}
+// The full SVD a = U S V^T of an n x n matrix (overwritten); lwork = -1 queries the workspace.
+inline lapack_index gesvd(lapack_index n, double* a, double* s, double* u, double* vt, double* work,
+                          lapack_index lwork) {
+  return LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, 'A', 'A', n, n, a, n, s, u, n, vt, n, work, lwork);
+}
+inline lapack_index tpqrt(lapack_index m, lapack_index n, lapack_index nb, float* a,
+                          lapack_index lda, float* b, lapack_index ldb, float* t, lapack_index ldt,
+                          float* work) {
+  return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt, work);
+}
+inline lapack_index trcon(lapack_index n, const float* a, lapack_index lda, float* rcond, float* work,
+                          lapack_index* iwork) {
+  return LAPACKE_strcon_work(LAPACK_COL_MAJOR, '1', 'U', 'N', n, a, lda, rcond, work, iwork);
+}
+inline lapack_index trtrs(bool transpose, lapack_index n, const float* a, lapack_index lda, float* b) {
+  return LAPACKE_strtrs_work(LAPACK_COL_MAJOR, 'U', transpose ? 'T' : 'N', 'N', n, 1, a, lda, b,
+                             n);
+}
+// The full SVD a = U S V^T of an n x n matrix (overwritten); lwork = -1 queries the workspace.
+inline lapack_index gesvd(lapack_index n, float* a, float* s, float* u, float* vt, float* work,
+                          lapack_index lwork) {
+  return LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, 'A', 'A', n, n, a, n, s, u, n, vt, n, work, lwork);
+}
+
 }  // namespace rh::cpu::blas

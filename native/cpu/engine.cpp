@@ -15,6 +15,7 @@
 #include "rh/drift.hpp"
 #include "rh/engine_profiling.hpp"
 #include "rh/error.hpp"
+#include "rh/square_root.hpp"
 #include "rh/update.hpp"
 #include "rh/validation.hpp"
 
@@ -25,6 +26,8 @@ static_assert(SolverOps<BatchOps<double>>);
 static_assert(TracingOps<BatchOps<double>>);
 static_assert(DriftOps<BatchOps<float>>);
 static_assert(DriftOps<BatchOps<double>>);
+static_assert(SquareRootOps<BatchOps<float>>);
+static_assert(SquareRootOps<BatchOps<double>>);
 
 struct Engine::Impl {
   Impl(std::size_t threads, GramStrategy strategy, std::size_t resolved_chunk_bytes)
@@ -117,10 +120,13 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   // Before its first batch a state is the empty state, whatever else it holds.
   const State<T> empty = state.batch_count == 0 ? State<T>::empty(state.dim()) : State<T>{};
   const StateView<T> stored = state.batch_count == 0 ? empty.view() : state;
-  // With half_life, the history the batch sees is the discounted one (rh/drift.hpp).
+  // The history in the configured factorization (rh/square_root.hpp), then, with half_life,
+  // discounted (rh/drift.hpp).
+  State<T> factorized_storage;
+  const StateView<T> factorized = history_for_factorization(stored, config, factorized_storage);
   State<T> discounted_storage;
   const StateView<T> previous = history_for_batch(
-      stored, config, batch_weight_sum(sample_weight, X.rows), discounted_storage);
+      factorized, config, batch_weight_sum(sample_weight, X.rows), discounted_storage);
   Workspace<T>& workspace = impl_->workspace<T>();
   const RowBlocks blocks(X.rows);
   const std::size_t d = previous.dim();

@@ -36,6 +36,25 @@ struct PointRows {
   }
 };
 
+// The square-root mode's buffers (square_root.cpp), sized on its first use.
+template <std::floating_point T>
+struct SquareRootBuffers {
+  std::vector<T> block_triangles;  // blocks x (d+1) x (d+1), column-major
+  std::vector<T> chunk_rows;       // blocks x chunk x (d+1): a chunk's weighted rows, column-major
+  std::vector<T> reflectors;       // blocks x nb x (d+1): tpqrt's T
+  std::vector<T> work;             // blocks x nb x (d+1): tpqrt's work
+  std::vector<double> linear_partials;  // blocks x d
+  std::vector<double> column_partials;  // blocks x d: the columns' sums of w c x~^2
+  std::vector<T> scales;                // the columns' equilibration
+  std::vector<T> stacked;  // (d+1) x (d+1): [R_H | q] over its last row
+  std::vector<T> ridge_rows;  // d x (d+1)
+  std::vector<T> factor;      // d x d, column-major: R_H with its columns equilibrated
+  std::vector<T> svd_u, svd_vt, svd_values, svd_work;
+  std::vector<T> condition_work;
+  std::vector<blas::lapack_index> condition_iwork;
+  std::vector<double> history_residual;  // R~ beta - z~ at the current point
+};
+
 template <std::floating_point T>
 struct Workspace {
   // A size is recorded only once its buffers are all allocated: should an allocation throw
@@ -127,6 +146,7 @@ struct Workspace {
                                             // first use, by proximal Newton)
   std::vector<std::size_t> model_working_set;  // the coordinates its sweeps visit
   DenseSolver<T> solver;
+  SquareRootBuffers<T> root;
   DenseSolver<double> drift_solver;  // the drift test's float64 host ladder (rh/drift.hpp)
 
  private:

@@ -78,7 +78,8 @@ std::int32_t solver_code(rh::Solver solver) {
     case rh::Solver::lamm:
       return RH_CUDA_SOLVER_LAMM;
     case rh::Solver::prox_newton:
-      break;  // a CPU-only variant: the CUDA engine never runs it
+    case rh::Solver::qr:
+      break;  // CPU-only: the CUDA engine never runs them
   }
   throw rh::Error("internal error: an unknown solver rung");
 }

@@ -81,6 +81,13 @@ inline Config config_from_dict(const nb::dict& config) {
   if (config.contains("half_life")) {
     c.half_life = optional_scalar<double>(config, "config", "half_life");
   }
+  if (config.contains("factorization")) {
+    const auto name = scalar<std::string>(config, "config", "factorization");
+    if (name != "cholesky" && name != "qr") {
+      fail("config['factorization'] must be 'cholesky' or 'qr', got '", name, "'");
+    }
+    c.factorization = name == "qr" ? Factorization::qr : Factorization::cholesky;
+  }
   return c;
 }
 

@@ -103,6 +103,9 @@ nb::dict state_dict(rh::State<T>&& state) {
   out["inference_batches"] = state.inference.inference_batches;
   out["gram"] = matrix_or_none(std::move(state.gram), d);
   out["score_gram"] = matrix_or_none(std::move(state.score_gram), d);
+  out["information_factor"] = matrix_or_none(std::move(state.information_factor), d);
+  out["information_vector"] =
+      state.information_vector.empty() ? nb::none() : to_numpy(std::move(state.information_vector), {d});
   return out;
 }
 
@@ -179,6 +182,11 @@ nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Ve
   }
   const auto gram = state_matrix<T>(state, "gram", d);
   const auto score_gram = state_matrix<T>(state, "score_gram", d);
+  const auto factor = state_matrix<T>(state, "information_factor", d);
+  std::optional<Vector<T>> vector;
+  if (state.contains("information_vector") && !state["information_vector"].is_none()) {
+    vector = state_array<Vector<T>, T>(state, "information_vector");
+  }
   const rh::StateView<T> previous{
       .coef = {coef.data(), d},
       .information = {information.data(), d * d},
@@ -194,7 +202,10 @@ nb::tuple update(rh::cpu::Engine& engine, const nb::dict& state, Matrix<T> X, Ve
                     .inference_batches =
                         inference_scalar<std::int64_t>(state, "inference_batches")},
       .gram = matrix_span(gram),
-      .score_gram = matrix_span(score_gram)};
+      .score_gram = matrix_span(score_gram),
+      .information_factor = matrix_span(factor),
+      .information_vector = vector ? std::span<const T>(vector->data(), vector->shape(0))
+                                   : std::span<const T>()};
 
   std::pair<rh::State<T>, rh::Diagnostics> result;
   rh::TraceSink sink;
@@ -226,7 +237,7 @@ void bind_engine(nb::module_& m) {
   // What of contracts v3 and v4 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
   m.attr("CONTRACT_FEATURES") =
       nb::make_tuple("lambda_schedule", "smoothed_curvature", "inference_sums",
-                     "inference_matrices", "forgetting", "drift_test");
+                     "inference_matrices", "forgetting", "drift_test", "qr");
   nb::class_<rh::cpu::Engine>(m, "Engine",
                               "One CPU engine: a thread pool and workspaces reused across "
                               "batches. Updates on one engine run one at a time.")

@@ -16,6 +16,11 @@ enum class L1Solver { lamm, prox_newton };
 // takes the indicator.
 enum class Curvature { indicator, smoothed };
 
+// How the state holds the information (contract v4): J~ itself and Newton matrices solved by the
+// ladder, or the square-root information (R~, z~) and Newton steps by QR of stacked rows
+// (rh/square_root.hpp), for designs whose normal equations lose every digit.
+enum class Factorization { cholesky, qr };
+
 struct Config {
   bool fit_intercept = true;
   double epsilon = 1.345;     // tau = epsilon * scale
@@ -33,6 +38,7 @@ struct Config {
   // Contract v4: forgetting. Before a batch of weight sum_w the history is discounted by
   // gamma = 2^(-sum_w / half_life) (rh/drift.hpp); unset: off.
   std::optional<double> half_life;
+  Factorization factorization = Factorization::cholesky;
 };
 
 // The convergence tolerance for computations in T: the configured one, else the dtype default.

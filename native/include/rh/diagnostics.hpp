@@ -8,7 +8,9 @@
 namespace rh {
 
 // The ladder rung of the last Newton step, or the solver of a penalized batch.
-enum class Solver { cholesky, lu, svd, lamm, prox_newton };
+// qr: the square-root information mode's Newton step (factorization="qr"), whose rank-deficient
+// case is svd as in the ladder.
+enum class Solver { cholesky, lu, svd, lamm, prox_newton, qr };
 
 std::string_view to_string(Solver solver);
 

@@ -26,6 +26,7 @@
 #include "rh/error.hpp"
 #include "rh/ladder.hpp"
 #include "rh/ops.hpp"
+#include "rh/square_root.hpp"
 #include "rh/state.hpp"
 
 namespace rh {
@@ -45,7 +46,8 @@ double batch_weight_sum(std::span<const T> weights, std::size_t rows) {
   return sum;
 }
 
-// `previous` with its history times gamma: J~, G and K in T (gamma rounded to T once), W and the
+// `previous` with its history times gamma: J~, G and K in T (gamma rounded to T once; a
+// square-root history's R~ and z~ times sqrt(gamma), J~ formed again from R~), W and the
 // inference sums in float64. coef, scale, the previous lambda and the counters are kept.
 template <std::floating_point T>
 State<T> discounted(const StateView<T>& previous, double gamma) {
@@ -70,6 +72,17 @@ State<T> discounted(const StateView<T>& previous, double gamma) {
   state.inference.inference_weight = gamma * previous.inference.inference_weight;
   state.gram = times(previous.gram);
   state.score_gram = times(previous.score_gram);
+  if (previous.square_root()) {  // R~ and z~ times sqrt(gamma); J~ = R~^T R~ of the result
+    const auto root = static_cast<T>(std::sqrt(gamma));
+    state.information_factor.assign(previous.information_factor.begin(),
+                                    previous.information_factor.end());
+    for (T& value : state.information_factor) value *= root;
+    state.information_vector.assign(previous.information_vector.begin(),
+                                    previous.information_vector.end());
+    for (T& value : state.information_vector) value *= root;
+    factor_gram(std::span<const T>(state.information_factor), state.coef.size(),
+                std::span<T>(state.information));
+  }
   return state;
 }
 

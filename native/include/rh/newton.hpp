@@ -36,6 +36,12 @@ bool take_negligible_step(O& ops, typename O::Vector& beta, const typename O::Ve
 // where the engine can, it forms the point's Gram in the same pass over X.
 template <SolverOps O>
 void evaluate_for_hessian(O& ops, const typename O::Vector& beta, double tau) {
+  if constexpr (SquareRootOps<O>) {
+    if (ops.square_root()) {  // its steps read the rows, not a Gram
+      ops.evaluate(beta, tau);
+      return;
+    }
+  }
   if constexpr (FusedTrialOps<O>) {
     ops.evaluate_with_gram(beta, tau);
   } else {
@@ -80,10 +86,27 @@ double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
 // only `ridge` in the directions no row determines, and the solve would put its rounding there
 // multiplied by 1/ridge (docs/numerics.md). The ladder equilibrates H in place, so the damped
 // matrix is formed anew. A drift probe captures the point once its Gram is formed.
+// The square-root mode's step (factorization="qr"): the minimizer of the local model by QR of
+// stacked rows, the ridge decided inside as above (the undamped factor first). The drift probe
+// still reads the point's Gram, formed for it alone.
+template <SquareRootOps O>
+LadderResult square_root_newton_step(O& ops, const typename O::Vector& gradient,
+                                     typename O::Vector& step, double ridge, DriftProbe* probe) {
+  if (probe != nullptr) {
+    ops.form_hessian(0.0);
+    probe->capture(ops, gradient);
+  }
+  const SquareRootStep s = ops.square_root_step(ridge, step);
+  return {.rung = s.rung, .rcond = s.rcond, .rank = s.rank};
+}
+
 template <SolverOps O>
 LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
                          typename O::Vector& step, LadderScratch<typename O::Scalar>& scratch,
                          double ridge, IterationTrace* record, DriftProbe* probe) {
+  if constexpr (SquareRootOps<O>) {
+    if (ops.square_root()) return square_root_newton_step(ops, gradient, step, ridge, probe);
+  }
   if (ridge > 0.0) {
     ops.form_hessian(0.0);
     if (probe != nullptr) probe->capture(ops, gradient);

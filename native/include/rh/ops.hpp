@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <span>
 
+#include "rh/diagnostics.hpp"
 #include "rh/state.hpp"
 
 namespace rh {
@@ -114,6 +115,38 @@ concept FusedTrialOps = SolverOps<O> &&
   // evaluate(beta, tau) for a caller that forms the Newton matrix or the information next: the
   // engine may form the point's Gram in the same pass.
   ops.evaluate_with_gram(v, x);
+};
+
+// The outputs of the square-root information update (factorization="qr"): the new R~ (d x d,
+// row-major, upper triangular, diagonal >= 0) and z~ (d); G_b and K_b added as for the Cholesky
+// mode's information update.
+template <class T>
+struct SquareRootOutputs {
+  std::span<T> factor;
+  std::span<T> vector;
+  std::span<T> gram;
+  std::span<T> score_gram;
+};
+
+// The result of a square-root Newton step (rh/square_root.hpp): the rung (qr, or svd when R_H is
+// rank-deficient), trcon's estimate of R_H squared (0 for svd), the rank kept.
+struct SquareRootStep {
+  Solver rung = Solver::qr;
+  double rcond = 0.0;
+  std::size_t rank = 0;
+};
+
+// For an engine that runs factorization="qr" (contract v4): the Newton step at the current point
+// by QR of the stacked rows (history [R~ | z~], the inside rows sqrt(w) [x~ | y], sqrt(ridge) I
+// rows; the undamped factor decides the rank first), its linear term from the outside rows, and the new (R~, z~) at the final point with the
+// information update's curvature, with the batch's inference sums as information() gives them.
+template <class O>
+concept SquareRootOps = SolverOps<O> &&
+    requires(O& ops, typename O::Vector& out, double x,
+             SquareRootOutputs<typename O::Scalar> outputs) {
+  { ops.square_root() } -> std::same_as<bool>;  // the history is (R~, z~)
+  { ops.square_root_step(x, out) } -> std::same_as<SquareRootStep>;  // ridge x; out = step
+  { ops.square_root_information(InformationRequest{}, outputs) } -> std::same_as<InferenceSums>;
 };
 
 // Optional, for the proximal Newton variant of the L1 solver (rh/prox_newton.hpp).

@@ -33,8 +33,13 @@ struct StateView {
   // G and K (d x d, row-major), empty when the state keeps none.
   std::span<const T> gram;
   std::span<const T> score_gram;
+  // factorization="qr" (contract v4): the history is 1/2 ||R~ beta - z~||^2, R~ d x d upper
+  // triangular row-major with a non-negative diagonal; both empty in the Cholesky mode.
+  std::span<const T> information_factor;
+  std::span<const T> information_vector;
 
   std::size_t dim() const { return coef.size(); }
+  bool square_root() const { return !information_factor.empty(); }
 };
 
 template <std::floating_point T>
@@ -49,6 +54,9 @@ struct State {
   InferenceSums inference;
   std::vector<T> gram;        // G = sum X~^T diag(w) X~, empty when the state keeps none
   std::vector<T> score_gram;  // K = sum X~^T diag(w psi^2) X~, likewise
+  // factorization="qr": R~ and z~ (StateView); `information` then holds R~^T R~ for readers.
+  std::vector<T> information_factor;
+  std::vector<T> information_vector;
 
   // The state before any batch: all zeros.
   static State empty(std::size_t dim) {
@@ -62,7 +70,8 @@ struct State {
 
   StateView<T> view() const {
     return {coef,  information, n_samples_seen, effective_weight, batch_count, previous_lambda,
-            scale, inference,   gram,           score_gram};
+            scale, inference,   gram,           score_gram,      information_factor,
+            information_vector};
   }
 };
 

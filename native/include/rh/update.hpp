@@ -21,6 +21,7 @@
 #include "rh/newton.hpp"
 #include "rh/ops.hpp"
 #include "rh/prox_newton.hpp"
+#include "rh/square_root.hpp"
 #include "rh/state.hpp"
 #include "rh/trace.hpp"
 #include "rh/weighted_stats.hpp"
@@ -112,6 +113,16 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config)
   }
   ops.copy(fit, beta);
   return true;
+}
+
+// Whether the Ops run factorization="qr" (an engine without SquareRootOps never does).
+template <SolverOps O>
+bool square_root(O& ops) {
+  if constexpr (SquareRootOps<O>) {
+    return ops.square_root();
+  } else {
+    return false;
+  }
 }
 
 template <SolverOps O>
@@ -231,8 +242,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   // h_b in the dtype, as the information pass uses it; 0: the indicator.
   const double bandwidth = smoothed ? detail::dtype_tau<T>(schedules.bandwidth(tau, scale)) : 0.0;
   const bool matrices = detail::keeps_matrices(previous, config);
-  if (smoothed) {
-    ops.evaluate(beta, tau);  // J_b is formed afresh: the Newton Gram is not needed
+  if (smoothed || detail::square_root(ops)) {
+    ops.evaluate(beta, tau);  // J_b is formed afresh (or R~ from the rows): no Newton Gram
   } else {
     detail::evaluate_for_hessian(ops, beta, tau);  // J_b is the Newton Gram of this point
   }
@@ -245,9 +256,21 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     next.gram = detail::matrix_or_zeros(previous.gram, d);
     next.score_gram = detail::matrix_or_zeros(previous.score_gram, d);
   }
-  const InferenceSums batch_sums =
-      ops.information(InformationRequest{.bandwidth = bandwidth, .matrices = matrices},
-                      InformationOutputs<T>{next.information, next.gram, next.score_gram});
+  const InformationRequest request{.bandwidth = bandwidth, .matrices = matrices};
+  InferenceSums batch_sums;
+  if (detail::square_root(ops)) {
+    if constexpr (SquareRootOps<O>) {
+      next.information_factor.resize(d * d);
+      next.information_vector.resize(d);
+      batch_sums = ops.square_root_information(
+          request, SquareRootOutputs<T>{next.information_factor, next.information_vector,
+                                        next.gram, next.score_gram});
+      factor_gram(std::span<const T>(next.information_factor), d, std::span<T>(next.information));
+    }
+  } else {
+    batch_sums = ops.information(
+        request, InformationOutputs<T>{next.information, next.gram, next.score_gram});
+  }
   next.inference = detail::add_sums(previous.inference, batch_sums);
   next.n_samples_seen = previous.n_samples_seen + static_cast<std::int64_t>(weights.size());
   next.effective_weight = weight_total;
@@ -269,6 +292,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");
+  detail::require_finite(std::span<const T>(next.information_factor), "information factor");
+  detail::require_finite(std::span<const T>(next.information_vector), "information vector");
   // The estimate before what is derived from it: a batch whose objective overflows is reported
   // as that, not as the inference sums that overflow with it.
   detail::require_finite(std::span<const double>(&diagnostics.objective, 1), "objective");

@@ -59,6 +59,11 @@ def native_state(state: State, dtype: np.dtype) -> dict[str, Any]:
                                                            requirements="CA"),
         "score_gram": None if state.score_gram is None else np.require(
             state.score_gram, dtype=dtype, requirements="CA"),
+        # factorization="qr": the square-root information (None in the Cholesky mode).
+        "information_factor": None if state.information_factor is None else np.require(
+            state.information_factor, dtype=dtype, requirements="CA"),
+        "information_vector": None if state.information_vector is None else np.require(
+            state.information_vector, dtype=dtype, requirements="CA"),
     }
 
 

@@ -1,0 +1,435 @@
+// The square-root information mode of BatchOps (factorization="qr"; shared/spec/method.md,
+// contract v4; rh/square_root.hpp): Newton steps and the information update by Householder QR of
+// stacked rows instead of normal equations.
+//
+// One pass over X per factorization: each row block QR-updates its own (d+1) x (d+1) triangle
+// chunk by chunk with the chunk's weighted rows sqrt(w c) [x~ | y] (LAPACK's tpqrt, made for a
+// triangle over a block of rows), so memory stays O(chunk d) and the blocks run on the pool; the
+// first block's triangle starts as the history [R~ | z~], and the others' triangles are stacked
+// under it in block order (then the ridge rows). The last column carries the right-hand side, so
+// the top of the result is [R_H | q].
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "batch_ops.hpp"
+#include "blas.hpp"
+#include "rh/bricks/scope.hpp"
+#include "rh/ladder.hpp"
+
+namespace rh::cpu {
+namespace {
+
+// tpqrt's block size: the columns are at most a few hundred.
+std::size_t reflector_block(std::size_t columns) { return std::min<std::size_t>(32, columns); }
+
+void check_info(blas::lapack_index info, const char* routine) {
+  if (info < 0) {
+    throw std::logic_error(std::string("internal error: LAPACK ") + routine +
+                           " rejected argument " + std::to_string(-info));
+  }
+}
+
+// The triangle of the stacked rows in equilibrated units: F = R_H S, s_j = 1/||column j|| of
+// the stacked rows (the ladder's 1/sqrt(H_jj): H_jj is that squared norm; 1 where it is not a
+// finite positive normal number), and the contract's rank test.
+template <std::floating_point T>
+struct EquilibratedFactor {
+  std::size_t d;
+  std::vector<T> scales;  // s: the columns were scaled by these before the QR
+  std::vector<T> factor;  // F = R_H S, d x d column-major
+  bool deficient;         // a diagonal entry of F at or below eps(T) d max|diag F|
+
+  // `stacked` is the QR's (d+1) x (d+1) result of rows whose columns were scaled by `scales`.
+  EquilibratedFactor(const T* stacked, std::size_t d_, std::vector<T> scales_)
+      : d(d_), scales(std::move(scales_)), factor(d_ * d_, T{0}) {
+    const std::size_t n = d + 1;
+    double largest = 0.0;
+    for (std::size_t j = 0; j < d; ++j) {
+      for (std::size_t i = 0; i <= j; ++i) factor[j * d + i] = stacked[j * n + i];
+      largest = std::max(largest, std::fabs(static_cast<double>(factor[j * d + j])));
+    }
+    const double cut = std::numeric_limits<T>::epsilon() * static_cast<double>(d) * largest;
+    deficient = !(largest > 0.0);
+    for (std::size_t j = 0; j < d && !deficient; ++j) {
+      deficient = std::fabs(static_cast<double>(factor[j * d + j])) <= cut;
+    }
+  }
+};
+
+// s_j = 1/sqrt(sum of squares of column j), as the ladder's equilibration_scales takes H_jj.
+template <std::floating_point T>
+std::vector<T> column_scales(const std::vector<double>& squares) {
+  std::vector<T> scales(squares.size());
+  for (std::size_t j = 0; j < squares.size(); ++j) scales[j] = static_cast<T>(squares[j]);
+  equilibration_scales(std::span<T>(scales));
+  return scales;
+}
+
+// The SVD F = U diag(sigma) V^T of a rank-deficient F, singular values at most eps(T) d sigma_max
+// cut: the minimum-norm solutions of the model, through its pseudo-inverse.
+template <std::floating_point T>
+struct FactorSvd {
+  std::size_t d;
+  std::vector<T> u, vt, sigma;
+  std::size_t rank = 0;
+
+  FactorSvd(const std::vector<T>& factor, std::size_t d_, SquareRootBuffers<T>& buffers)
+      : d(d_), u(d_ * d_), vt(d_ * d_), sigma(d_) {
+    std::vector<T> a = factor;
+    const auto n = static_cast<blas::lapack_index>(d);
+    T size = 0;
+    check_info(blas::gesvd(n, a.data(), sigma.data(), u.data(), vt.data(), &size, -1), "gesvd");
+    buffers.svd_work.resize(std::max<std::size_t>(1, static_cast<std::size_t>(size)));
+    const blas::lapack_index info =
+        blas::gesvd(n, a.data(), sigma.data(), u.data(), vt.data(), buffers.svd_work.data(),
+                    static_cast<blas::lapack_index>(buffers.svd_work.size()));
+    check_info(info, "gesvd");
+    if (info > 0) throw NumericalError("the SVD of the square-root Newton system did not converge");
+    const double cut = std::numeric_limits<T>::epsilon() * static_cast<double>(d) *
+                       static_cast<double>(sigma[0]);
+    while (rank < d && static_cast<double>(sigma[rank]) > cut) ++rank;
+  }
+  double U(std::size_t i, std::size_t k) const { return u[k * d + i]; }
+  double V(std::size_t i, std::size_t k) const { return vt[i * d + k]; }  // V = (V^T)^T
+};
+
+}  // namespace
+
+template <std::floating_point T>
+void BatchOps<T>::square_root_history() {
+  auto& residual = ws_.root.history_residual;
+  residual.resize(dim_);
+  for (std::size_t i = 0; i < dim_; ++i) {
+    double sum = 0.0;
+    for (std::size_t j = i; j < dim_; ++j) {
+      sum += static_cast<double>(factor_[i * dim_ + j]) * static_cast<double>(current_[j]);
+    }
+    residual[i] = sum - static_cast<double>(vector_[i]);
+  }
+  for (std::size_t j = 0; j < dim_; ++j) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i <= j; ++i) sum += static_cast<double>(factor_[i * dim_ + j]) * residual[i];
+    ws_.information_delta64[j] = sum;
+    ws_.information_delta[j] = static_cast<T>(sum);
+  }
+}
+
+template <std::floating_point T>
+template <class Curvature>
+void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
+                             std::vector<double>& linear) {
+  require_design_scanned();
+  const std::size_t n = dim_ + 1;
+  const std::size_t nb = reflector_block(n);
+  const std::size_t blocks = blocks_.count();
+  SquareRootBuffers<T>& root = ws_.root;
+  root.block_triangles.resize(blocks * n * n);
+  root.chunk_rows.resize(blocks * chunk_ * n);
+  root.reflectors.resize(blocks * nb * n);
+  root.work.resize(blocks * nb * n);
+  root.linear_partials.resize(blocks * dim_);
+  const T* residual = ws_.point.residual.data();
+  const T tau = tau_;
+  // The columns' squared norms over the rows and the history, so the QR sees equilibrated
+  // columns (one pass that reads X; the QR's pass then reads it again).
+  root.column_partials.assign(blocks * dim_, 0.0);
+  for_each_block([&](std::size_t b) {
+    double* columns = root.column_partials.data() + b * dim_;
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      RH_BRICK_SCOPE(prof_, EngineBrick::gram, (hi - lo) * n, (hi - lo) * n * sizeof(T),
+                     2 * (hi - lo) * n);
+      for (std::size_t i = lo; i < hi; ++i) {
+        const double wc = static_cast<double>(weights_[i] * curvature(residual[i]));
+        if (!(wc > 0.0)) continue;
+        const T* x = X_.row(i);
+        for (std::size_t j = 0; j < features_; ++j) {
+          const auto value = static_cast<double>(x[j]);
+          columns[j] += wc * (value * value);
+        }
+        if (intercept_) columns[features_] += wc;
+      }
+    });
+  });
+  std::vector<double> squares(dim_, 0.0);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (std::size_t j = 0; j < dim_; ++j) squares[j] += root.column_partials[b * dim_ + j];
+  }
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = i; j < dim_; ++j) {
+      const auto value = static_cast<double>(factor_[i * dim_ + j]);
+      squares[j] += value * value;
+    }
+  }
+  root.scales = column_scales<T>(squares);
+  const T* scales = root.scales.data();
+  for_each_block([&](std::size_t b) {
+    T* triangle = root.block_triangles.data() + b * n * n;
+    std::fill_n(triangle, n * n, T{0});
+    T* rows = root.chunk_rows.data() + b * chunk_ * n;
+    T* reflectors = root.reflectors.data() + b * nb * n;
+    T* work = root.work.data() + b * nb * n;
+    double* partial = root.linear_partials.data() + b * dim_;
+    std::fill_n(partial, dim_, 0.0);
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      RH_BRICK_SCOPE(prof_, EngineBrick::gram, (hi - lo) * n, (hi - lo) * n * sizeof(T),
+                     2 * (hi - lo) * n * n);
+      const std::size_t ld = chunk_;
+      std::size_t m = 0;
+      for (std::size_t i = lo; i < hi; ++i) {
+        const T w = weights_[i];
+        if (w == T{0}) continue;
+        const T r = residual[i];
+        const T c = curvature(r);
+        const T psi = std::clamp(r, -tau, tau);
+        const T* x = X_.row(i);
+        const T wc = w * c;
+        if (wc > T{0}) {
+          const T scale = std::sqrt(wc);
+          for (std::size_t j = 0; j < features_; ++j) rows[j * ld + m] = scale * x[j] * scales[j];
+          if (intercept_) rows[features_ * ld + m] = scale * scales[features_];
+          rows[dim_ * ld + m] = scale * (residual_rhs ? r : y_[i]);
+          ++m;
+        }
+        // The row's linear term: w psi - w c r (0 inside the quadratic zone of the indicator).
+        const double a = static_cast<double>(w) * static_cast<double>(psi) -
+                         static_cast<double>(wc) * static_cast<double>(r);
+        if (a != 0.0) {
+          for (std::size_t j = 0; j < features_; ++j) partial[j] += a * static_cast<double>(x[j]);
+          if (intercept_) partial[features_] += a;
+        }
+      }
+      if (m > 0) {
+        check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
+                               static_cast<blas::lapack_index>(nb), triangle,
+                               static_cast<blas::lapack_index>(n), rows,
+                               static_cast<blas::lapack_index>(ld), reflectors,
+                               static_cast<blas::lapack_index>(nb), work),
+                   "tpqrt");
+      }
+    });
+  });
+
+  RH_BRICK_SCOPE(prof_, EngineBrick::solve, (blocks + 1) * n * n, (blocks + 1) * n * n * sizeof(T),
+                 2 * (blocks + 1) * n * n * n);
+  root.stacked.assign(root.block_triangles.begin(), root.block_triangles.begin() + n * n);
+  const auto stack = [&](T* below, std::size_t m) { stack_below(below, m); };
+  for (std::size_t b = 1; b < blocks; ++b) stack(root.block_triangles.data() + b * n * n, n);
+  // The history [R~ | z~] last (the batch's rows first, as the reference stacks them).
+  root.ridge_rows.assign(n * n, T{0});
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = i; j < dim_; ++j) {
+      root.ridge_rows[j * n + i] = factor_[i * dim_ + j] * scales[j];
+    }
+    root.ridge_rows[dim_ * n + i] =
+        residual_rhs ? static_cast<T>(-root.history_residual[i]) : vector_[i];
+  }
+  stack(root.ridge_rows.data(), n);
+  linear.assign(dim_, 0.0);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (std::size_t j = 0; j < dim_; ++j) linear[j] += root.linear_partials[b * dim_ + j];
+  }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::stack_below(T* rows, std::size_t m) {
+  const std::size_t n = dim_ + 1;
+  const std::size_t nb = reflector_block(n);
+  check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
+                         static_cast<blas::lapack_index>(nb), ws_.root.stacked.data(),
+                         static_cast<blas::lapack_index>(n), rows,
+                         static_cast<blas::lapack_index>(m), ws_.root.reflectors.data(),
+                         static_cast<blas::lapack_index>(nb), ws_.root.work.data()),
+             "tpqrt");
+}
+
+template <std::floating_point T>
+SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
+  std::vector<double> linear;
+  const T tau = tau_;
+  stack_rows([tau](T r) { return std::abs(r) <= tau ? T{1} : T{0}; }, /*residual_rhs=*/true,
+             linear);
+  RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 2 * dim_ * dim_);
+  const std::size_t d = dim_;
+  const std::size_t n = d + 1;
+  const T* q = ws_.root.stacked.data() + d * n;
+  EquilibratedFactor<T> f(ws_.root.stacked.data(), d, ws_.root.scales);
+  // With a ridge, as in the Cholesky mode (rh/newton.hpp), the undamped factor decides first:
+  // a rank-deficient one takes its minimum-norm step undamped; otherwise the rows
+  // sqrt(ridge) [I | beta] join it, one more QR of d rows.
+  if (ridge > 0.0 && !f.deficient) {
+    // In equilibrated units: sqrt(ridge) s_j on the diagonal; then the damped columns'
+    // equilibration composed with the first.
+    const auto root_ridge = static_cast<T>(std::sqrt(ridge));
+    ws_.root.ridge_rows.assign(d * n, T{0});
+    for (std::size_t j = 0; j < d; ++j) {
+      ws_.root.ridge_rows[j * d + j] = root_ridge * f.scales[j];
+      // (right-hand side sqrt(ridge) (beta - beta) = 0)
+    }
+    stack_below(ws_.root.ridge_rows.data(), d);
+    std::vector<double> squares(d, 0.0);
+    T* stacked = ws_.root.stacked.data();
+    for (std::size_t j = 0; j < d; ++j) {
+      for (std::size_t i = 0; i <= j; ++i) {
+        const auto value = static_cast<double>(stacked[j * n + i]);
+        squares[j] += value * value;
+      }
+    }
+    const std::vector<T> damped = column_scales<T>(squares);
+    std::vector<T> composed(d);
+    for (std::size_t j = 0; j < d; ++j) {
+      for (std::size_t i = 0; i <= j; ++i) stacked[j * n + i] *= damped[j];
+      composed[j] = f.scales[j] * damped[j];
+    }
+    f = EquilibratedFactor<T>(stacked, d, std::move(composed));
+  }
+  const auto ld = static_cast<blas::lapack_index>(d);
+  std::vector<T> scaled_linear(d);
+  for (std::size_t j = 0; j < d; ++j) {
+    scaled_linear[j] = static_cast<T>(static_cast<double>(f.scales[j]) * linear[j]);
+  }
+  if (!f.deficient) {
+    // The model's minimizer, as a step u: F^T v = S c, then F u = q + v; the step S u.
+    std::vector<T> u = scaled_linear;
+    bool solved = blas::trtrs(true, ld, f.factor.data(), ld, u.data()) == 0;
+    if (solved) {
+      for (std::size_t j = 0; j < d; ++j) u[j] += q[j];
+      solved = blas::trtrs(false, ld, f.factor.data(), ld, u.data()) == 0;
+    }
+    bool finite = solved;
+    for (std::size_t j = 0; j < d && finite; ++j) {
+      out[j] = f.scales[j] * u[j];
+      finite = std::isfinite(out[j]);
+    }
+    if (finite) {
+      T rcond = 0;
+      ws_.root.condition_work.resize(3 * d);
+      ws_.root.condition_iwork.resize(d);
+      check_info(blas::trcon(ld, f.factor.data(), ld, &rcond, ws_.root.condition_work.data(),
+                             ws_.root.condition_iwork.data()),
+                 "trcon");
+      const auto r = static_cast<double>(rcond);
+      return {.rung = Solver::qr, .rcond = r * r, .rank = d};
+    }
+  }
+  // The minimum-norm step of the model (as the ladder's SVD rung takes it):
+  // min 1/2 ||F t - q||^2 - (S c)^T t, t = V Sigma+ (U^T q + Sigma+ V^T S c), the step S t.
+  const FactorSvd<T> svd(f.factor, d, ws_.root);
+  std::vector<double> t(d, 0.0);
+  for (std::size_t k = 0; k < svd.rank; ++k) {
+    double left = 0.0;
+    double right = 0.0;
+    for (std::size_t i = 0; i < d; ++i) {
+      left += svd.U(i, k) * static_cast<double>(q[i]);
+      right += svd.V(i, k) * static_cast<double>(scaled_linear[i]);
+    }
+    const auto sigma = static_cast<double>(svd.sigma[k]);
+    const double coefficient = (left + right / sigma) / sigma;
+    for (std::size_t i = 0; i < d; ++i) t[i] += svd.V(i, k) * coefficient;
+  }
+  for (std::size_t j = 0; j < d; ++j) out[j] = static_cast<T>(static_cast<double>(f.scales[j]) * t[j]);
+  return {.rung = Solver::svd, .rcond = 0.0, .rank = svd.rank};
+}
+
+template <std::floating_point T>
+InferenceSums BatchOps<T>::square_root_information(const InformationRequest& request,
+                                                   SquareRootOutputs<T> out) {
+  const bool smoothed = request.bandwidth > 0.0;
+  const T tau = tau_;
+  const auto two_h = static_cast<T>(2.0 * request.bandwidth);  // exact: h is a value of T
+  // The information update's curvature, as information() takes it.
+  const auto curvature = [&](T r) {
+    const T magnitude = std::abs(r);
+    return smoothed ? std::clamp(T{0.5} + (tau - magnitude) / two_h, T{0}, T{1})
+                    : (magnitude <= tau ? T{1} : T{0});
+  };
+  InferenceSums batch{.inference_batches = 1};
+  if (request.matrices) {
+    // G_b and K_b (and the sums) as the Cholesky mode forms them; its J~ + J_b goes to scratch.
+    batch = information(request, InformationOutputs<T>{ws_.hessian, out.gram, out.score_gram});
+  } else {
+    const T* residual = ws_.point.residual.data();
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      double sums[4] = {0.0, 0.0, 0.0, 0.0};
+      for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
+        const auto w = static_cast<double>(weights_[i]);
+        const auto psi = static_cast<double>(std::clamp(residual[i], -tau, tau));
+        const auto c = static_cast<double>(curvature(residual[i]));
+        sums[0] += w * psi * psi;
+        const double wc = w * c;
+        sums[1] += wc;
+        sums[2] += wc * c;
+        sums[3] += w;
+      }
+      batch.score_sq_sum += sums[0];
+      batch.curvature_sum += sums[1];
+      batch.curvature_sq_sum += sums[2];
+      batch.inference_weight += sums[3];
+    }
+  }
+
+  std::vector<double> linear;
+  stack_rows(curvature, /*residual_rhs=*/false, linear);
+  RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, dim_ * dim_ * sizeof(T),
+                 2 * dim_ * dim_);
+  const std::size_t d = dim_;
+  const std::size_t n = d + 1;
+  const T* stacked = ws_.root.stacked.data();
+  const EquilibratedFactor<T> f(stacked, d, ws_.root.scales);
+  // z~ = q + R_H^-T c, so that 1/2 ||R~ beta - z~||^2 = 1/2 ||R_H beta - q||^2 - c^T beta + const:
+  // R_H^T v = c is F^T v = S c (a rank-deficient F: the minimum-norm v).
+  std::vector<double> v(d, 0.0);
+  bool solved = false;
+  if (!f.deficient) {
+    std::vector<T> solution(d);
+    for (std::size_t j = 0; j < d; ++j) {
+      solution[j] = static_cast<T>(static_cast<double>(f.scales[j]) * linear[j]);
+    }
+    const auto ld = static_cast<blas::lapack_index>(d);
+    solved = blas::trtrs(true, ld, f.factor.data(), ld, solution.data()) == 0;
+    for (std::size_t j = 0; j < d && solved; ++j) {
+      v[j] = static_cast<double>(solution[j]);
+      solved = std::isfinite(v[j]);
+    }
+  }
+  if (!solved) {  // v = (F^T)+ S c = U Sigma+ V^T S c
+    const FactorSvd<T> svd(f.factor, d, ws_.root);
+    std::fill(v.begin(), v.end(), 0.0);
+    for (std::size_t k = 0; k < svd.rank; ++k) {
+      double right = 0.0;
+      for (std::size_t i = 0; i < d; ++i) {
+        right += svd.V(i, k) * static_cast<double>(f.scales[i]) * linear[i];
+      }
+      const double coefficient = right / static_cast<double>(svd.sigma[k]);
+      for (std::size_t i = 0; i < d; ++i) v[i] += svd.U(i, k) * coefficient;
+    }
+  }
+  // In the data's units (F S^-1), the rows of a negative diagonal entry negated (R~ and z~
+  // together): diagonal >= 0.
+  for (std::size_t i = 0; i < d; ++i) {
+    const T sign = stacked[i * n + i] < T{0} ? T{-1} : T{1};
+    for (std::size_t j = 0; j < i; ++j) out.factor[i * d + j] = T{0};
+    for (std::size_t j = i; j < d; ++j) {
+      out.factor[i * d + j] = sign * (stacked[j * n + i] / f.scales[j]);
+    }
+    out.vector[i] = sign * static_cast<T>(static_cast<double>(stacked[d * n + i]) + v[i]);
+  }
+  return batch;
+}
+
+#define RH_SQUARE_ROOT_INSTANTIATE(T)                                                           \
+  template void BatchOps<T>::square_root_history();                                             \
+  template void BatchOps<T>::stack_below(T*, std::size_t);                                      \
+  template SquareRootStep BatchOps<T>::square_root_step(double, Vector&);                       \
+  template InferenceSums BatchOps<T>::square_root_information(const InformationRequest&,        \
+                                                              SquareRootOutputs<T>);
+RH_SQUARE_ROOT_INSTANTIATE(float)
+RH_SQUARE_ROOT_INSTANTIATE(double)
+#undef RH_SQUARE_ROOT_INSTANTIATE
+
+}  // namespace rh::cpu

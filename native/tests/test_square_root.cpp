@@ -1,0 +1,283 @@
+// factorization="qr" (shared/spec/method.md, contract v4, "Square-root information") on the CPU
+// engine: NIST's Filip, the hardest design of NIST's linear least-squares set, to its certified
+// digits at once and streamed; the Cholesky mode's answers on well-conditioned data; the
+// rank-deficient case; the state carried between the modes and through a copy.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+#include <rh/config.hpp>
+#include <rh/cpu/engine.hpp>
+#include <rh/error.hpp>
+#include <rh/square_root.hpp>
+#include <rh/state.hpp>
+#include <vector>
+
+#include "nist_filip.hpp"
+#include "problems.hpp"
+
+namespace rh::test {
+namespace {
+
+constexpr std::size_t filip_degree = 10;
+
+// Filip's rows [lo, hi) as a batch: columns x, x^2, ..., x^10 (the intercept is the engine's).
+Batch<double> filip_rows(std::size_t lo, std::size_t hi) {
+  Batch<double> batch{hi - lo, filip_degree, {}, {}, std::vector<double>(hi - lo, 1.0)};
+  for (std::size_t i = lo; i < hi; ++i) {
+    for (std::size_t j = 1; j <= filip_degree; ++j) {
+      batch.X.push_back(std::pow(filip::x[i], static_cast<double>(j)));
+    }
+    batch.y.push_back(filip::y[i]);
+  }
+  return batch;
+}
+
+// NIST's score: the log relative error of the worst coefficient (coef holds b1 .. b10, then b0).
+double filip_digits(const std::vector<double>& coef) {
+  double worst = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k <= filip_degree; ++k) {
+    const double estimate = k == 0 ? coef[filip_degree] : coef[k - 1];
+    const double relative = std::abs(estimate - filip::certified[k]) / std::abs(filip::certified[k]);
+    worst = std::min(worst, relative == 0.0 ? 16.0 : -std::log10(relative));
+  }
+  return worst;
+}
+
+// The least-squares limit: every residual inside tau.
+Config least_squares(Factorization factorization) {
+  Config config;
+  config.tau = 1e6;
+  config.factorization = factorization;
+  return config;
+}
+
+// Filip streamed in batches of `rows` rows (the last one shorter).
+std::pair<State<double>, Diagnostics> filip_stream(std::size_t rows, const Config& config) {
+  cpu::Engine engine({.threads = 1});
+  auto state = State<double>::empty(filip_degree + 1);
+  Diagnostics diagnostics;
+  for (std::size_t lo = 0; lo < filip::x.size(); lo += rows) {
+    const auto batch = filip_rows(lo, std::min(filip::x.size(), lo + rows));
+    std::tie(state, diagnostics) = update(engine, state, batch, config);
+  }
+  return {state, diagnostics};
+}
+
+TEST(SquareRoot, FilipToSevenCertifiedDigitsAtOnceAndStreamed) {
+  for (const std::size_t rows : {82, 20, 7}) {
+    const auto [state, diagnostics] = filip_stream(rows, least_squares(Factorization::qr));
+    const double digits = filip_digits(state.coef);
+    std::printf("Filip in batches of %zu rows: %.2f correct digits\n", rows, digits);
+    EXPECT_GE(digits, 7.0) << "batches of " << rows << " rows";
+    EXPECT_EQ(diagnostics.solver, Solver::qr) << rows;
+    EXPECT_TRUE(diagnostics.converged) << rows;
+    // The Cholesky mode's normal equations lose Filip's digits: the reason for the mode.
+    const auto cholesky = filip_stream(rows, least_squares(Factorization::cholesky));
+    EXPECT_GT(digits, filip_digits(cholesky.first.coef) + 3.0) << rows;
+  }
+}
+
+TEST(SquareRoot, StateIsAnUpperTriangularFactorWithNonNegativeDiagonal) {
+  const auto [state, diagnostics] = filip_stream(20, least_squares(Factorization::qr));
+  const std::size_t d = state.dim();
+  ASSERT_EQ(state.information_factor.size(), d * d);
+  ASSERT_EQ(state.information_vector.size(), d);
+  for (std::size_t i = 0; i < d; ++i) {
+    for (std::size_t j = 0; j < i; ++j) EXPECT_EQ(state.information_factor[i * d + j], 0.0);
+    EXPECT_GE(state.information_factor[i * d + i], 0.0);
+  }
+  // information = R~^T R~, exactly symmetric.
+  std::vector<double> gram(d * d);
+  factor_gram(std::span<const double>(state.information_factor), d, std::span<double>(gram));
+  EXPECT_EQ(state.information, gram);
+}
+
+// Well-conditioned, contaminated data in three batches: both modes solve the same problems.
+// Unpenalized only: after an L1 batch the qr history's z~ holds the batch's L1 subgradient (the
+// model's linear term at beta_b, as the reference forms it) besides the historical pull the
+// objective keeps, so the two modes' later L1 batches differ by design (docs/native.md).
+TEST(SquareRoot, AgreesWithTheCholeskyModeOnWellConditionedData) {
+  for (const double alpha : {0.0}) {
+    for (const bool fit_intercept : {true, false}) {
+      cpu::Engine engine({.threads = 2});
+      Config cholesky;
+      cholesky.alpha = alpha;
+      cholesky.fit_intercept = fit_intercept;
+      Config qr = cholesky;
+      qr.factorization = Factorization::qr;
+      const std::size_t d = 6 + (fit_intercept ? 1 : 0);
+      auto a = State<double>::empty(d);
+      auto b = State<double>::empty(d);
+      for (std::uint64_t seed : {11u, 12u, 13u}) {
+        const auto batch = contaminated_batch<double>(seed, 400, 6);
+        Diagnostics da, db;
+        std::tie(a, da) = update(engine, a, batch, cholesky);
+        std::tie(b, db) = update(engine, b, batch, qr);
+        const auto close = [](double x, double y) {
+          return std::abs(x - y) <= 1e-9 * std::max(1.0, std::abs(y));
+        };
+        for (std::size_t j = 0; j < d; ++j) {
+          EXPECT_PRED2(close, b.coef[j], a.coef[j]) << seed << " alpha " << alpha << " intercept " << fit_intercept;
+        }
+        for (std::size_t k = 0; k < d * d; ++k) {
+          EXPECT_PRED2(close, b.information[k], a.information[k]) << seed;
+        }
+        EXPECT_PRED2(close, db.objective, da.objective) << seed;
+        EXPECT_PRED2(close, b.scale, a.scale) << seed;
+        EXPECT_EQ(db.solver, alpha > 0.0 ? Solver::lamm : Solver::qr);
+        if (alpha == 0.0 && seed > 11) {
+          EXPECT_PRED2(close, db.drift_statistic, da.drift_statistic) << seed;
+        }
+      }
+    }
+  }
+}
+
+TEST(SquareRoot, RankDeficientDesignTakesTheSvdRung) {
+  auto batch = contaminated_batch<double>(21, 200, 3);
+  for (std::size_t i = 0; i < batch.rows; ++i) batch.X[i * 3 + 2] = batch.X[i * 3 + 1];
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  Config cholesky;
+  const auto [a, da] = update(engine, State<double>::empty(4), batch, cholesky);
+  const auto [b, db] = update(engine, State<double>::empty(4), batch, qr);
+  EXPECT_EQ(db.solver, Solver::svd);
+  EXPECT_EQ(da.solver, Solver::svd);
+  // The minimizer is not unique: the duplicated columns' sum and the fitted values are.
+  EXPECT_NEAR(b.coef[1] + b.coef[2], a.coef[1] + a.coef[2], 1e-7);
+  EXPECT_NEAR(b.coef[0], a.coef[0], 1e-7);
+  EXPECT_NEAR(b.coef[3], a.coef[3], 1e-7);
+  // And a second batch continues from the rank-deficient factor.
+  const auto next = contaminated_batch<double>(22, 200, 3);
+  auto dup = next;
+  for (std::size_t i = 0; i < dup.rows; ++i) dup.X[i * 3 + 2] = dup.X[i * 3 + 1];
+  const auto [a2, da2] = update(engine, a, dup, cholesky);
+  const auto [b2, db2] = update(engine, b, dup, qr);
+  EXPECT_EQ(db2.solver, Solver::svd);
+  EXPECT_NEAR(b2.coef[1] + b2.coef[2], a2.coef[1] + a2.coef[2], 1e-7);
+  EXPECT_NEAR(b2.coef[3], a2.coef[3], 1e-7);
+}
+
+TEST(SquareRoot, StateCopiedContinuesBitForBit) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  const auto first = contaminated_batch<double>(31, 300, 4);
+  const auto second = contaminated_batch<double>(32, 300, 4);
+  const auto [state, d1] = update(engine, State<double>::empty(5), first, qr);
+  // As a checkpoint carries it: R~, z~ and the scalars; the information left out (derived).
+  State<double> copy = state;
+  copy.information.clear();
+  const auto [a, da] = update(engine, state, second, qr);
+  const auto [b, db] = update(engine, copy, second, qr);
+  EXPECT_EQ(a.coef, b.coef);
+  EXPECT_EQ(a.information_factor, b.information_factor);
+  EXPECT_EQ(a.information_vector, b.information_vector);
+  EXPECT_EQ(da.objective, db.objective);
+}
+
+TEST(SquareRoot, StatesContinueInTheOtherMode) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  const Config cholesky;
+  const auto first = contaminated_batch<double>(41, 300, 4);
+  const auto second = contaminated_batch<double>(42, 300, 4);
+  const auto [c1, dc1] = update(engine, State<double>::empty(5), first, cholesky);
+  const auto [q1, dq1] = update(engine, State<double>::empty(5), first, qr);
+  // A Cholesky state in qr mode (R~ = chol(J~), z~ = R~ beta~) and a qr state in Cholesky mode
+  // (J~ = R~^T R~) both give the second batch's estimate of either mode.
+  const auto [cq, dcq] = update(engine, c1, second, qr);
+  const auto [qc, dqc] = update(engine, q1, second, cholesky);
+  const auto [cc, dcc] = update(engine, c1, second, cholesky);
+  EXPECT_TRUE(qc.information_factor.empty());
+  EXPECT_FALSE(cq.information_factor.empty());
+  for (std::size_t j = 0; j < 5; ++j) {
+    EXPECT_NEAR(cq.coef[j], cc.coef[j], 1e-9 * std::max(1.0, std::abs(cc.coef[j])));
+    EXPECT_NEAR(qc.coef[j], cc.coef[j], 1e-9 * std::max(1.0, std::abs(cc.coef[j])));
+  }
+}
+
+TEST(SquareRoot, NonPositiveDefiniteCholeskyStateIsRefusedInQrMode) {
+  cpu::Engine engine({.threads = 1});
+  const auto batch = contaminated_batch<double>(51, 100, 2);
+  auto state = State<double>::empty(3);
+  state.batch_count = 1;
+  state.scale = 1.0;
+  state.effective_weight = 10.0;
+  state.information = {1, 0, 0, 0, 1, 0, 0, 0, -1};
+  Config qr;
+  qr.factorization = Factorization::qr;
+  EXPECT_THROW(update(engine, state, batch, qr), InvalidArgument);
+}
+
+TEST(SquareRoot, MalformedFactorIsRefusedByName) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  const auto batch = contaminated_batch<double>(61, 100, 2);
+  const auto [state, diagnostics] = update(engine, State<double>::empty(3), batch, qr);
+  const auto refused = [&](State<double> bad, const std::string& what) {
+    try {
+      update(engine, bad, batch, qr);
+      ADD_FAILURE() << "accepted a state with " << what;
+    } catch (const InvalidArgument& error) {
+      EXPECT_NE(std::string(error.what()).find(what), std::string::npos) << error.what();
+    }
+  };
+  auto lower = state;
+  lower.information_factor[3] = 0.5;  // (1, 0)
+  refused(lower, "not upper triangular");
+  auto negative = state;
+  negative.information_factor[4] = -1.0;
+  refused(negative, "negative diagonal");
+  auto infinite = state;
+  infinite.information_vector[1] = std::numeric_limits<double>::infinity();
+  refused(infinite, "information_vector");
+  auto short_vector = state;
+  short_vector.information_vector.pop_back();
+  refused(short_vector, "information_vector");
+}
+
+TEST(SquareRoot, FloatBatchesRunTheModeInFloat) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  const Config cholesky;
+  const auto batch = contaminated_batch<float>(71, 500, 3);
+  const auto [a, da] = update(engine, State<float>::empty(4), batch, cholesky);
+  const auto [b, db] = update(engine, State<float>::empty(4), batch, qr);
+  EXPECT_EQ(db.solver, Solver::qr);
+  for (std::size_t j = 0; j < 4; ++j) {
+    EXPECT_NEAR(b.coef[j], a.coef[j], 2e-3 * std::max(1.0f, std::abs(a.coef[j])));
+  }
+}
+
+TEST(SquareRoot, ForgettingScalesTheFactorBySqrtGamma) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  qr.half_life = 500.0;
+  Config cholesky = qr;
+  cholesky.factorization = Factorization::cholesky;
+  auto a = State<double>::empty(4);
+  auto b = State<double>::empty(4);
+  for (std::uint64_t seed : {81u, 82u, 83u}) {
+    const auto batch = contaminated_batch<double>(seed, 250, 3);
+    std::tie(a, std::ignore) = update(engine, a, batch, cholesky);
+    std::tie(b, std::ignore) = update(engine, b, batch, qr);
+  }
+  EXPECT_NEAR(b.effective_weight, a.effective_weight, 1e-9 * a.effective_weight);
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_NEAR(b.coef[j], a.coef[j], 1e-9);
+  for (std::size_t k = 0; k < 16; ++k) {
+    EXPECT_NEAR(b.information[k], a.information[k], 1e-9 * std::max(1.0, std::abs(a.information[k])));
+  }
+}
+
+}  // namespace
+}  // namespace rh::test
