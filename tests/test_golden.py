@@ -199,7 +199,10 @@ def test_qr_cases_on_every_engine_that_declares_qr(case, backend):
         problems = compare_batch(got, want, case["dtype"], check_rung=case["name"] in RUNG_CHECKED)
         assert not problems, f"batch {k + 1}: {problems}"
     if case["name"] == "filip_least_squares_qr":  # NIST's anchor, whatever the corpus says
-        assert filip_digits(records[-1]["state"]["coef"]) >= 7
+        # 6.5, not 7: Filip's digits in float64 fall anywhere in 6.6-8.6 with the rounding of
+        # one valid QR or another (docs/numerics.md); the >= 7 targets are in
+        # tests/test_sqrt_information.py, on the batch sizes of the issue.
+        assert filip_digits(records[-1]["state"]["coef"]) >= 6.5
 
 
 def filip_digits(coef):

@@ -111,24 +111,17 @@ def digits(estimate, certified):
     return float(np.min(-np.log10(np.maximum(error, 1e-15))))
 
 
-@pytest.mark.parametrize("k", [1, 2])
-def test_wampler_at_once_keeps_at_least_the_cholesky_modes_digits(backend, k):
-    X, y, certified = wampler(k)
-    qr = digits(coefficients(fitted(X, y, 21, factorization="qr", backend=backend)), certified)
-    cholesky = digits(coefficients(fitted(X, y, 21, backend="numpy")), certified)
-    assert qr >= cholesky - 0.1
-
-
-@pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize("batch", [7, 3])
-def test_wampler_streamed_keeps_ten_digits(backend, k, batch):
-    """Wampler 1 is an exact fit: there the Cholesky mode, whose history holds β̃ exactly,
-    keeps 12 digits in batches of 7 and the qr mode, whose history holds z̃, 10.4
-    (docs/numerics.md)."""
+@pytest.mark.parametrize(("k", "floor"), [(1, 10), (2, 12.5)])
+@pytest.mark.parametrize("batch", [21, 7, 3])
+def test_wampler_keeps_its_digits_at_once_and_streamed(backend, k, floor, batch):
+    """Wampler 1 and 2 are exact fits. The Cholesky mode, whose history holds β̃ exactly and
+    refines against each batch's residuals only, keeps 10.3-12.4 digits of Wampler 1; the qr
+    mode, whose history holds z̃ with the rounding of R̃'s condition, 10.3-11.2 (on either
+    engine: docs/numerics.md) — not always as many. Wampler 2 sits at float64's floor in both."""
     X, y, certified = wampler(k)
     qr = digits(coefficients(fitted(X, y, batch, factorization="qr", backend=backend)),
                 certified)
-    assert qr >= 10
+    assert qr >= floor
 
 
 def test_longley_keeps_at_least_the_cholesky_modes_digits(backend):
@@ -138,11 +131,14 @@ def test_longley_keeps_at_least_the_cholesky_modes_digits(backend):
     certified = np.array([
         -3482258.63459582, 15.0618722713733, -0.358191792925910e-01, -2.02022980381683,
         -1.03322686717359, -0.511041056535807e-01, 1829.15146461355])
-    for batch in (16, 8):
+    at_once = {mode: lre(coefficients(fitted(X, y, 16, factorization=mode, backend=backend)),
+                         certified) for mode in ("cholesky", "qr")}
+    assert at_once["qr"] >= at_once["cholesky"] - 0.3  # both at Longley's ~11.4
+    for batch in (8, 4):  # where the Cholesky mode keeps 7-8 digits
         qr = lre(coefficients(fitted(X, y, batch, factorization="qr", backend=backend)),
                  certified)
-        cholesky = lre(coefficients(fitted(X, y, batch, backend="numpy")), certified)
-        assert qr >= cholesky - 0.1 and qr >= 10
+        cholesky = lre(coefficients(fitted(X, y, batch, backend=backend)), certified)
+        assert qr >= 10.5 and qr >= cholesky + 2
 
 
 def test_a_contaminated_polynomial_fits_as_in_a_well_conditioned_basis():
