@@ -100,7 +100,10 @@ def model_rows(Xt: Any, y: Any, w: Any, r: Any, tau: float, c: Any) -> ModelRows
 
 def _column_scales(M: np.ndarray) -> np.ndarray:
     """s_j = 1/‖column j‖ (1 where that norm is not a finite positive normal number): the
-    ladder's 1/√H_jj, as the Newton matrix's diagonal is the squared column norm."""
+    ladder's 1/√H_jj, as the Newton matrix's diagonal is the squared column norm.
+
+    Written out: LAPACK's ?geequ scales by the largest entry of each column (and of each row,
+    which must not move here), not by the 2-norm the ladder's equilibration amounts to."""
     norms = np.linalg.norm(M, axis=0)
     usable = np.isfinite(norms) & (norms >= np.sqrt(np.finfo(M.dtype).tiny))
     scales = np.ones_like(norms)
@@ -145,7 +148,11 @@ def triangular_rcond(R: np.ndarray) -> float:
 
 
 def _pinv_parts(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """R's SVD with the singular values at or below eps · d · σ_max cut (their inverses 0)."""
+    """R's SVD with the singular values at or below eps · d · σ_max cut (their inverses 0).
+
+    The pseudo-inverse is applied by hand because the svd rung needs (R_HᵀR_H)⁺ = V Σ⁺² Vᵀ
+    (the minimum-norm Newton step) and absorb needs (R_Hᵀ)⁺: one SVD serves both, where
+    scipy.linalg.lstsq would solve one of them per call."""
     U, sv, Vt = np.linalg.svd(R)
     cut = R.shape[0] * float(np.finfo(R.dtype).eps) * float(sv.max(initial=0.0))
     inv = np.zeros_like(sv)
