@@ -40,8 +40,7 @@ from .profiling import profile
 from .tracing import Trace
 from .tracing.recorder import traced_update
 from .tracing.trace import active as _active_traces
-from .tuner import advisor as _advisor
-from .tuner import online as _online
+from .tuner.session import PlanReport
 
 _FITTED_ATTRIBUTES = (
     "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
@@ -193,7 +192,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with.
     backend_ : str
         The engine that ran.
-    plan_ : rhuber.tuner.advisor.PlanReport
+    plan_ : rhuber.tuner.session.PlanReport
         The plan that ran and why: ``plan``, ``reason`` (chosen by the model, a default's
         reason, reverted, pinned), ``detail``, ``predicted_rows_per_s``,
         ``measured_rows_per_s`` (median of the stream's first timed batches) and ``model_id``.
@@ -710,16 +709,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _observe(self, X: Any, seconds: float, backend: str) -> None:
         """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
         plan of the next batch), and online learning's data."""
-        if self.profile and _online.enabled():
+        if self.profile and _online().enabled():
             plan = self._plan() or Plan(backend, **({"threads": self._threads(),
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
             workload = dispatch.batch_workload(self, X, self.__dict__.get("_session"))
-            _online.record_batch(workload, plan.resolved(), seconds, self.profile_)
+            _online().record_batch(workload, plan.resolved(), seconds, self.profile_)
         self._session = dispatch.observe(self._session, int(X.shape[0]), seconds)
 
     @property
-    def plan_(self) -> _advisor.PlanReport:
+    def plan_(self) -> PlanReport:
         """The session's report, made when asked for rather than after every batch (a few µs
         that the first batches of every stream would pay); undefined before the first batch."""
         session = self.__dict__.get("_session")
@@ -1085,3 +1084,10 @@ def _checked_weight(sample_weight: Any, X: np.ndarray) -> Any:
         return _check_sample_weight(sample_weight, X, dtype=X.dtype)
     except ValueError as exc:
         raise _located(exc, None, None, None, weight=sample_weight) from None
+
+
+def _online() -> Any:
+    """The tuner's online learning (its store and models), imported by a profiled stream only."""
+    from .tuner import online
+
+    return online
