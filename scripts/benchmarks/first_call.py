@@ -5,7 +5,9 @@ Three experiments, each in fresh interpreters started in turn for every tree giv
 on a shared machine falls on all alike), medians over the runs:
 
 - ``import``: the wall time of ``python -c "import rhuber"`` against ``import sklearn.base``
-  (scikit-learn's own import is most of ours; the difference is what we add);
+  (scikit-learn's own import is most of ours; the difference is what we add), and in one
+  process the wall and CPU time of ``import sklearn.base`` then of ``import rhuber`` after it
+  (what we add, measured without the two processes' noise);
 - ``first_fit``: in a fresh process, after ``import rhuber`` and making the data (not timed), the
   first ``RenewableHuberRegressor(backend=B).partial_fit`` of a ROWSxFEATURES batch;
 - ``fresh``: in one process, rounds of a fresh estimator's first ``partial_fit`` against the
@@ -28,6 +30,16 @@ import statistics
 import subprocess
 import sys
 import time
+
+IMPORT = """
+import time
+w0, c0 = time.perf_counter(), time.process_time()
+import sklearn.base
+w1, c1 = time.perf_counter(), time.process_time()
+import rhuber
+w2, c2 = time.perf_counter(), time.process_time()
+print((w1 - w0) * 1e3, (w2 - w1) * 1e3, (c1 - c0) * 1e3, (c2 - c1) * 1e3)
+"""
 
 FIRST_FIT = """
 import time, numpy as np
@@ -105,10 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.runs):
         for tree in trees:
             if "import" in experiments:
-                samples.setdefault(f"import_sklearn_ms|{tree}", []).append(
+                samples.setdefault(f"process_import_sklearn_ms|{tree}", []).append(
                     wall(tree, "import sklearn.base"))
-                samples.setdefault(f"import_rhuber_ms|{tree}", []).append(
+                samples.setdefault(f"process_import_rhuber_ms|{tree}", []).append(
                     wall(tree, "import rhuber"))
+                figures = run(tree, IMPORT)
+                for name, value in zip(("sklearn_base_ms", "rhuber_after_sklearn_ms",
+                                        "sklearn_base_cpu_ms", "rhuber_after_sklearn_cpu_ms"),
+                                       figures, strict=True):
+                    samples.setdefault(f"{name}|{tree}", []).append(value)
             if "first_fit" in experiments:
                 fit_ms, import_ms = run(tree, FIRST_FIT.format(**fmt))
                 samples.setdefault(f"first_fit_ms|{tree}", []).append(fit_ms)
@@ -127,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report.setdefault(tree, {})[name] = round(statistics.median(values), 3)
     for figures in report.values():
-        if "import_rhuber_ms" in figures:
-            figures["import_rhuber_minus_sklearn_ms"] = round(
-                figures["import_rhuber_ms"] - figures["import_sklearn_ms"], 3)
+        if "process_import_rhuber_ms" in figures:
+            figures["process_import_rhuber_minus_sklearn_ms"] = round(
+                figures["process_import_rhuber_ms"] - figures["process_import_sklearn_ms"], 3)
     print(json.dumps({"backend": args.backend, "shape": args.shape, "dtype": args.dtype,
                       "runs": args.runs, "trees": report}, indent=1))
     return 0
