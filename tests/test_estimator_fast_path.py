@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from helpers import make_problem, state_dicts_equal
 from rhuber import RenewableHuberRegressor
 from rhuber import estimator as estimator_module
+from rhuber.engines import ReferenceEngine
 
 
 @pytest.fixture(params=["numpy", "auto"])
@@ -223,3 +224,17 @@ def test_a_fresh_estimator_does_not_validate_parameters_validated_before(monkeyp
         RenewableHuberRegressor(backend="numpy", epsilon=-1.0).partial_fit(X, y)
     with pytest.raises(InvalidParameterError, match="max_iter"):  # equal, of another type
         RenewableHuberRegressor(backend="numpy", epsilon=1.5, max_iter=500.0).partial_fit(X, y)
+
+
+def test_a_batched_fit_checks_all_of_x_before_its_first_batch(monkeypatch):
+    """fit with batch_size validates the whole of X first (validate_data), so a bad row in a
+    later batch stops it before any batch runs, as before."""
+    X, y, _ = make_problem(np.random.default_rng(4), 300, 4)
+    X[250, 2] = np.nan
+    calls = []
+    real = ReferenceEngine.update
+    monkeypatch.setattr(ReferenceEngine, "update",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    with pytest.raises(ValueError, match=r"row 250, column 2 is nan"):
+        RenewableHuberRegressor(backend="numpy", batch_size=100).fit(X, y)
+    assert calls == []

@@ -308,7 +308,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         with _Transaction(self), self._profiling(restart=True):
             self._reset()
             self._start_trace(restart=True)
-            plain = self._plain_batch(X, y, sample_weight)
+            # Batched, a plain X would reach its bad row only after earlier batches had run
+            # (and been traced): validate_data checks all of it first.
+            plain = self.batch_size is None and self._plain_batch(X, y, sample_weight)
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True, plain=plain)
             rows = X.shape[0] if self.batch_size is None else int(self.batch_size)
             self._start_session(X[:rows], y[:rows], -(-X.shape[0] // rows))
