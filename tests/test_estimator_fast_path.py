@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
+import rhuber
 from helpers import make_problem, state_dicts_equal
 from rhuber import RenewableHuberRegressor
 from rhuber import estimator as estimator_module
@@ -238,3 +239,11 @@ def test_a_batched_fit_checks_all_of_x_before_its_first_batch(monkeypatch):
     with pytest.raises(ValueError, match=r"row 250, column 2 is nan"):
         RenewableHuberRegressor(backend="numpy", batch_size=100).fit(X, y)
     assert calls == []
+
+
+def test_a_traced_stream_s_bad_first_batch_is_refused_before_the_engine():
+    X, y, _ = make_problem(np.random.default_rng(5), 200, 3)
+    X[7, 1] = np.inf
+    with rhuber.trace() as recorded, pytest.raises(ValueError, match=r"row 7, column 1"):
+        RenewableHuberRegressor(backend="numpy").partial_fit(X, y)
+    assert len(recorded.batches) == 0

@@ -308,9 +308,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         with _Transaction(self), self._profiling(restart=True):
             self._reset()
             self._start_trace(restart=True)
-            # Batched, a plain X would reach its bad row only after earlier batches had run
-            # (and been traced): validate_data checks all of it first.
-            plain = self.batch_size is None and self._plain_batch(X, y, sample_weight)
+            # Batched, a plain X would reach its bad row only after earlier batches had run;
+            # traced, the refused batch would be recorded: validate_data checks all of X first.
+            plain = (self.batch_size is None and self._plain_batch(X, y, sample_weight)
+                     and not (self.trace or _active_traces()))
             X, y, w = self._validate_batch(X, y, sample_weight, reset=True, plain=plain)
             rows = X.shape[0] if self.batch_size is None else int(self.batch_size)
             self._start_session(X[:rows], y[:rows], -(-X.shape[0] // rows))
@@ -346,7 +347,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             )
         with _Transaction(self), self._profiling(restart=False):
             began = time.perf_counter()
-            plain = self._plain_batch(X, y, sample_weight)
+            # A traced stream records a batch the engine refuses once it has started; its first
+            # batch is refused by validate_data before the engine, as it always was.
+            plain = self._plain_batch(X, y, sample_weight) and (
+                fitted is not None or not (self.trace or _active_traces()))
             X, y, w = self._validate_batch(X, y, sample_weight, reset=fitted is None,
                                            plain=plain)
             if fitted is None or self.__dict__.get("_session") is None:
