@@ -47,6 +47,8 @@ native-cuda: venv
 lint: venv
 	$(VENV)/bin/ruff check python tests scripts fuzz
 	$(VENV)/bin/lint-imports --config pyproject.toml
+	# The pure package runs on every CPython >= 3.10 (requires-python): no newer feature in it.
+	$(VENV)/bin/vermin --target=3.10- --no-tips --violations --eval-annotations python/rhuber
 
 # The native tree's CTest suite includes the bricks library's tests (Release -Werror and ASan).
 test-cpp: system-packages

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -13,6 +14,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+from helpers import require_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "python" / "rhuber"
@@ -52,25 +55,109 @@ def test_an_upward_import_breaks_the_contract(tmp_path, module, upward):
     assert "BROKEN" in run.stdout and "is not allowed to import" in run.stdout
 
 
-def _function_imports(path: Path) -> list[str]:
-    """Imports of our own modules inside a function body (relative, or of rhuber)."""
+#: What ``import rhuber`` must not load (docs/architecture.md, "Imports"): the tuner's store,
+#: models and advisor, the lab, Dask, the CLI, the table libraries, the native engines (loaded
+#: by their first use). Modules scikit-learn itself imports are not ours to keep out.
+NOT_IMPORTED = (
+    "rhuber.tuner.advisor", "rhuber.tuner.models", "rhuber.tuner.model_files",
+    "rhuber.tuner.online", "rhuber.tuner.local", "rhuber.tuner.store", "rhuber.tuner.hardware",
+    "rhuber.tuner.probes", "rhuber.tuner.features", "rhuber.tuner.rules", "rhuber.lab",
+    "rhuber.cli", "rhuber.dask", "rhuber.io", "_rhuber_native_cpu", "_rhuber_native_cuda",
+    "sqlite3", "pandas", "polars", "pyarrow", "dask", "distributed", "torch", "cupy",
+    "safetensors", "threadpoolctl", "matplotlib", "tqdm",
+)
+
+#: The imports of our own modules made inside a function (file: module): each loads, on the
+#: first call that needs it, a module that ``import rhuber`` must not load; none dodges a cycle.
+LAZY_IMPORTS = {
+    "__init__.py": "rhuber.lab.precision",
+    "tuner/__init__.py": "rhuber.tuner.online",
+    "dispatch.py": "rhuber.tuner.advisor",
+    "tuner/session.py": "rhuber.tuner.advisor",
+    "estimator.py": "rhuber.tuner.online",
+}
+
+
+def _absolute(path: Path, node: ast.ImportFrom | ast.Import) -> list[str]:
+    """The modules an import statement in ``path`` names, as absolute names."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    package = ["rhuber", *path.relative_to(PACKAGE).parent.parts]
+    base = package[:len(package) - node.level + 1] if node.level else []
+    stem = ".".join([*base, *([node.module] if node.module else [])])
+    return [f"{stem}.{alias.name}" if _is_module(f"{stem}.{alias.name}") else stem
+            for alias in node.names]
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.joinpath(*name.split(".")[1:])
+    return name.startswith("rhuber.") and (path.is_dir() or path.with_suffix(".py").exists())
+
+
+def _function_imports(path: Path) -> list[tuple[str, str]]:
+    """Imports of our own modules inside a function body (relative, or of rhuber): (where,
+    the module imported)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for inner in ast.walk(node):
-            own = (isinstance(inner, ast.ImportFrom)
-                   and (inner.level > 0 or (inner.module or "").split(".")[0] == "rhuber")) or (
-                isinstance(inner, ast.Import)
-                and any(alias.name.split(".")[0] == "rhuber" for alias in inner.names))
-            if own:
-                found.append(f"{path.relative_to(PACKAGE)}:{inner.lineno}")
+            if isinstance(inner, ast.Import | ast.ImportFrom):
+                found.extend((f"{path.relative_to(PACKAGE)}:{inner.lineno}", module)
+                             for module in _absolute(path, inner)
+                             if module.split(".")[0] == "rhuber")
     return found
 
 
-def test_no_import_of_our_own_modules_inside_a_function():
-    found = [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in _function_imports(path)]
-    assert found == []
+def _top_level_imports(module: str) -> set[str]:
+    """The modules of ours that ``module``'s file imports outside functions."""
+    path = PACKAGE.joinpath(*module.split(".")[1:])
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    tree = ast.parse(path.read_text(), str(path))
+    return {name for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)
+            for name in _absolute(path, node) if name.split(".")[0] == "rhuber"}
+
+
+def test_imports_of_our_own_modules_inside_a_function_only_defer_heavy_ones():
+    found = [(where, module) for path in sorted(PACKAGE.rglob("*.py"))
+             for where, module in _function_imports(path)]
+    unexpected = [f"{where} imports {module}" for where, module in found
+                  if LAZY_IMPORTS.get(where.split(":")[0]) != module]
+    assert unexpected == []
+    assert {where.split(":")[0] for where, _ in found} == set(LAZY_IMPORTS)
+    for where, module in LAZY_IMPORTS.items():
+        assert module.startswith(NOT_IMPORTED), f"{where}: {module} may be imported at the top"
+        importer = "rhuber." + where.removesuffix(".py").removesuffix("/__init__").replace(
+            "/", ".")
+        assert importer not in _top_level_imports(module), f"{where} dodges a cycle"
+
+
+def _imported_after(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after ``code`` that ``import sklearn.base`` alone
+    did not load."""
+    script = ("import json, sys\nimport sklearn.base\nbefore = set(sys.modules)\n"
+              f"{code}\nprint(json.dumps(sorted(set(sys.modules) - before)))")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_import_rhuber_loads_no_heavy_module():
+    new = _imported_after("import rhuber")
+    assert "rhuber.estimator" in new
+    assert [m for m in new if m.startswith(NOT_IMPORTED)] == []
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native_cpu"])
+def test_a_first_fit_with_a_backend_set_loads_no_tuner_or_lab(backend):
+    if backend == "native_cpu":
+        require_module("_rhuber_native_cpu", "rhuber-native-cpu")
+    new = _imported_after(
+        "import numpy as np\nfrom rhuber import RenewableHuberRegressor\n"
+        "X = np.random.default_rng(0).normal(size=(256, 4))\n"
+        f"RenewableHuberRegressor(backend={backend!r}).partial_fit(X, X @ np.ones(4))")
+    engine = "_rhuber_native_cpu" if backend == "native_cpu" else "(none)"
+    assert [m for m in new if m.startswith(NOT_IMPORTED) and not m.startswith(engine)] == []
 
 
 def _requirements(pyproject: Path) -> list[str]:

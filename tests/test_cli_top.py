@@ -17,9 +17,10 @@ from rhuber import RenewableHuberRegressor
 from rhuber.cli import _build_parser, _top
 from rhuber.engines.plans import Plan
 from rhuber.engines.workload import Workload
-from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, Advisor
+from rhuber.tuner.advisor import Advisor
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.models import Ensemble
+from rhuber.tuner.reasons import OUT_OF_DISTRIBUTION
 from rhuber.tuner.recommend import panel_lines, rate, top_panel
 
 

@@ -6,11 +6,15 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
+import rhuber
 from helpers import make_problem, state_dicts_equal
 from rhuber import RenewableHuberRegressor
+from rhuber import estimator as estimator_module
+from rhuber.engines import ReferenceEngine
 
 
 @pytest.fixture(params=["numpy", "auto"])
@@ -161,3 +165,85 @@ def test_plan_report_is_there_only_after_a_batch_and_survives_pickling(stream):
     assert not hasattr(est, "plan_")
     est.partial_fit(X, y)
     assert pickle.loads(pickle.dumps(est)).plan_ == est.plan_
+
+
+# ----------------------------------------------------------------- a stream's first batch
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_plain_first_batch_skips_validate_data_and_gives_the_general_result(dtype,
+                                                                               monkeypatch):
+    X, y, _ = make_problem(np.random.default_rng(1), 300, 4)
+    X, y = X.astype(dtype), y.astype(dtype)
+    general = RenewableHuberRegressor(backend="numpy").partial_fit(X.tolist(), y.tolist())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validate_data ran on a plain batch")
+
+    monkeypatch.setattr(estimator_module, "validate_data", refuse)
+    plain = RenewableHuberRegressor(backend="numpy")
+    assert plain._plain_batch(X, y, None)
+    plain.partial_fit(X, y)
+    assert plain.n_features_in_ == 4 and "feature_names_in_" not in vars(plain)
+    assert plain.coef_.dtype == dtype
+    if dtype == np.float64:  # the lists convert to float64 only
+        assert state_dicts_equal(plain.state_dict(), general.state_dict())
+    refit = RenewableHuberRegressor(backend="numpy").fit(X, y)  # fit's first batch too
+    np.testing.assert_array_equal(refit.coef_, plain.coef_)
+
+
+@pytest.mark.parametrize("case", ["NaN in X", "inf in y", "no rows", "y rows differ", "2-D y"])
+@pytest.mark.parametrize("method", ["partial_fit", "fit"])
+def test_a_bad_first_batch_keeps_validate_data_s_error_and_no_state(case, method):
+    X, y, _ = make_problem(np.random.default_rng(2), 300, 4)
+    bad_X, bad_y = _bad_batches(X, y)[case]
+    with pytest.raises(ValueError) as expected:  # the general path's error
+        RenewableHuberRegressor(backend="numpy")._validate_batch(
+            np.asfortranarray(bad_X), bad_y, None, reset=True)
+    est = RenewableHuberRegressor(backend="numpy")
+    with pytest.raises(ValueError) as raised:
+        getattr(est, method)(bad_X, bad_y)
+    assert str(raised.value) == str(expected.value)
+    assert not hasattr(est, "coef_") and not hasattr(est, "n_features_in_")
+
+
+def test_a_fresh_estimator_does_not_validate_parameters_validated_before(monkeypatch):
+    """scikit-learn's parameter validation runs when parameters change, not for every fresh
+    estimator: values (and types) that passed once are remembered for the class."""
+    X, y, _ = make_problem(np.random.default_rng(3), 200, 3)
+    RenewableHuberRegressor(backend="numpy", epsilon=1.5).partial_fit(X, y)
+    calls = []
+    real = BaseEstimator._validate_params
+    monkeypatch.setattr(BaseEstimator, "_validate_params",
+                        lambda self: calls.append(1) or real(self))
+    RenewableHuberRegressor(backend="numpy", epsilon=1.5).partial_fit(X, y)
+    RenewableHuberRegressor(backend="numpy", epsilon=1.5).fit(X, y)
+    assert calls == []
+    RenewableHuberRegressor(backend="numpy", epsilon=1.25).partial_fit(X, y)  # new values
+    assert calls == [1]
+    with pytest.raises(InvalidParameterError, match="epsilon"):  # an invalid one, every time
+        RenewableHuberRegressor(backend="numpy", epsilon=-1.0).partial_fit(X, y)
+    with pytest.raises(InvalidParameterError, match="max_iter"):  # equal, of another type
+        RenewableHuberRegressor(backend="numpy", epsilon=1.5, max_iter=500.0).partial_fit(X, y)
+
+
+def test_a_batched_fit_checks_all_of_x_before_its_first_batch(monkeypatch):
+    """fit with batch_size validates the whole of X first (validate_data), so a bad row in a
+    later batch stops it before any batch runs, as before."""
+    X, y, _ = make_problem(np.random.default_rng(4), 300, 4)
+    X[250, 2] = np.nan
+    calls = []
+    real = ReferenceEngine.update
+    monkeypatch.setattr(ReferenceEngine, "update",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    with pytest.raises(ValueError, match=r"row 250, column 2 is nan"):
+        RenewableHuberRegressor(backend="numpy", batch_size=100).fit(X, y)
+    assert calls == []
+
+
+def test_a_traced_stream_s_bad_first_batch_is_refused_before_the_engine():
+    X, y, _ = make_problem(np.random.default_rng(5), 200, 3)
+    X[7, 1] = np.inf
+    with rhuber.trace() as recorded, pytest.raises(ValueError, match=r"row 7, column 1"):
+        RenewableHuberRegressor(backend="numpy").partial_fit(X, y)
+    assert len(recorded.batches) == 0

@@ -12,6 +12,7 @@ from sklearn.base import clone
 
 from helpers import NATIVE_CPU, make_problem, require_module, state_dicts_equal
 from rhuber import RenewableHuberRegressor
+from rhuber import estimator as estimator_module
 
 ENGINES = ["numpy", "native_cpu"]
 PREDICT_THREADS = 8
@@ -97,6 +98,50 @@ class RecordingRegressor(RenewableHuberRegressor):
     def _commit(self, state, *args, **kwargs):
         super()._commit(state, *args, **kwargs)
         self.__dict__.setdefault("_order", []).append(int(state.n_samples_seen))
+
+
+def _fitted_view(est: RenewableHuberRegressor, X: np.ndarray) -> tuple:
+    """What a reader sees of a fitted stream: its attributes and a prediction, in one tuple."""
+    return (est.coef_.tobytes(), float(est.intercept_), est.scale_, est.n_samples_seen_,
+            est.n_batches_, est.effective_weight_, est.information_.tobytes(), est.n_iter_,
+            len(est.diagnostics_), est.predict(X).tobytes())
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_a_reader_never_mixes_two_batches(backend, monkeypatch):
+    """The writer is held in the middle of publishing a batch (at its host copy of the
+    information matrix, after the coefficients'): a reader in another thread must see the
+    previous batch whole, attributes and predictions alike, and after the update the new one."""
+    first, second = _batches(5, 2)
+    model = _estimator(backend).partial_fit(*first)
+    before = _fitted_view(model, second[0])
+    held, release = threading.Event(), threading.Event()
+    writer_ident: list[int] = []
+    real = estimator_module.to_host
+
+    def to_host(a):
+        if threading.get_ident() in writer_ident and np.ndim(a) == 2 and not held.is_set():
+            held.set()  # the coefficients are converted already: hold the writer here
+            assert release.wait(60), "the reader never released the writer"
+        return real(a)
+
+    monkeypatch.setattr(estimator_module, "to_host", to_host)
+
+    def write():
+        writer_ident.append(threading.get_ident())
+        model.partial_fit(*second)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert held.wait(60), "the writer never reached its publication"
+        during = _fitted_view(model, second[0])
+    finally:
+        release.set()
+        writer.join(timeout=120)
+    after = _fitted_view(model, second[0])
+    assert model.n_batches_ == 2 and after != before
+    assert during == before, "a reader saw part of the next batch"
 
 
 @pytest.mark.parametrize("backend", ENGINES)

@@ -12,7 +12,8 @@ from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
 from rhuber.lab import validate
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import rules
+from rhuber.tuner import reasons, rules
+from rhuber.tuner import session as sessions
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.models import Ensemble, default_models_dir
 
@@ -50,7 +51,7 @@ NEAR_DEFAULT_WORKLOAD = Workload(4096, 32, "float32")
 
 def test_a_workload_with_a_predicted_gain_gets_the_faster_plan(shipped):
     advice = advise(shipped, CHOSEN_WORKLOAD)
-    assert advice.reason == adv.CHOSEN, advice.detail
+    assert advice.reason == reasons.CHOSEN, advice.detail
     assert advice.plan != advice.default
     assert advice.predicted_rows_per_s >= (1 + adv.GAIN_MARGIN) * advice.default_rows_per_s
     assert advice.ranked[0].plan == advice.plan
@@ -63,17 +64,17 @@ def test_advice_is_deterministic(shipped):
 
 def test_a_small_predicted_gain_keeps_the_default(shipped):
     advice = advise(shipped, NEAR_DEFAULT_WORKLOAD)
-    assert advice.reason == adv.GAIN_BELOW_MARGIN
+    assert advice.reason == reasons.GAIN_BELOW_MARGIN
     assert advice.plan == advice.default == TRUSTING.plan(NEAR_DEFAULT_WORKLOAD,
                                                           shipped.hardware.cores)
 
 
 def test_the_margin_decides(shipped, monkeypatch):
     monkeypatch.setattr(adv, "GAIN_MARGIN", 10.0)
-    assert advise(shipped, CHOSEN_WORKLOAD).reason == adv.GAIN_BELOW_MARGIN
+    assert advise(shipped, CHOSEN_WORKLOAD).reason == reasons.GAIN_BELOW_MARGIN
     monkeypatch.setattr(adv, "GAIN_MARGIN", 0.0)
     advice = advise(shipped, NEAR_DEFAULT_WORKLOAD)
-    assert advice.reason == adv.CHOSEN, advice.detail
+    assert advice.reason == reasons.CHOSEN, advice.detail
 
 
 @pytest.mark.parametrize("workload, why", [
@@ -86,7 +87,7 @@ def test_workloads_outside_the_training_distribution_run_the_default(shipped, wo
     # Out of distribution, auto runs the rule's default, or tries it first against the model's
     # candidates predicted faster.
     advice = advise(shipped, workload)
-    assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL)
+    assert advice.reason in (reasons.OUT_OF_DISTRIBUTION, reasons.TRIAL)
     assert why in advice.detail
     assert advice.plan == advice.default
     assert not advice.trials or advice.trials[0] == advice.default
@@ -97,11 +98,11 @@ def test_an_unmeasured_machine_is_not_out_of_distribution_but_a_bigger_one_is(sh
                                      memory_bandwidth_bytes_per_s=None, peak_flops_float64=None,
                                      peak_flops_float32=None)
     advice = advise(adv.Advisor(shipped.ensemble, unmeasured, rule=TRUSTING), CHOSEN_WORKLOAD)
-    assert advice.reason == adv.CHOSEN, advice.detail  # the features need nothing measured
+    assert advice.reason == reasons.CHOSEN, advice.detail  # the features need nothing measured
     bigger = dataclasses.replace(shipped.hardware, cpu_model="Some Other CPU",
                                  logical_cores=64, physical_cores=32)
     advice = advise(adv.Advisor(shipped.ensemble, bigger, rule=TRUSTING), CHOSEN_WORKLOAD)
-    assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL)
+    assert advice.reason in (reasons.OUT_OF_DISTRIBUTION, reasons.TRIAL)
     assert "cores_log" in advice.detail
 
 
@@ -110,13 +111,14 @@ def test_the_machine_the_model_knows_is_recognized_by_its_id(shipped):
                                      peak_flops_float64=None, peak_flops_float32=None)
     advisor = adv.Advisor(shipped.ensemble, unmeasured, rule=TRUSTING)
     assert advisor.hardware == shipped.hardware
-    assert advise(advisor, CHOSEN_WORKLOAD).reason == adv.CHOSEN
+    assert advise(advisor, CHOSEN_WORKLOAD).reason == reasons.CHOSEN
 
 
 def test_an_unsure_model_keeps_the_default(shipped, monkeypatch):
     monkeypatch.setattr(shipped, "uncertainty_bound", 1e-6)
     advice = advise(shipped, CHOSEN_WORKLOAD)
-    assert advice.reason in (adv.OUT_OF_DISTRIBUTION, adv.TRIAL) and "unsure" in advice.detail
+    assert advice.reason in (reasons.OUT_OF_DISTRIBUTION, reasons.TRIAL)
+    assert "unsure" in advice.detail
     assert advice.plan == advice.default
 
 
@@ -125,7 +127,7 @@ def test_the_plan_classifier_must_agree(shipped, monkeypatch):
     monkeypatch.setattr(shipped.ensemble, "plan_probabilities",
                         lambda workload, hardware: {default.id: 1.0})
     advice = advise(shipped, CHOSEN_WORKLOAD)
-    assert advice.reason == adv.CLASSIFIER_DISAGREES and advice.plan == default
+    assert advice.reason == reasons.CLASSIFIER_DISAGREES and advice.plan == default
 
 
 def test_models_without_a_training_distribution_are_refused(shipped):
@@ -142,16 +144,16 @@ def test_models_without_a_training_distribution_are_refused(shipped):
 def _chosen_session(promised=1000.0):
     default = Plan("native_cpu").resolved(2)
     plan = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=64)
-    advice = adv.Advice(Workload(1024, 8), plan, default, adv.CHOSEN, "+20 %", promised,
+    advice = adv.Advice(Workload(1024, 8), plan, default, reasons.CHOSEN, "+20 %", promised,
                         promised / 1.2, model_id="m")
-    return adv.Session.from_advice(advice)
+    return sessions.Session.from_advice(advice)
 
 
 def test_a_chosen_plan_that_keeps_its_promise_stays():
     session = _chosen_session()
     for seconds in (10.0, 1.0, 1.02, 0.99):  # rows/s: 100 (warm-up), 1000, 980, 1010
         session = session.observe(1000, seconds)
-    assert session.reason == adv.CHOSEN and session.plan is not None
+    assert session.reason == reasons.CHOSEN and session.plan is not None
     assert session.measured() == pytest.approx(1000.0)
     assert session.observe(1000, 100.0) == session  # evidence is complete: nothing changes
 
@@ -162,7 +164,7 @@ def _broken_promise():
     session = _chosen_session()
     for seconds in (1.0, 1.0, 1.2):  # warm-up, then 1000 and 833 rows/s: not yet complete
         session = session.observe(1000, seconds)
-    assert session.reason == adv.CHOSEN and session.plan is not None
+    assert session.reason == reasons.CHOSEN and session.plan is not None
     session = session.observe(1000, 1.2)  # median 833 < 1000 / 1.1
     assert session.plan == session.advice.default and session.trial == ()
     assert not session.settled
@@ -173,9 +175,9 @@ def test_a_broken_promise_reverts_when_the_default_measures_faster():
     session = _broken_promise()
     for seconds in (5.0, 1.0):  # the default's warm-up, then 1000 rows/s: not yet complete
         session = session.observe(1000, seconds)
-        assert session.plan == session.advice.default and session.reason == adv.CHOSEN
+        assert session.plan == session.advice.default and session.reason == reasons.CHOSEN
     session = session.observe(1000, 1.0)
-    assert session.reason == adv.REVERTED and session.plan == session.advice.default
+    assert session.reason == reasons.REVERTED and session.plan == session.advice.default
     assert session.settled
     assert session.display == session.advice.default.id
     assert "measured 833 rows/s (promised 1,000), the default 1,000" in session.detail
@@ -188,7 +190,7 @@ def test_a_broken_promise_keeps_the_plan_when_the_default_is_slower_still():
     session = _broken_promise()
     for seconds in (5.0, 2.0, 2.0):  # the default: 500 rows/s
         session = session.observe(1000, seconds)
-    assert session.reason == adv.CHOSEN and session.settled
+    assert session.reason == reasons.CHOSEN and session.settled
     assert session.plan == session.advice.plan
     assert "kept: " in session.detail and "the default 500" in session.detail
     assert session.measured() == pytest.approx(833.33, rel=1e-3)
@@ -196,20 +198,20 @@ def test_a_broken_promise_keeps_the_plan_when_the_default_is_slower_still():
 
 def test_the_default_is_never_reverted():
     default = Plan("native_cpu").resolved(2)
-    advice = adv.Advice(Workload(1024, 8), default, default, adv.GAIN_BELOW_MARGIN, "", 1e9,
+    advice = adv.Advice(Workload(1024, 8), default, default, reasons.GAIN_BELOW_MARGIN, "", 1e9,
                         1e9)
-    session = adv.Session.from_advice(advice)
+    session = sessions.Session.from_advice(advice)
     for _ in range(6):
         session = session.observe(10, 1.0)
-    assert session.reason == adv.GAIN_BELOW_MARGIN and session.plan == default
+    assert session.reason == reasons.GAIN_BELOW_MARGIN and session.plan == default
 
 
 def test_plan_report_reads_as_one_line():
-    report = adv.PlanReport("numpy/l1=lamm", adv.CHOSEN, "+12 %", 1e6, 9e5, "shipped:abc")
+    report = sessions.PlanReport("numpy/l1=lamm", reasons.CHOSEN, "+12 %", 1e6, 9e5, "shipped:abc")
     assert str(report) == ("numpy/l1=lamm (chosen by the model: +12 %); predicted 1,000,000 "
                            "rows/s, measured 900,000 rows/s (its batches' median, the first "
                            "left out); model shipped:abc")
-    assert "\n" not in str(adv.PlanReport("numpy/l1=lamm", adv.NO_MODEL))
+    assert "\n" not in str(sessions.PlanReport("numpy/l1=lamm", reasons.NO_MODEL))
 
 
 # -------------------------------------------------------------------- the estimator
@@ -225,7 +227,7 @@ class _FixedAdvisor:
 
     def advise(self, workload, *, candidates, default):
         assert self.plan in candidates
-        return adv.Advice(workload, self.plan, default, adv.CHOSEN, "test", self.promised,
+        return adv.Advice(workload, self.plan, default, reasons.CHOSEN, "test", self.promised,
                           self.promised / 2, model_id="fixed")
 
 
@@ -263,7 +265,7 @@ def test_auto_reverts_mid_stream_and_matches_the_default(native, monkeypatch):
         engines.append(auto._plan())
     default = auto._session.advice.default
     assert engines == [chosen] * 3 + [default] * 5  # the trial started after the 4th batch
-    assert auto.plan_.reason == adv.REVERTED and auto.plan_.plan == default.id
+    assert auto.plan_.reason == reasons.REVERTED and auto.plan_.plan == default.id
     assert auto.plan_.model_id == "fixed" and auto.plan_.measured_rows_per_s == pytest.approx(600)
     reference = _stream(RenewableHuberRegressor(backend="native_cpu"), X, y, 300)
     np.testing.assert_allclose(auto.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
@@ -274,7 +276,7 @@ def test_auto_keeps_a_chosen_plan_that_delivers(native, monkeypatch):
     _use(monkeypatch, lambda: _FixedAdvisor(chosen, promised=1.0))
     X, y, _ = make_problem(np.random.default_rng(4), 2000, 4)
     est = RenewableHuberRegressor(batch_size=250).fit(X, y)
-    assert est.plan_.reason == adv.CHOSEN and est.plan_.plan == chosen.id
+    assert est.plan_.reason == reasons.CHOSEN and est.plan_.plan == chosen.id
     assert est._plan() == chosen and est.backend_ == "native_cpu"
 
 
@@ -287,13 +289,14 @@ def test_pins_bypass_the_advisor(native, monkeypatch):
     X, y, _ = make_problem(np.random.default_rng(5), 400, 3)
     monkeypatch.setenv("RH_PLAN", "numpy/l1=lamm")
     est = RenewableHuberRegressor().fit(X, y)
-    assert (est.plan_.reason, est.plan_.plan, est.backend_) == (adv.PINNED_ENV, "numpy/l1=lamm",
+    assert (est.plan_.reason, est.plan_.plan, est.backend_) == (reasons.PINNED_ENV, "numpy/l1=lamm",
                                                                "numpy")
     pinned = "native_cpu/t1/gram=full/chunk=64k/l1=lamm"
     est = RenewableHuberRegressor(plan=pinned).fit(X, y)  # plan= wins over RH_PLAN
-    assert (est.plan_.reason, est.plan_.plan, est.backend_) == (adv.PINNED, pinned, "native_cpu")
+    assert (est.plan_.reason, est.plan_.plan, est.backend_) == (reasons.PINNED, pinned,
+                                                                 "native_cpu")
     est = RenewableHuberRegressor(backend="native_cpu").fit(X, y)  # RH_PLAN is auto's only
-    assert (est.plan_.reason, est.backend_) == (adv.USER_BACKEND, "native_cpu")
+    assert (est.plan_.reason, est.backend_) == (reasons.USER_BACKEND, "native_cpu")
 
 
 def test_a_bad_rh_plan_is_a_clear_error(native, monkeypatch):
@@ -312,7 +315,7 @@ def test_auto_respects_the_threads_the_user_fixed(native, monkeypatch):
     class Spy:
         def advise(self, workload, *, candidates, default):
             seen.update(candidates=candidates, default=default)
-            return adv.Advice(workload, default, default, adv.GAIN_BELOW_MARGIN, "", None, None)
+            return adv.Advice(workload, default, default, reasons.GAIN_BELOW_MARGIN, "", None, None)
 
     _use(monkeypatch, Spy)
     X, y, _ = make_problem(np.random.default_rng(7), 400, 3)

@@ -20,10 +20,11 @@ from rhuber.cli import _build_parser, main
 from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
 from rhuber.tuner import hardware as hardware_module
-from rhuber.tuner.advisor import OUT_OF_DISTRIBUTION, TRIAL, Advisor
+from rhuber.tuner.advisor import Advisor
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.labels import BOTTLENECKS
 from rhuber.tuner.models import Ensemble
+from rhuber.tuner.reasons import OUT_OF_DISTRIBUTION, TRIAL
 from rhuber.tuner.recommend import (
     ACTIONS,
     action_for,

@@ -13,7 +13,7 @@ from rhuber.engines.plans import Plan
 from rhuber.engines.workload import Workload
 from rhuber.lab import collect
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import rules
+from rhuber.tuner import reasons, rules
 from rhuber.tuner.features import FeatureExtractor
 from rhuber.tuner.store import Measurement
 
@@ -125,7 +125,7 @@ class _Recorder:
     def advise(self, workload, *, candidates, default):
         self.seen.append(workload)
         self.candidates.append(candidates)
-        return adv.Advice(workload, default, default, adv.CHOSEN, "test", 1e6, 5e5,
+        return adv.Advice(workload, default, default, reasons.CHOSEN, "test", 1e6, 5e5,
                           model_id="recorder")
 
 

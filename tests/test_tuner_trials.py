@@ -16,7 +16,8 @@ from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
 from rhuber.lab import validate
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import hardware, probes, rules
+from rhuber.tuner import hardware, probes, reasons, rules
+from rhuber.tuner import session as sessions
 from rhuber.tuner.features import FeatureExtractor
 from rhuber.tuner.store import Measurement, Store
 
@@ -89,7 +90,7 @@ def _trial_advice(plans=None):
                                     chunk_kib=256, l1_solver="lamm"),
                       Plan("native_cpu", threads=1, gram="full", chunk_kib=64,
                            l1_solver="lamm"))
-    return adv.Advice(Workload(1024, 8), default, default, adv.TRIAL, "unsure", 1e3, 1e3,
+    return adv.Advice(Workload(1024, 8), default, default, reasons.TRIAL, "unsure", 1e3, 1e3,
                       model_id="m", trials=tuple(plans))
 
 
@@ -102,26 +103,26 @@ def _run(session, seconds):
 
 
 #: The rule's plan's batches before a trial: a warm-up, then 1000 rows/s.
-RULE_BATCHES = [9.0] + [1.0] * (adv.TRIAL_AFTER_BATCHES - 1)
+RULE_BATCHES = [9.0] + [1.0] * (sessions.TRIAL_AFTER_BATCHES - 1)
 
 
 def test_trials_wait_until_the_stream_is_long_then_time_each_other_candidate():
     advice = _trial_advice()
     a, b, c = advice.trials
-    session = adv.Session.from_advice(advice)
-    assert session.reason == adv.RULE_FIRST and session.plan == a and not session.settled
+    session = sessions.Session.from_advice(advice)
+    assert session.reason == reasons.RULE_FIRST and session.plan == a and not session.settled
     early, ran = _run(session, RULE_BATCHES[:-1])  # a stream that ends before it is long
-    assert ran == [a] * (adv.TRIAL_AFTER_BATCHES - 1) and early.reason == adv.RULE_FIRST
+    assert ran == [a] * (sessions.TRIAL_AFTER_BATCHES - 1) and early.reason == reasons.RULE_FIRST
     assert early.report().measured_rows_per_s == pytest.approx(1000)
     # then b: warm-up and evidence batch at 2000 rows/s; c at 1250.
     half, _ = _run(session, [*RULE_BATCHES, 9.0, 0.5])  # a stream that ends during the trial
     report = half.report()
-    assert half.reason == adv.TRIAL and "trying 3 of 3 plans" in report.detail
+    assert half.reason == reasons.TRIAL and "trying 3 of 3 plans" in report.detail
     assert f"{a.id} 1,000 rows/s, {b.id} 2,000 rows/s" in report.detail
     assert report.plan == b.id and f"the next batch runs {c.id}" in report.detail
     session, ran = _run(session, [*RULE_BATCHES, 9.0, 0.5, 9.0, 0.8])
-    assert ran == [a] * adv.TRIAL_AFTER_BATCHES + [b, b, c, c]
-    assert session.settled and session.reason == adv.TRIED and session.plan == b
+    assert ran == [a] * sessions.TRIAL_AFTER_BATCHES + [b, b, c, c]
+    assert session.settled and session.reason == reasons.TRIED and session.plan == b
     # plan_ names what ran the last batch (c), and what runs next
     report = session.report()
     assert report.plan == c.id and report.measured_rows_per_s == pytest.approx(1250)
@@ -136,25 +137,26 @@ def test_trials_wait_until_the_stream_is_long_then_time_each_other_candidate():
 def test_same_timings_give_the_same_choice_and_ties_go_to_the_default():
     advice = _trial_advice()
     times = [*RULE_BATCHES, 2.0, 1.1, 2.0, 1.25]  # 1000, 909 and 800 rows/s
-    first, _ = _run(adv.Session.from_advice(advice), times)
-    remembered = adv.Session.from_advice(advice)  # a later stream of this process
+    first, _ = _run(sessions.Session.from_advice(advice), times)
+    remembered = sessions.Session.from_advice(advice)  # a later stream of this process
     assert remembered.settled and remembered.plan == first.plan
     assert "remembered" in remembered.detail
     adv.reset_shared()
-    again, _ = _run(adv.Session.from_advice(advice), times)
+    again, _ = _run(sessions.Session.from_advice(advice), times)
     assert first == again and first.plan == advice.trials[0]
     adv.reset_shared()
-    tie, _ = _run(adv.Session.from_advice(advice), [1.0] * (adv.TRIAL_AFTER_BATCHES + 4))
+    tie, _ = _run(sessions.Session.from_advice(advice), [1.0] * (sessions.TRIAL_AFTER_BATCHES + 4))
     assert tie.plan == advice.default
 
 
 def test_a_stream_too_short_for_trials_runs_the_default():
     advice = _trial_advice()
-    short = 2 * adv.TRIAL_AFTER_BATCHES - 1
-    session = adv.Session.from_advice(advice, batches=short)
-    assert session.reason == adv.TOO_SHORT and session.plan == advice.default and session.settled
+    short = 2 * sessions.TRIAL_AFTER_BATCHES - 1
+    session = sessions.Session.from_advice(advice, batches=short)
+    assert session.reason == reasons.TOO_SHORT and session.plan == advice.default
+    assert session.settled
     assert f"{short} batches; trials need {short + 1}" in session.detail
-    assert adv.Session.from_advice(advice, batches=short + 1).reason == adv.RULE_FIRST
+    assert sessions.Session.from_advice(advice, batches=short + 1).reason == reasons.RULE_FIRST
 
 
 class _Machine:
@@ -167,7 +169,7 @@ class _UnsureAdvisor:
 
     def advise(self, workload, *, candidates, default):
         others = [p for p in candidates if p != default and p.backend == "native_cpu"][:2]
-        return adv.Advice(workload, default, default, adv.TRIAL, "test", 1.0, 1.0,
+        return adv.Advice(workload, default, default, reasons.TRIAL, "test", 1.0, 1.0,
                           model_id="fixed", trials=(default, *others))
 
 
@@ -182,7 +184,7 @@ def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
 
     _use(monkeypatch, _UnsureAdvisor)
     # the default 300 rows/s, the second candidate 600, the third 450 (evidence batches).
-    n = adv.TRIAL_AFTER_BATCHES
+    n = sessions.TRIAL_AFTER_BATCHES
     monkeypatch.setattr(estimator, "time", BatchClock([5.0] + [1.0] * (n - 1)
                                                       + [5.0, 0.5, 5.0, 0.67]))
     X, y, _ = make_problem(np.random.default_rng(3), (n + 8) * 300, 5)
@@ -194,7 +196,7 @@ def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
     trials = auto._session.advice.trials
     assert ran[:n + 3] == [trials[0]] * (n - 1) + [trials[1], trials[1], trials[2], trials[2]]
     assert ran[n + 3:] == [trials[1]] * 5
-    assert auto.plan_.reason == adv.TRIED and auto.plan_.plan == trials[1].id
+    assert auto.plan_.reason == reasons.TRIED and auto.plan_.plan == trials[1].id
     reference = RenewableHuberRegressor(plan=trials[0])
     for start in range(0, len(y), 300):
         reference.partial_fit(X[start:start + 300], y[start:start + 300])
@@ -205,20 +207,20 @@ def test_a_trial_is_paid_once_per_machine_not_per_process(monkeypatch, tmp_path)
     monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
     advice = _trial_advice()
     adv._SHARED["advisor"] = _UnsureAdvisor()  # the process's advisor names the machine
-    first, _ = _run(adv.Session.from_advice(advice), [*RULE_BATCHES, 9.0, 0.5, 9.0, 0.8])
+    first, _ = _run(sessions.Session.from_advice(advice), [*RULE_BATCHES, 9.0, 0.5, 9.0, 0.8])
     assert first.plan == advice.trials[1]
     data = json.loads(adv.trials_path().read_text())
     (key, entry), = data["entries"].items()
     assert key.startswith("feedfacefeedface|") and entry["winner"] == advice.trials[1].id
     adv._TRIED.clear()
     adv._TRIAL_FILE.clear()  # as a new process: only the file remains
-    later = adv.Session.from_advice(advice)
+    later = sessions.Session.from_advice(advice)
     assert later.settled and later.plan == advice.trials[1]
     assert "remembered from an earlier process" in later.detail
     adv._TRIAL_FILE.clear()
     adv._SHARED["advisor"] = type("Other", (), {"hardware": type("H", (), {
         "hardware_id": "0000000000000000"})()})()
-    assert adv.Session.from_advice(advice).reason == adv.RULE_FIRST  # another machine's
+    assert sessions.Session.from_advice(advice).reason == reasons.RULE_FIRST  # another machine's
 
 
 def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):
@@ -226,7 +228,7 @@ def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):
     _use(monkeypatch, _UnsureAdvisor)
     X, y, _ = make_problem(np.random.default_rng(4), 1200, 4)
     est = RenewableHuberRegressor(batch_size=400).fit(X, y)  # 3 batches, 3 plans to try
-    assert est.plan_.reason == adv.TOO_SHORT
+    assert est.plan_.reason == reasons.TOO_SHORT
     w = Workload(400, 4)
     candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
     assert est.plan_.plan == dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine,
@@ -244,12 +246,12 @@ def test_a_short_stream_never_loads_the_advisor_and_a_long_one_does(monkeypatch)
         return _UnsureAdvisor()
 
     monkeypatch.setattr(adv, "shared", load)  # available() says: not loaded yet
-    n = adv.TRIAL_AFTER_BATCHES
+    n = sessions.TRIAL_AFTER_BATCHES
     X, y, _ = make_problem(np.random.default_rng(6), 300 * (n + 6), 4)
     fast = RenewableHuberRegressor()
     for start in range(0, len(y), 300):  # real batches: far under ADVISOR_AFTER_S
         fast.partial_fit(X[start:start + 300], y[start:start + 300])
-    assert not asked and fast.plan_.reason == adv.RULE_FIRST
+    assert not asked and fast.plan_.reason == reasons.RULE_FIRST
     w = Workload(300, 4)
     candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
     rule = dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine, None, None)
@@ -262,7 +264,7 @@ def test_a_short_stream_never_loads_the_advisor_and_a_long_one_does(monkeypatch)
         slow.partial_fit(X[start:start + 300], y[start:start + 300])
         ran.append(slow._plan())
     assert asked == [1] and ran[n - 2] == rule and ran[n - 1] != rule
-    assert slow.plan_.reason in (adv.TRIAL, adv.TRIED)
+    assert slow.plan_.reason in (reasons.TRIAL, reasons.TRIED)
 
 
 def test_planning_a_host_stream_loads_neither_cuda_nor_the_advisor(tmp_path):
@@ -283,7 +285,7 @@ def test_planning_a_host_stream_loads_neither_cuda_nor_the_advisor(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[0].endswith(" True False"), out.stdout
-    assert out.stdout.startswith(adv.RULE_FIRST)
+    assert out.stdout.startswith(reasons.RULE_FIRST)
 
 
 # --------------------------------------------------------------- a fresh machine, no manual step
@@ -304,7 +306,7 @@ def test_a_fresh_machine_needs_no_probe_and_no_manual_step(tmp_path, monkeypatch
         X, y, _ = make_problem(np.random.default_rng(5), 4000, 6)
         est = RenewableHuberRegressor(batch_size=500).fit(X, y)
         assert "no measured bandwidth" not in str(est.plan_)
-        assert est.plan_.reason != adv.NO_MODEL, str(est.plan_)
+        assert est.plan_.reason != reasons.NO_MODEL, str(est.plan_)
         assert est.plan_.model_id and est.plan_.model_id.startswith(("shipped:", "local:"))
     finally:
         adv.reset_shared()
@@ -450,5 +452,5 @@ def test_before_the_advisor_loads_a_calibrated_machine_runs_its_own_rule(monkeyp
     adv.reset_shared()
     X, y, _ = make_problem(np.random.default_rng(9), 600, 4)
     est = RenewableHuberRegressor().partial_fit(X, y)
-    assert est.plan_.reason == adv.RULE_FIRST
+    assert est.plan_.reason == reasons.RULE_FIRST
     assert est.plan_.plan == mine.plan(Workload(600, 4), os.cpu_count() or 1).id

@@ -8,6 +8,7 @@ import pytest
 from helpers import make_problem, state_dicts_equal
 from rhuber import RenewableHuberRegressor
 from rhuber.core import Config, update
+from rhuber.core import types as core_types
 
 rng = np.random.default_rng(0)
 X0, y0, _ = make_problem(rng, 50, 3)
@@ -130,3 +131,19 @@ def test_missing_engine_is_a_clear_error():
 
     with pytest.raises(EngineNotAvailableError, match="rhuber-native-cuda"):
         RenewableHuberRegressor(backend="cuda").fit(X0, y0)
+
+
+def test_a_config_is_validated_once_and_an_invalid_one_every_time(monkeypatch):
+    checked = []
+    real = core_types._check_real
+    monkeypatch.setattr(core_types, "_check_real", lambda *a, **k: checked.append(a[0]) or real(
+        *a, **k))
+    config = Config(epsilon=1.5)
+    config.validate()
+    count = len(checked)
+    config.validate()  # frozen: what passed stays valid
+    assert count > 0 and len(checked) == count
+    bad = Config(epsilon=-1.0)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="epsilon"):
+            bad.validate()

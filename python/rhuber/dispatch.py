@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,8 +31,11 @@ from .engines import native_cpu_available
 from .engines import regime as _regime
 from .engines.plans import Plan, parse_plan, plans_for
 from .engines.workload import Workload
-from .tuner import advisor as _advisor
-from .tuner.rules import DEFAULT_RULE, Rule
+from .tuner import reasons
+from .tuner.session import Session
+
+if TYPE_CHECKING:
+    from .tuner.rules import Rule
 
 #: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
 PLAN_VARIABLE = "RH_PLAN"
@@ -70,13 +73,13 @@ def pinned(est: Any) -> tuple[Plan | None, str]:
     """The plan the user pinned and how: ``plan=``, else ``RH_PLAN`` where the advisor would
     run (backend="auto"), else (None, "")."""
     if est.plan is not None:
-        return parse_plan(est.plan), _advisor.PINNED
+        return parse_plan(est.plan), reasons.PINNED
     if est.backend != "auto":
         return None, ""
     text = os.environ.get(PLAN_VARIABLE, "").strip()
     if text:
         try:
-            return Plan.from_id(text), _advisor.PINNED_ENV
+            return Plan.from_id(text), reasons.PINNED_ENV
         except ValueError as exc:
             raise ValueError(f"{PLAN_VARIABLE}={text!r}: {exc}") from None
     return None, ""
@@ -103,7 +106,7 @@ def checked(est: Any, plan: Plan, source: str) -> Plan:
     return plan
 
 
-def plan_for(est: Any, session: _advisor.Session | None) -> Plan | None:
+def plan_for(est: Any, session: Session | None) -> Plan | None:
     """The plan of the next batch — ``plan=``, else (backend="auto") this stream's: pinned by
     ``RH_PLAN`` or the advisor's — checked; None: ``backend`` and ``n_jobs`` decide."""
     if est.plan is not None:
@@ -135,7 +138,7 @@ def workload(est: Any, X: Any, y: Any = None) -> Workload:
                         fit_intercept=bool(est.fit_intercept))))
 
 
-def batch_workload(est: Any, X: Any, session: _advisor.Session | None) -> Workload:
+def batch_workload(est: Any, X: Any, session: Session | None) -> Workload:
     """The workload of a later batch ``X`` of a stream: its shape, and the regime the stream's
     first batch was screened to (dense without a session)."""
     w = workload(est, X)
@@ -144,7 +147,7 @@ def batch_workload(est: Any, X: Any, session: _advisor.Session | None) -> Worklo
     return w
 
 
-def _planned_sparse(session: _advisor.Session) -> bool:
+def _planned_sparse(session: Session) -> bool:
     """Whether the first batch a session was planned for was sparse: the advice's workload, or
     that of the question it keeps for the advisor (not loaded yet)."""
     if session.advice is not None:
@@ -152,20 +155,20 @@ def _planned_sparse(session: _advisor.Session) -> bool:
     return session.waiting is not None and session.waiting[0].sparse
 
 
-def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> _advisor.Session:
+def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Session:
     """The session of a stream whose first batch is ``X`` with targets ``y`` (``batches``: how
     many the stream has, when known, as in ``fit``; None for ``partial_fit``)."""
     plan, how = pinned(est)
     if plan is not None:
-        checked(est, plan, "plan=" if how == _advisor.PINNED else f"{PLAN_VARIABLE}=")
+        checked(est, plan, "plan=" if how == reasons.PINNED else f"{PLAN_VARIABLE}=")
         # plan= is read from the parameter on every batch; RH_PLAN once, here.
-        return _advisor.Session(plan.id, how, plan=None if how == _advisor.PINNED else plan)
+        return Session(plan.id, how, plan=None if how == reasons.PINNED else plan)
     if est.backend != "auto":
-        return _advisor.Session(est.backend, _advisor.USER_BACKEND, f"backend={est.backend!r}")
-    advisor = _advisor.available()  # never loaded here: a stream's first batch does not wait
+        return Session(est.backend, reasons.USER_BACKEND, f"backend={est.backend!r}")
+    advisor = _advisor().available()  # never loaded here: a stream's first batch does not wait
     w = workload(est, X, y)
     key = (w, est.n_jobs, est.l1_solver,
-           (advisor, _advisor.local.generation()) if advisor is _advisor.UNLOADED else advisor)
+           (advisor, _advisor().local.generation()) if advisor is reasons.UNLOADED else advisor)
     try:
         known = _ANSWERS.get(key)
     except TypeError:  # an unhashable setting or advisor: no memo
@@ -176,11 +179,19 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> _advis
             if len(_ANSWERS) >= _MAX_ANSWERS:
                 _ANSWERS.clear()
             _ANSWERS[key] = known
-    if isinstance(known, _advisor.Session):
+    if isinstance(known, Session):
         return known
     if isinstance(known, tuple):  # the question, for when the stream has shown it is long
-        return _advisor.Session.rule_first(known, batches=batches)
-    return _advisor.Session.from_advice(known, batches=batches)
+        return Session.rule_first(known, batches=batches)
+    return Session.from_advice(known, batches=batches)
+
+
+def _advisor() -> Any:
+    """The advisor's module (the rule, the models' code), imported by the first stream that auto
+    plans rather than with the estimator: a stream pinned or set by ``backend`` never needs it."""
+    from .tuner import advisor
+
+    return advisor
 
 
 #: The answers of start() per (workload, n_jobs, l1_solver, advisor): finding the candidates
@@ -198,18 +209,16 @@ def _answer(est: Any, w: Workload, advisor: Any) -> Any:
     solver = est.l1_solver if w.penalized else "lamm"
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:
-        return _advisor.Session(default.id, _advisor.NO_MODEL,
-                                "only the NumPy reference is installed")
-    rule = _advisor.current_rule() if advisor is _advisor.UNLOADED else getattr(
-        advisor, "rule", DEFAULT_RULE)
+        return Session(default.id, reasons.NO_MODEL, "only the NumPy reference is installed")
+    rule = _advisor().current_rule() if advisor is reasons.UNLOADED else getattr(
+        advisor, "rule", _advisor().DEFAULT_RULE)
     default = rule_default(rule, w, candidates,
                            default, threads(est.n_jobs) if est.n_jobs is not None else None,
                            None if solver == "lamm" else solver)
     if advisor is None:
-        return _advisor.Session(default.id, _advisor.NO_MODEL,
-                                "the tuner's models could not be loaded; the rule's plan",
-                                plan=default)
-    if advisor is _advisor.UNLOADED:
+        return Session(default.id, reasons.NO_MODEL,
+                       "the tuner's models could not be loaded; the rule's plan", plan=default)
+    if advisor is reasons.UNLOADED:
         return (w, candidates, default)
     return advisor.advise(w, candidates=candidates, default=default)
 
@@ -222,6 +231,6 @@ def rule_default(rule: Rule, w: Workload, candidates: tuple[Plan, ...], engine_d
     return plan if plan in candidates else engine_default
 
 
-def observe(session: _advisor.Session, rows: int, seconds: float) -> _advisor.Session:
+def observe(session: Session, rows: int, seconds: float) -> Session:
     """The session after a batch of ``rows`` took ``seconds`` on the plan that ran."""
     return session.observe(rows, seconds)

@@ -13,7 +13,7 @@ import time
 import warnings
 from contextlib import contextmanager, nullcontext
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -41,14 +41,30 @@ from .profiling import profile
 from .tracing import Trace
 from .tracing.recorder import traced_update
 from .tracing.trace import active as _active_traces
-from .tuner import advisor as _advisor
-from .tuner import online as _online
+from .tuner.session import PlanReport
 
-_FITTED_ATTRIBUTES = (
-    "coef_", "intercept_", "scale_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
-    "n_batches_", "effective_weight_", "previous_lambda_", "information_", "n_iter_",
-    "diagnostics_", "backend_",
-)
+
+class _Fitted(NamedTuple):
+    """What a fitted stream publishes, all from one batch: made whole, then swapped in as one
+    attribute at the end of an update, so a reader in another thread (predict, the fitted
+    attributes) sees one batch's or the next's, never a mix."""
+
+    state: State
+    fit_intercept: bool
+    coef: np.ndarray  # the features' coefficients, a host copy
+    intercept: Any  # a scalar of the dtype
+    information: np.ndarray  # a host copy
+    backend: str
+    #: Each batch's diagnostics since the last reset: the first ``batches`` entries are this
+    #: snapshot's. Later snapshots of the stream append to the same list rather than copying a
+    #: long stream's history at every batch.
+    history: list
+    batches: int
+
+
+#: What the fitted attributes are read from, and what fit (a new stream) starts afresh.
+_STREAM_ATTRIBUTES = ("_fitted", "n_features_in_", "feature_names_in_", "_session",
+                      "_loaded_params")
 
 
 #: Creates estimators' update locks, so that two threads never make two for one estimator.
@@ -59,11 +75,12 @@ def _serialized(method):
     """Run an updating method under the estimator's own lock (docs/reliability.md): calls of
     fit, partial_fit and load_state_dict from several threads on one estimator take turns, each
     a whole transaction, so none sees or leaves a torn state (state_dict, and so
-    save_checkpoint, takes it too: a snapshot is never half of an update). predict does not:
-    predicting while another thread updates the same estimator may mix two batches' coefficients
-    (predict from a clone instead). The lock is made on first use (an
-    estimator's __init__ sets only its parameters) and is not pickled; it costs ~0.5 µs a call
-    (docs/perf/experiments.jsonl)."""
+    save_checkpoint, takes it too: a snapshot is never half of an update). Readers do not: the
+    fitted attributes and predict read one snapshot of the stream (``_Fitted``), which an update
+    replaces whole at its end, so a predict next to another thread's partial_fit gives the
+    predictions of one batch's coefficients or the next's, never a mix. The lock is made on first
+    use (an estimator's __init__ sets only its parameters) and is not pickled; it costs ~0.5 µs a
+    call (docs/perf/experiments.jsonl)."""
 
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
@@ -203,7 +220,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with.
     backend_ : str
         The engine that ran.
-    plan_ : rhuber.tuner.advisor.PlanReport
+    plan_ : rhuber.tuner.session.PlanReport
         The plan that ran and why: ``plan``, ``reason`` (chosen by the model, a default's
         reason, reverted, pinned), ``detail``, ``predicted_rows_per_s``,
         ``measured_rows_per_s`` (median of the stream's first timed batches) and ``model_id``.
@@ -304,17 +321,26 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         with _Transaction(self), self._profiling(restart=True):
             self._reset()
             self._start_trace(restart=True)
-            X, y, w = self._validate_batch(X, y, sample_weight, reset=True)
+            # Batched, a plain X would reach its bad row only after earlier batches had run;
+            # traced, the refused batch would be recorded: validate_data checks all of X first.
+            plain = (self.batch_size is None and self._plain_batch(X, y, sample_weight)
+                     and not (self.trace or _active_traces()))
+            X, y, w = self._validate_batch(X, y, sample_weight, reset=True, plain=plain)
             rows = X.shape[0] if self.batch_size is None else int(self.batch_size)
             self._start_session(X[:rows], y[:rows], -(-X.shape[0] // rows))
             state, diagnostics = None, []
             for start in range(0, X.shape[0], rows):
                 batch = slice(start, start + rows)
-                state, record, backend = self._step(
-                    state, X[batch], y[batch], None if w is None else w[batch],
-                    began=time.perf_counter())
+                try:
+                    state, record, backend = self._step(
+                        state, X[batch], y[batch], None if w is None else w[batch],
+                        began=time.perf_counter())
+                except ValueError:
+                    if plain:  # its values went unchecked: validate_data's error, as ever
+                        self._raise_validation_error(X, y, reset=True)
+                    raise
                 diagnostics.append(record)
-            self._commit(state, diagnostics, backend)
+            self._commit(state, backend, history=diagnostics)
         self._warn_about(diagnostics)
         return self
 
@@ -326,28 +352,32 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         # Every batch pays what runs here (~0.6 ms batches on the latency shape): keep it lean
         # (docs/perf/experiments.jsonl, estimator-overhead-round-3).
         self._validate_changed_params()
-        first = "_state" not in self.__dict__
-        if not first and bool(self.fit_intercept) != self._fitted_intercept:
+        fitted = self.__dict__.get("_fitted")
+        if fitted is not None and bool(self.fit_intercept) != fitted.fit_intercept:
             raise ValueError(
                 f"fit_intercept is {self.fit_intercept}, but the stream was started with "
-                f"fit_intercept={self._fitted_intercept}; call fit to start a new stream"
+                f"fit_intercept={fitted.fit_intercept}; call fit to start a new stream"
             )
         with _Transaction(self), self._profiling(restart=False):
             began = time.perf_counter()
-            plain = not first and self._plain_batch(X, y, sample_weight)
-            X, y, w = ((X, y, _checked_weight(sample_weight, X)) if plain
-                       else self._validate_batch(X, y, sample_weight, reset=first))
-            if first or self.__dict__.get("_session") is None:
+            # A traced stream records a batch the engine refuses once it has started; its first
+            # batch is refused by validate_data before the engine, as it always was.
+            plain = self._plain_batch(X, y, sample_weight) and (
+                fitted is not None or not (self.trace or _active_traces()))
+            X, y, w = self._validate_batch(X, y, sample_weight, reset=fitted is None,
+                                           plain=plain)
+            if fitted is None or self.__dict__.get("_session") is None:
                 self._start_session(X, y)
             self._start_trace(restart=False)
             try:
-                state, record, backend = self._step(None if first else self._state, X, y, w,
-                                                    began=began)
+                state, record, backend = self._step(None if fitted is None else fitted.state,
+                                                    X, y, w, began=began)
             except ValueError:
                 if plain:  # its values went unchecked: validate_data's error, as ever
-                    self._raise_validation_error(X, y)
+                    self._raise_validation_error(X, y, reset=fitted is None)
                 raise
-            self._commit(state, [] if first else self.diagnostics_, backend, appended=record)
+            self._commit(state, backend, history=[] if fitted is None else None,
+                         appended=record)
         self._warn_about([record], first_batch=self.n_batches_)
         return self
 
@@ -378,8 +408,11 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
 
     def predict(self, X: Any) -> np.ndarray:
-        """ŷ = X coef_ + intercept_."""
-        check_is_fitted(self)
+        """ŷ = X coef_ + intercept_, both of one batch (``_Fitted``)."""
+        fitted = self.__dict__.get("_fitted")
+        if fitted is None:
+            check_is_fitted(self)  # raises NotFittedError
+            fitted = self._fitted  # fitted since, by another thread
         if is_device_tensor(X):
             raise ValueError("predict takes host arrays; device-resident prediction is not "
                              "supported, and X is not copied to the host implicitly")
@@ -387,15 +420,15 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         X = as_host_input(X, "X")
         with _named_columns(self, names, reset=False):
             try:
-                X = validate_data(self, X, reset=False, dtype=[self._state.dtype, np.float64])
+                X = validate_data(self, X, reset=False, dtype=[fitted.state.dtype, np.float64])
             except ValueError as exc:
                 raise _located(exc, X, None, names) from None
         with self._profiling(restart=False):
             recorder = _prof.ACTIVE
             if recorder is None:
-                return X @ self.coef_ + self.intercept_
+                return X @ fitted.coef + fitted.intercept
             start = _prof.now()
-            predictions = X @ self.coef_ + self.intercept_
+            predictions = X @ fitted.coef + fitted.intercept
             n, p = X.shape
             recorder.record(_prof.PREDICT, start, n * p, (n * p + p + n) * X.dtype.itemsize,
                             2 * n * p)
@@ -648,7 +681,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         state, solved = combine_states([self._state, *(o._state for o in others)])
         with _Transaction(self):
             diagnostics = [*self.diagnostics_, *(d for o in others for d in o.diagnostics_)]
-            self._commit(state, diagnostics, self._engine().name)
+            self._commit(state, self._engine().name, history=diagnostics)
         if ill_conditioned(solved.rcond, state.dtype):
             warnings.warn(
                 f"merge: the combined information Σ J_k is ill-conditioned even after "
@@ -727,20 +760,20 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _observe(self, X: Any, seconds: float, backend: str) -> None:
         """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
         plan of the next batch), and online learning's data."""
-        if self.profile and _online.enabled():
+        if self.profile and _online().enabled():
             plan = self._plan() or Plan(backend, **({"threads": self._threads(),
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
             workload = dispatch.batch_workload(self, X, self.__dict__.get("_session"))
-            _online.record_batch(workload, plan.resolved(), seconds, self.profile_)
+            _online().record_batch(workload, plan.resolved(), seconds, self.profile_)
         self._session = dispatch.observe(self._session, int(X.shape[0]), seconds)
 
     @property
-    def plan_(self) -> _advisor.PlanReport:
+    def plan_(self) -> PlanReport:
         """The session's report, made when asked for rather than after every batch (a few µs
         that the first batches of every stream would pay); undefined before the first batch."""
         session = self.__dict__.get("_session")
-        if session is None or "_state" not in self.__dict__:
+        if session is None or "_fitted" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute 'plan_'")
         return session.report()
 
@@ -786,7 +819,13 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 
     def _validate_params(self) -> None:
         """scikit-learn's validation, after refusing booleans for numbers: its intervals take
-        True for 1 (bool is an Integral), which would reach the engines as a number."""
+        True for 1 (bool is an Integral), which would reach the engines as a number. Parameter
+        values (with their types) that passed are remembered per class: every fresh estimator
+        would otherwise pay ~0.35 ms (inspect.signature, the constraints) on its first call."""
+        key = _validation_key(self)
+        passed = _VALID_PARAMETERS.setdefault(type(self), set())
+        if key is not None and key in passed:
+            return
         for name in _NUMERIC_PARAMETERS:
             value = getattr(self, name)
             if isinstance(value, (bool, np.bool_)):
@@ -794,6 +833,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                     f"The {name!r} parameter of {type(self).__name__} must be a number, not "
                     f"the boolean {value!r}")
         super()._validate_params()
+        if key is not None:
+            if len(passed) >= _MAX_VALID_PARAMETERS:
+                passed.clear()
+            passed.add(key)
 
     def _validate_changed_params(self) -> None:
         """_validate_params, skipped while the parameters are the ones last validated: they
@@ -801,7 +844,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         a small batch. Unchanged means the very same objects, or equal values of the same
         types (1, 1.0 and True are equal but not equally valid)."""
         try:
-            values = _parameter_values(self.__dict__)
+            values = _parameter_values(type(self))(self.__dict__)
         except KeyError:  # a parameter attribute deleted: get_params' error, as ever
             values = None
         validated = self.__dict__.get("_validated_parameters")
@@ -813,7 +856,15 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         self._validate_params()
         self._validated_parameters = values
 
-    def _validate_batch(self, X, y, sample_weight, *, reset: bool):
+    def _validate_batch(self, X, y, sample_weight, *, reset: bool, plain: bool = False):
+        """The batch checked and converted once — shape, dtype, layout, feature names and
+        ``n_features_in_`` (set on ``reset``) — its values left to the engine's scan when
+        ``plain`` (:meth:`_plain_batch`), else validate_data's, which checks them too."""
+        if plain:
+            if reset:
+                self.n_features_in_ = X.shape[1]
+                self.__dict__.pop("feature_names_in_", None)
+            return X, y, _checked_weight(sample_weight, X)
         if self._engine_settings(self._plan())[0] == "cuda" and \
                 any(map(is_device_tensor, (X, y, sample_weight))):
             return self._validate_device_batch(X, y, sample_weight, reset=reset)
@@ -830,25 +881,36 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return X, y, _checked_weight(sample_weight, X)
 
     def _plain_batch(self, X: Any, y: Any, sample_weight: Any) -> bool:
-        """Whether a later batch is the common case that validate_data would pass unchanged if
-        its values are finite: C-contiguous ndarrays of the stream's dtype and width, y 1-D of
-        matching length, no feature names expected. Such a batch skips validate_data's ~0.3 ms
-        of generality; the engines scan its values in their first pass (they refuse NaN and
-        infinity themselves), and should one refuse the batch, validate_data runs to give its
-        own error (:meth:`_raise_validation_error`). Anything else takes validate_data's path,
-        so every bad input keeps its error."""
-        dtype = self._state.dtype
-        return (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2
-                and y.ndim == 1 and X.dtype == dtype and y.dtype == dtype
+        """Whether a batch is the common case that validate_data would pass unchanged if its
+        values are finite: C-contiguous ndarrays of the stream's dtype and width (a stream's
+        first batch: float64 or float32, any width), y 1-D of matching length, no feature names
+        expected. Such a batch skips validate_data's ~0.5 ms of generality (dataframe probes,
+        two check_arrays; ~70 ms of plugin discovery on a process's first call); the engines
+        scan its values in their first pass (they refuse NaN and infinity themselves), and
+        should one refuse the batch, validate_data runs to give its own error
+        (:meth:`_raise_validation_error`). Anything else takes validate_data's path, so every
+        bad input keeps its error."""
+        if type(X) is not np.ndarray or type(y) is not np.ndarray or X.ndim != 2:
+            return False
+        fitted = self.__dict__.get("_fitted")
+        if fitted is None:
+            dtype, width = X.dtype, X.shape[1]
+            if dtype not in _STREAM_DTYPES:
+                return False
+        elif "feature_names_in_" in self.__dict__:
+            return False
+        else:
+            dtype, width = fitted.state.dtype, self.n_features_in_
+        return (y.ndim == 1 and X.dtype == dtype and y.dtype == dtype
                 and X.flags.c_contiguous and 0 < X.shape[0] == y.shape[0]
-                and X.shape[1] == self.n_features_in_
-                and "feature_names_in_" not in self.__dict__
+                and 0 < X.shape[1] == width
                 and (sample_weight is None or type(sample_weight) is np.ndarray))
 
-    def _raise_validation_error(self, X: Any, y: Any) -> None:
+    def _raise_validation_error(self, X: Any, y: Any, *, reset: bool) -> None:
         """Raise validate_data's error for a plain batch an engine refused, if it has one."""
+        dtype = [np.float64, np.float32] if reset else self._state.dtype
         try:
-            validate_data(self, X, y, reset=False, dtype=self._state.dtype, y_numeric=True)
+            validate_data(self, X, y, reset=reset, dtype=dtype, y_numeric=True)
         except ValueError as exc:
             raise _located(exc, X, y, None) from None
 
@@ -867,34 +929,99 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         return X, y, sample_weight
 
     def _reset(self) -> None:
-        for name in (*_FITTED_ATTRIBUTES, "_state", "_fitted_intercept", "_session",
-                     "_loaded_params"):
+        for name in _STREAM_ATTRIBUTES:
             self.__dict__.pop(name, None)
 
-    def _commit(self, state: State, diagnostics: list[dict], backend: str, *,
+    def _commit(self, state: State, backend: str, *, history: list[dict] | None = None,
                 appended: dict | None = None) -> None:
-        """Publish ``state``; ``appended`` (a batch's diagnostics) joins ``diagnostics`` in place,
-        last, when nothing can fail any more (a stream's history is not copied per batch)."""
-        self._state = state
-        self._fitted_intercept = bool(self.fit_intercept)
-        self._publish(state)
-        self.backend_ = backend
-        self.diagnostics_ = diagnostics
-        if appended is not None:
-            diagnostics.append(appended)
-        self.n_iter_ = int(diagnostics[-1]["n_iter"]) if diagnostics else 0
-
-    def _publish(self, state: State) -> None:
+        """Publish ``state`` as the stream's one snapshot (``_Fitted``), made whole before it
+        replaces the last. ``history``: the diagnostics it publishes (a new list); None goes on
+        with the current snapshot's, ``appended`` (a batch's diagnostics) last."""
+        fitted = self.__dict__.get("_fitted")
+        if history is None:
+            history = fitted.history
+            if len(history) != fitted.batches:  # another snapshot's list too: copy ours out
+                history = history[:fitted.batches]
+        fit_intercept = bool(self.fit_intercept)
         coef = to_host(state.coef)
         p = self.n_features_in_
-        self.coef_ = coef[:p].copy()
-        self.intercept_ = coef[p] if self._fitted_intercept else 0.0  # a scalar of the dtype
-        self.scale_ = float(state.scale)
-        self.n_samples_seen_ = int(state.n_samples_seen)
-        self.n_batches_ = int(state.batch_count)
-        self.effective_weight_ = float(state.effective_weight)
-        self.previous_lambda_ = float(state.previous_lambda)
-        self.information_ = to_host(state.information).copy()
+        snapshot = _Fitted(state, fit_intercept, coef[:p].copy(),
+                           coef[p] if fit_intercept else 0.0,  # a scalar of the dtype
+                           to_host(state.information).copy(), backend, history,
+                           len(history) + (appended is not None))
+        if appended is not None:  # nothing can fail any more: older snapshots keep their count
+            history.append(appended)
+        self._fitted = snapshot
+
+    def _published(self, name: str) -> _Fitted:
+        """The snapshot a fitted attribute ``name`` is read from; AttributeError before fit."""
+        fitted = self.__dict__.get("_fitted")
+        if fitted is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return fitted
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return "_fitted" in self.__dict__
+
+    @property
+    def coef_(self) -> np.ndarray:
+        return self._published("coef_").coef
+
+    @property
+    def intercept_(self) -> Any:
+        return self._published("intercept_").intercept
+
+    @property
+    def scale_(self) -> float:
+        return float(self._published("scale_").state.scale)
+
+    @property
+    def n_samples_seen_(self) -> int:
+        return int(self._published("n_samples_seen_").state.n_samples_seen)
+
+    @property
+    def n_batches_(self) -> int:
+        return int(self._published("n_batches_").state.batch_count)
+
+    @property
+    def effective_weight_(self) -> float:
+        return float(self._published("effective_weight_").state.effective_weight)
+
+    @property
+    def previous_lambda_(self) -> float:
+        return float(self._published("previous_lambda_").state.previous_lambda)
+
+    @property
+    def information_(self) -> np.ndarray:
+        return self._published("information_").information
+
+    @property
+    def n_iter_(self) -> int:
+        fitted = self._published("n_iter_")
+        return int(fitted.history[fitted.batches - 1]["n_iter"]) if fitted.batches else 0
+
+    @property
+    def diagnostics_(self) -> list[dict]:
+        fitted = self._published("diagnostics_")
+        return fitted.history[:fitted.batches]
+
+    @diagnostics_.setter
+    def diagnostics_(self, history: list[dict]) -> None:
+        # rhuber.dask hands each task a copy whose history starts empty, and joins theirs.
+        self._fitted = self._published("diagnostics_")._replace(history=list(history),
+                                                                batches=len(history))
+
+    @property
+    def backend_(self) -> str:
+        return self._published("backend_").backend
+
+    @property
+    def _state(self) -> State:
+        return self._published("_state").state
+
+    @property
+    def _fitted_intercept(self) -> bool:
+        return self._published("_fitted_intercept").fit_intercept
 
     def _adopt(self, payload: dict[str, Any]) -> None:
         self._reset()
@@ -910,7 +1037,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         # The stream continues in this estimator's factorization: a Cholesky-mode state as
         # R̃ = chol(J̃) (a ValueError when J̃ has none), a qr state as J̃ = R̃ᵀR̃.
         state = in_mode(state, self.factorization)
-        self._commit(state, [], self._engine().name)
+        self._commit(state, self._engine().name, history=[])
         self._loaded_params = dict(payload["params"])  # what the loaded batches ran with
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
@@ -951,9 +1078,33 @@ def _effective_weight_line(state: State, half_life: float | None) -> str:
     return f"{weight} (forgetting, half_life = {half_life:g})"
 
 
-#: The estimator's parameter values, from its __dict__ (what _validate_changed_params
-#: compares), and those a Config is made of (what _config compares).
-_parameter_values = operator.itemgetter(*RenewableHuberRegressor._get_param_names())
+@functools.cache
+def _parameter_values(cls: type) -> Any:
+    """The parameter values of an estimator of ``cls``, from its __dict__: what
+    _validate_changed_params compares and _validate_params remembers."""
+    return operator.itemgetter(*cls._get_param_names())
+
+
+def _validation_key(estimator: Any) -> tuple | None:
+    """The parameters of ``estimator`` as _validate_params remembers them: values and types
+    (1, 1.0 and True are equal but not equally valid); None when one is missing or unhashable."""
+    try:
+        values = _parameter_values(type(estimator))(estimator.__dict__)
+        key = (values, tuple(map(type, values)))
+        hash(key)
+    except (KeyError, TypeError):
+        return None
+    return key
+
+
+#: Parameter values that passed _validate_params, per class (_validation_key).
+_VALID_PARAMETERS: dict[type, set] = {}
+_MAX_VALID_PARAMETERS = 1024
+
+#: The dtypes a stream computes in; a first batch of another takes validate_data's path.
+_STREAM_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+#: The parameters a Config is made of (what _config compares).
 _config_values = operator.itemgetter("fit_intercept", "epsilon", "tau", "alpha", "ridge",
                                      "max_iter", "tol", "lambda_scale", "curvature",
                                      "bandwidth_scale", "inference_matrices", "half_life",
@@ -1108,3 +1259,10 @@ def _checked_weight(sample_weight: Any, X: np.ndarray) -> Any:
         return _check_sample_weight(sample_weight, X, dtype=X.dtype)
     except ValueError as exc:
         raise _located(exc, None, None, None, weight=sample_weight) from None
+
+
+def _online() -> Any:
+    """The tuner's online learning (its store and models), imported by a profiled stream only."""
+    from .tuner import online
+
+    return online

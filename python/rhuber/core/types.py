@@ -122,6 +122,15 @@ class Config:
         return min(h, float(tau))
 
     def validate(self) -> None:
+        """Raise TypeError or ValueError naming a parameter that is not valid. A Config is
+        frozen, so one that passed is remembered as valid: every engine validates every batch's
+        config, and an estimator hands them the same one while its parameters stay."""
+        if self.__dict__.get("_valid"):
+            return
+        self._check()
+        object.__setattr__(self, "_valid", True)
+
+    def _check(self) -> None:
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
         _check_real("epsilon", self.epsilon, low=0.0, strict=True)

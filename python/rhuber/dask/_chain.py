@@ -26,7 +26,7 @@ def advance(est: RenewableHuberRegressor, X: Any, y: Any, w: Any,
     moved = object.__new__(type(est))
     moved.__dict__.update(est.__dict__)
     moved.__dict__.pop("_update_lock", None)  # a lock belongs to one estimator
-    if "diagnostics_" in moved.__dict__:
+    if moved.__sklearn_is_fitted__():
         moved.diagnostics_ = []
     moved.partial_fit(X, y, w)
     return moved, moved.diagnostics_[-1]

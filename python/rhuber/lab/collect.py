@@ -189,7 +189,7 @@ def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality =
     common = {"hardware_id": hardware_id, "workload_id": workload.id, "plan_id": plan.id,
               "rows_per_run": rows_per_run, "library_version": __version__,
               "git_revision": git_revision(),
-              "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+              "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     runs: list[float] = []
     try:
         warm = 0.0

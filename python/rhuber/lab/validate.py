@@ -30,14 +30,16 @@ import numpy as np
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
-from ..tuner.advisor import TRIAL, TRIAL_AFTER_BATCHES, TRIAL_PLAN_BATCHES, Advisor
+from ..tuner.advisor import Advisor
 from ..tuner.hardware import Hardware
 from ..tuner.labels import BOTTLENECKS, best_plans, measurement_bottleneck, throughput
 from ..tuner.model_files import ModelFile
 from ..tuner.models import Ensemble, hardware_of, plan_features
 from ..tuner.models import train as train_models
+from ..tuner.reasons import TRIAL
 from ..tuner.rules import DEFAULT_RULE, Rule, region, times_by_workload
 from ..tuner.rules import search as search_rule
+from ..tuner.session import TRIAL_AFTER_BATCHES, TRIAL_PLAN_BATCHES
 from ..tuner.store import Measurement
 
 #: Every region key (tuner.rules.region).

@@ -145,7 +145,7 @@ def train(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str,
     base = {"feature_names": json.dumps(list(FeatureExtractor.names)),
             "feature_schema_version": str(SCHEMA_VERSION),
             "hardware_ids": json.dumps(sorted({k[0] for k in data.keys})),
-            "trained_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "trained_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "library_version": _library_version(), "seed": str(seed)}
     gbt, forest, logistic = fit(data, seed=seed, params=params).values()
     throughput_file = from_sklearn(gbt, {**base, "classes": "[]", "target": TARGET,

@@ -33,8 +33,9 @@ import numpy as np
 
 from ..engines.plans import Plan, parse_plan, plans_for
 from ..engines.workload import Workload
-from .advisor import GAIN_BELOW_MARGIN, GAIN_MARGIN
+from .advisor import GAIN_MARGIN
 from .features import batch_roofline
+from .reasons import GAIN_BELOW_MARGIN
 
 if TYPE_CHECKING:  # the advisor imports the models; keep this module light to import
     from .advisor import Advisor

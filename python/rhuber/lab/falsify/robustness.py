@@ -14,8 +14,8 @@ from ...engines.plans import Plan
 from ...engines.workload import Workload
 from ...estimator import RenewableHuberRegressor
 from ...tuner import advisor as _advisor
-from ...tuner import advisor as adv
-from ...tuner import model_files, models
+from ...tuner import model_files, models, reasons
+from ...tuner import session as sessions
 from ...tuner.features import SIMD_ORDINAL
 from ...tuner.rules import DEFAULT_RULE
 from .. import validate
@@ -134,18 +134,19 @@ def f087(ctx: Context) -> Outcome:
     rows, promised = advice.workload.rows, advice.predicted_rows_per_s
 
     def after(rate: float, default_rate: float) -> str:
-        session = adv.Session.from_advice(advice)
-        for _ in range(adv.WARMUP_BATCHES + adv.EVIDENCE_BATCHES):
+        session = sessions.Session.from_advice(advice)
+        for _ in range(sessions.WARMUP_BATCHES + sessions.EVIDENCE_BATCHES):
             session = session.observe(rows, rows / rate)
-        for _ in range(adv.WARMUP_BATCHES + adv.TRIAL_BATCHES if session.trial is not None else 0):
+        trial = sessions.WARMUP_BATCHES + sessions.TRIAL_BATCHES
+        for _ in range(trial if session.trial is not None else 0):
             session = session.observe(rows, rows / default_rate)
         return session.reason
 
     slow = after(promised / 2, promised)
     on_time = after(promised, promised * 2)  # no trial: the default never runs
-    return holds(slow == adv.REVERTED and on_time == adv.CHOSEN,
+    return holds(slow == reasons.REVERTED and on_time == reasons.CHOSEN,
                  f"at half the promise (default at it): {slow}; at the promise: {on_time}",
-                 f"{adv.REVERTED!r} / {adv.CHOSEN!r}", advice.workload.id)
+                 f"{reasons.REVERTED!r} / {reasons.CHOSEN!r}", advice.workload.id)
 
 
 @check("F088", "Retraining improves: more training workloads → higher held-out R²")
@@ -206,9 +207,9 @@ def f091(ctx: Context) -> Outcome:
     report = est.plan_
 
     expected = DEFAULT_RULE.plan(w, os.cpu_count() or 1).id  # the rule, without a model
-    return holds(report.reason == _advisor.NO_MODEL and report.plan == expected
+    return holds(report.reason == reasons.NO_MODEL and report.plan == expected
                  and bool(np.isfinite(est.coef_).all()),
-                 f"{report.plan} ({report.reason})", f"{expected} ({_advisor.NO_MODEL})")
+                 f"{report.plan} ({report.reason})", f"{expected} ({reasons.NO_MODEL})")
 
 
 @check("F092", "Sparse data: training on 12 workloads works (held-out R² > 0.5); on one, a clear "
