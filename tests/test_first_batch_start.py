@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from helpers import NATIVE_CPU, require_module
+from helpers import NATIVE_CPU, make_problem, require_module
 from rhuber.core.types import Config
 from rhuber.core.update import update as reference_update
 from rhuber.engines import make_engine
@@ -57,3 +57,25 @@ def test_heavy_tails_take_fewer_iterations_and_reach_the_same_minimizer(engine, 
     reference, _ = reference_update(None, X.astype(np.float64), y.astype(np.float64), None, tight)
     rtol = 1e-7 if dtype == np.float64 else 2e-3
     np.testing.assert_allclose(state.coef, reference.coef, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("engine", list(_engines()), ids=lambda e: e[0])
+@pytest.mark.parametrize("tau", [1.0, None], ids=["tau-fixed", "default-scale"])
+def test_a_least_squares_fit_pulled_off_every_row_is_not_the_start(engine, tau):
+    # One gross outlier drags the least-squares fit so far that no residual lies inside tau: the
+    # Newton matrix there is zero, and a solve started there would stop at once, "converged",
+    # with a large gradient. The engine starts from the old point instead.
+    _, update = engine
+    rng = np.random.default_rng(69)  # found by hypothesis (test_reference_properties)
+    n = 30
+    X, y, _ = make_problem(rng, n, 1)
+    w = rng.uniform(0.2, 3.0, size=n)
+    design = np.c_[X, np.ones(n)]
+    sw = np.sqrt(w)
+    fit = np.linalg.lstsq(design * sw[:, None], y * sw, rcond=None)[0]
+    assert not np.any(np.abs(y - design @ fit) <= 1.0)  # the case this test is about
+    state, diag = update(None, X, y, w, Config(tau=tau))
+    assert diag.converged and diag.solver == "cholesky"
+    tau_b = diag.bandwidth if tau is None else tau
+    gradient = -design.T @ (w * np.clip(y - design @ state.coef, -tau_b, tau_b))
+    assert np.max(np.abs(gradient)) <= 1e-6 * w.sum()

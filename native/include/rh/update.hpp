@@ -89,10 +89,14 @@ class BatchSchedules {
 // least-squares fit, (X~^T W X~ + ridge I) beta = X~^T W y, which is the Newton step from 0 with
 // every residual inside (an infinite bandwidth), the ridge taken as every Newton step takes it
 // (detail::newton_step). It costs one Gram and one pass, and starts the solves close to the
-// answer (on Student-t noise 4 Newton iterations and no halving instead of 7 and 3). False, beta untouched, when the fit is not finite or its system
-// overflows (the old start then applies).
+// answer (on Student-t noise 4 Newton iterations and no halving instead of 7 and 3). False, beta
+// untouched, when the fit is not finite, its system overflows, or its objective at the first
+// solve's bandwidth tau is above the zero point's (an outlier can pull a least-squares fit so far
+// that no residual is inside: the Newton matrix there is zero and the solve could not leave it);
+// the old start then applies. Comparing objectives, not counting rows, keeps weight-2 rows and
+// duplicated rows on the same start.
 template <SolverOps O>
-bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config) {
+bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config, double tau) {
   using T = typename O::Scalar;
   auto zero = ops.make_vector();
   evaluate_for_hessian(ops, zero, std::numeric_limits<double>::infinity());
@@ -111,6 +115,10 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config)
   for (const T value : host) {
     if (!std::isfinite(value)) return false;
   }
+  ops.evaluate(zero, tau);
+  const double at_zero = ops.objective(0.0);
+  ops.evaluate(fit, tau);
+  if (!(ops.objective(0.0) <= at_zero)) return false;
   ops.copy(fit, beta);
   return true;
 }
@@ -199,14 +207,16 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     std::vector<T> start(ops.dim(), T{0});
     std::vector<T> y(weights.size());
     ops.residuals_to_host(beta, y);  // y - X~ 0 = y
+    const double pilot_s = config.tau ? 0.0 : detail::pilot_scale(std::span<const T>(y), weights);
+    const double first_tau = detail::dtype_tau<T>(config.tau ? *config.tau
+                                                             : config.epsilon * pilot_s);
     const bool penalized = config.alpha > 0.0 || config.lambda_scale.value_or(0.0) != 0.0;
-    if (penalized || !detail::least_squares_start(ops, beta, config)) {
+    if (penalized || !detail::least_squares_start(ops, beta, config, first_tau)) {
       if (ops.intercept()) {
         start.back() = static_cast<T>(weighted_median(std::span<const T>(y), weights));
         ops.assign(start, beta);
       }
     }
-    const double pilot_s = config.tau ? 0.0 : detail::pilot_scale(std::span<const T>(y), weights);
     std::vector<T>().swap(y);  // the solves do not need it: a row vector less at the peak
     if (config.tau) {
       scale = *config.tau / config.epsilon;

@@ -31,11 +31,15 @@ def _pilot_scale(y: Any, w: Any) -> float:
     return s if math.isfinite(s) and s > 0 else 1.0
 
 
-def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, xp: Any) -> Any:
+def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, tau: float,
+                 xp: Any) -> Any:
     """The first batch's start (contract v4). Unpenalized: the weighted least-squares fit
     (X̃ᵀWX̃ + ridge·I) β = X̃ᵀWy — the Newton step from 0 with every residual inside, the ridge
     taken as every Newton step takes it (solvers.newton_step) — unless it is not finite or its
-    system overflows. Otherwise β⁰ = 0 with intercept = wmedian(y)."""
+    system overflows, or its objective at the first solve's bandwidth ``tau`` is above the zero
+    point's (an outlier can pull a least-squares fit so far that no residual is inside: the
+    Newton matrix there is zero and the solve could not leave it). Otherwise β⁰ = 0 with
+    intercept = wmedian(y)."""
     beta = xp.zeros(problem.Xt.shape[1], dtype=problem.dtype)
     if not config.penalized:
         inside = math.inf
@@ -51,7 +55,8 @@ def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, xp: Any)
         if fit is not None:
             fit = xp.asarray(fit, dtype=problem.dtype)
             if bool(xp.all(xp.isfinite(fit))):
-                return fit
+                if problem.objective(fit, tau) <= problem.objective(beta, tau):
+                    return fit
     if config.fit_intercept:
         beta[-1] = weighted_median(y, w)
     return beta
@@ -137,11 +142,11 @@ def _update(
     if config.tau is not None:
         scale = float(config.tau) / float(config.epsilon)
         tau = float(dtype.type(config.tau))
-        beta = _start_point(problem, y, w, config, xp) if first else state.coef
+        beta = _start_point(problem, y, w, config, tau, xp) if first else state.coef
     elif first:
         pilot_scale = _pilot_scale(y, w)
-        beta0 = _start_point(problem, y, w, config, xp)
         pilot_tau = as_tau(pilot_scale)
+        beta0 = _start_point(problem, y, w, config, pilot_tau, xp)
         problem.lam = config.batch_lambda(pilot_tau, n_total, n_features)
         pilot = solve(problem, beta0, pilot_tau, config.max_iter, tol, trace, "pilot")
         n_iter, halvings = pilot.n_iter, pilot.halvings
