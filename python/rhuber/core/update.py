@@ -54,9 +54,9 @@ def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, tau: flo
             fit = None
         if fit is not None:
             fit = xp.asarray(fit, dtype=problem.dtype)
-            if bool(xp.all(xp.isfinite(fit))):
-                if problem.objective(fit, tau) <= problem.objective(beta, tau):
-                    return fit
+            if bool(xp.all(xp.isfinite(fit))) and \
+                    problem.objective(fit, tau) <= problem.objective(beta, tau):
+                return fit
     if config.fit_intercept:
         beta[-1] = weighted_median(y, w)
     return beta
