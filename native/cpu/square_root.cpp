@@ -375,6 +375,13 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
 
   std::vector<double> linear;
   stack_rows(curvature, /*residual_rhs=*/false, linear);
+  if (request.anchor) {  // + the smooth gradient without the pull: -X~^T (w psi) + R~^T(R~ beta - z~)
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      const T* partial = ws_.point.score_partials.data() + b * dim_;
+      for (std::size_t j = 0; j < dim_; ++j) linear[j] -= static_cast<double>(partial[j]);
+    }
+    for (std::size_t j = 0; j < dim_; ++j) linear[j] += ws_.information_delta64[j];
+  }
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, dim_ * dim_ * sizeof(T),
                  2 * dim_ * dim_);
   const std::size_t d = dim_;
