@@ -54,7 +54,7 @@ def close(name, a, b, rtol):
 def engine():
     try:
         native = make_engine("native_cpu")
-    except Exception as exc:  # noqa: BLE001 (the module is missing or does not load)
+    except Exception as exc:  # the module is missing or does not load
         pytest.skip(f"native_cpu is not available: {exc}")
     if "qr" not in native.contract_features:
         pytest.fail("native_cpu does not declare 'qr' in CONTRACT_FEATURES")
