@@ -20,6 +20,7 @@
 #include "batch_ops.hpp"
 #include "blas.hpp"
 #include "rh/bricks/scope.hpp"
+#include "rh/error.hpp"
 #include "rh/ladder.hpp"
 
 namespace rh::cpu {
@@ -229,6 +230,16 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
         residual_rhs ? static_cast<T>(-root.history_residual[i]) : vector_[i];
   }
   stack_below(root.below_rows.data(), n);
+  // A non-finite triangle has no usable step, and LAPACK's SVD must not see it (it can loop
+  // forever on one: rh/ladder.hpp).
+  for (const T value : root.stacked) {
+    if (!std::isfinite(value)) {
+      throw NumericalError(std::string("the stacked rows of the square-root information are not "
+                                       "finite in ") +
+                           (sizeof(T) == 4 ? "float32" : "float64") +
+                           ": rescale the columns of X, y or the sample weights");
+    }
+  }
   linear.assign(dim_, 0.0);
   for (std::size_t b = 0; b < blocks; ++b) {
     for (std::size_t j = 0; j < dim_; ++j) linear[j] += root.linear_partials[b * dim_ + j];

@@ -256,6 +256,25 @@ TEST(SquareRoot, FloatBatchesRunTheModeInFloat) {
   }
 }
 
+TEST(SquareRoot, OverflowingRowsAreAnErrorAndTheStateIsUntouched) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  qr.tau = 1.0;
+  auto batch = contaminated_batch<float>(91, 1000, 3);
+  for (float& value : batch.X) value *= 2e37f;  // finite, but the columns' norms overflow float32
+  const auto state = State<float>::empty(4);
+  try {
+    update(engine, state, batch, qr);
+    ADD_FAILURE() << "an overflowing batch gave a state";
+  } catch (const NumericalError& error) {
+    EXPECT_NE(std::string(error.what()).find("square-root information are not finite in float32"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(state.batch_count, 0);
+}
+
 TEST(SquareRoot, ForgettingScalesTheFactorBySqrtGamma) {
   cpu::Engine engine({.threads = 1});
   Config qr;
