@@ -20,6 +20,7 @@
 #include "batch_ops.hpp"
 #include "blas.hpp"
 #include "rh/bricks/scope.hpp"
+#include "rh/error.hpp"
 #include "rh/ladder.hpp"
 
 namespace rh::cpu {
@@ -218,18 +219,27 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, (blocks + 1) * n * n, (blocks + 1) * n * n * sizeof(T),
                  2 * (blocks + 1) * n * n * n);
   root.stacked.assign(root.block_triangles.begin(), root.block_triangles.begin() + n * n);
-  const auto stack = [&](T* below, std::size_t m) { stack_below(below, m); };
-  for (std::size_t b = 1; b < blocks; ++b) stack(root.block_triangles.data() + b * n * n, n);
+  for (std::size_t b = 1; b < blocks; ++b) stack_below(root.block_triangles.data() + b * n * n, n);
   // The history [R~ | z~] last (the batch's rows first, as the reference stacks them).
-  root.ridge_rows.assign(n * n, T{0});
+  root.below_rows.assign(n * n, T{0});
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = i; j < dim_; ++j) {
-      root.ridge_rows[j * n + i] = factor_[i * dim_ + j] * scales[j];
+      root.below_rows[j * n + i] = factor_[i * dim_ + j] * scales[j];
     }
-    root.ridge_rows[dim_ * n + i] =
+    root.below_rows[dim_ * n + i] =
         residual_rhs ? static_cast<T>(-root.history_residual[i]) : vector_[i];
   }
-  stack(root.ridge_rows.data(), n);
+  stack_below(root.below_rows.data(), n);
+  // A non-finite triangle has no usable step, and LAPACK's SVD must not see it (it can loop
+  // forever on one: rh/ladder.hpp).
+  for (const T value : root.stacked) {
+    if (!std::isfinite(value)) {
+      throw NumericalError(std::string("the stacked rows of the square-root information are not "
+                                       "finite in ") +
+                           (sizeof(T) == 4 ? "float32" : "float64") +
+                           ": rescale the columns of X, y or the sample weights");
+    }
+  }
   linear.assign(dim_, 0.0);
   for (std::size_t b = 0; b < blocks; ++b) {
     for (std::size_t j = 0; j < dim_; ++j) linear[j] += root.linear_partials[b * dim_ + j];
@@ -266,12 +276,12 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
     // In equilibrated units: sqrt(ridge) s_j on the diagonal; then the damped columns'
     // equilibration composed with the first.
     const auto root_ridge = static_cast<T>(std::sqrt(ridge));
-    ws_.root.ridge_rows.assign(d * n, T{0});
+    ws_.root.below_rows.assign(d * n, T{0});
     for (std::size_t j = 0; j < d; ++j) {
-      ws_.root.ridge_rows[j * d + j] = root_ridge * f.scales[j];
+      ws_.root.below_rows[j * d + j] = root_ridge * f.scales[j];
       // (right-hand side sqrt(ridge) (beta - beta) = 0)
     }
-    stack_below(ws_.root.ridge_rows.data(), d);
+    stack_below(ws_.root.below_rows.data(), d);
     std::vector<double> squares(d, 0.0);
     T* stacked = ws_.root.stacked.data();
     for (std::size_t j = 0; j < d; ++j) {
@@ -375,6 +385,13 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
 
   std::vector<double> linear;
   stack_rows(curvature, /*residual_rhs=*/false, linear);
+  if (request.anchor) {  // + the smooth gradient without the pull: -X~^T (w psi) + R~^T(R~ beta - z~)
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      const T* partial = ws_.point.score_partials.data() + b * dim_;
+      for (std::size_t j = 0; j < dim_; ++j) linear[j] -= static_cast<double>(partial[j]);
+    }
+    for (std::size_t j = 0; j < dim_; ++j) linear[j] += ws_.information_delta64[j];
+  }
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, dim_ * dim_ * sizeof(T),
                  2 * dim_ * dim_);
   const std::size_t d = dim_;

@@ -47,7 +47,7 @@ struct SquareRootBuffers {
   std::vector<double> column_partials;  // blocks x d: the columns' sums of w c x~^2
   std::vector<T> scales;                // the columns' equilibration
   std::vector<T> stacked;  // (d+1) x (d+1): [R_H | q] over its last row
-  std::vector<T> ridge_rows;  // d x (d+1)
+  std::vector<T> below_rows;  // rows stacked below the triangle: the history, the ridge rows
   std::vector<T> factor;      // d x d, column-major: R_H with its columns equilibrated
   std::vector<T> svd_u, svd_vt, svd_values, svd_work;
   std::vector<T> condition_work;

@@ -96,12 +96,10 @@ TEST(SquareRoot, StateIsAnUpperTriangularFactorWithNonNegativeDiagonal) {
   EXPECT_EQ(state.information, gram);
 }
 
-// Well-conditioned, contaminated data in three batches: both modes solve the same problems.
-// Unpenalized only: after an L1 batch the qr history's z~ holds the batch's L1 subgradient (the
-// model's linear term at beta_b, as the reference forms it) besides the historical pull the
-// objective keeps, so the two modes' later L1 batches differ by design (docs/native.md).
+// Well-conditioned, contaminated data in three batches: both modes solve the same problems,
+// unpenalized and L1 (whose history does not pull at its solution in either mode).
 TEST(SquareRoot, AgreesWithTheCholeskyModeOnWellConditionedData) {
-  for (const double alpha : {0.0}) {
+  for (const double alpha : {0.0, 0.02}) {
     for (const bool fit_intercept : {true, false}) {
       cpu::Engine engine({.threads = 2});
       Config cholesky;
@@ -256,6 +254,25 @@ TEST(SquareRoot, FloatBatchesRunTheModeInFloat) {
   for (std::size_t j = 0; j < 4; ++j) {
     EXPECT_NEAR(b.coef[j], a.coef[j], 2e-3 * std::max(1.0f, std::abs(a.coef[j])));
   }
+}
+
+TEST(SquareRoot, OverflowingRowsAreAnErrorAndTheStateIsUntouched) {
+  cpu::Engine engine({.threads = 1});
+  Config qr;
+  qr.factorization = Factorization::qr;
+  qr.tau = 1.0;
+  auto batch = contaminated_batch<float>(91, 1000, 3);
+  for (float& value : batch.X) value *= 2e37f;  // finite, but the columns' norms overflow float32
+  const auto state = State<float>::empty(4);
+  try {
+    update(engine, state, batch, qr);
+    ADD_FAILURE() << "an overflowing batch gave a state";
+  } catch (const NumericalError& error) {
+    EXPECT_NE(std::string(error.what()).find("square-root information are not finite in float32"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(state.batch_count, 0);
 }
 
 TEST(SquareRoot, ForgettingScalesTheFactorBySqrtGamma) {

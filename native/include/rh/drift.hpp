@@ -151,7 +151,10 @@ inline double chi2_survival(double x, double df) {
   const double a = 0.5 * df;
   const double z = 0.5 * x;
   if (!(z > 0.0)) return 1.0;
-  const double log_prefix = a * std::log(z) - z - std::lgamma(a);
+  // lgamma_r, not std::lgamma: glibc's lgamma writes the global signgam, a data race between
+  // engines updating in threads (ThreadSanitizer, test_concurrency). a > 0: the sign is +.
+  int sign = 0;
+  const double log_prefix = a * std::log(z) - z - ::lgamma_r(a, &sign);
   constexpr double eps = 1e-16;
   if (z < a + 1.0) {
     double term = 1.0 / a;

@@ -20,6 +20,10 @@ struct InformationRequest {
   double bandwidth = 0.0;  // > 0: the smoothed curvature c_h with this h (in the dtype), else
                            // the indicator of the Newton matrix
   bool matrices = false;   // also G_b = X~^T diag(w) X~ and K_b = X~^T diag(w psi^2) X~
+  // factorization="qr" after an L1 batch: the new history must not pull at beta_b, as the
+  // Cholesky mode's quadratic does not (the next batch's historical subgradient does), so the
+  // smooth gradient left there (the L1 term's share) joins the linear term.
+  bool anchor = false;
 };
 
 // Where the information update writes: J~ + J_b into `information`; G_b and K_b added to what

@@ -266,7 +266,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     next.gram = detail::matrix_or_zeros(previous.gram, d);
     next.score_gram = detail::matrix_or_zeros(previous.score_gram, d);
   }
-  const InformationRequest request{.bandwidth = bandwidth, .matrices = matrices};
+  const InformationRequest request{
+      .bandwidth = bandwidth, .matrices = matrices, .anchor = lambda > 0.0};
   InferenceSums batch_sums;
   if (detail::square_root(ops)) {
     if constexpr (SquareRootOps<O>) {
