@@ -26,15 +26,19 @@ def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
     import importlib
     import importlib.util
 
-    names = ["rhuber", "_rhuber_native_cpu"]
+    names = ["rhuber"]
     # The CUDA module by itself, before rhuber preloads anything: its run path alone
     # must find NVIDIA's libraries.
     names += ["_rhuber_native_cuda"] if cuda else []
-    for module in map(importlib.import_module, names):
-        path = Path(module.__file__).resolve()
+    from rhuber import _native
+
+    paths = {name: Path(importlib.import_module(name).__file__) for name in names}
+    paths["librhuber_cpu.so"] = _native.load("native_cpu").LIBRARY_PATH  # loads it, and its BLAS
+    for name, found in paths.items():
+        path = found.resolve()
         if path.is_relative_to(source_tree) or not path.is_relative_to(Path(sys.prefix)):
-            _fail(f"{module.__name__} imported from {path}, not from the environment {sys.prefix}")
-        print(f"dist-check: {module.__name__} {getattr(module, '__version__', '')} from {path}")
+            _fail(f"{name} loaded from {path}, not from the environment {sys.prefix}")
+        print(f"dist-check: {name} from {path}")
     # The seed system's names (renewable-huber on PyPI) are not ours: nothing of theirs came in.
     for seed in ("renewable_huber", "_renewable_huber_native_cpu", "_renewable_huber_native_cuda"):
         if importlib.util.find_spec(seed) is not None:

@@ -88,14 +88,24 @@ def test_the_installed_native_module_has_this_version():
     assert module.__version__ == rhuber.__version__
 
 
+@pytest.fixture
+def fresh_load():
+    """rhuber._native.load("native_cpu") loads afresh in the test and after it."""
+    _native._load_cpu.cache_clear()
+    yield
+    _native._load_cpu.cache_clear()
+
+
 def _old_module(monkeypatch, version="0.0.1"):
-    fake = types.SimpleNamespace(__name__="_rhuber_native_cpu", __version__=version,
-                                 __file__="/elsewhere/_rhuber_native_cpu.so")
-    monkeypatch.setattr(_native.importlib, "import_module", lambda name: fake)
+    from rhuber._native import cpu
+
+    fake = types.SimpleNamespace(version=version, path="/elsewhere/librhuber_cpu.so")
+    monkeypatch.setattr(_native, "cpu_library_path", lambda: fake.path)
+    monkeypatch.setattr(cpu, "open_library", lambda path: fake)
     return fake
 
 
-def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch):
+def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch, fresh_load):
     _old_module(monkeypatch)
     with pytest.raises(NativeVersionError) as info:
         _native.load("native_cpu")
@@ -105,15 +115,14 @@ def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch):
     assert "/elsewhere/" in message
 
 
-def test_auto_does_not_fall_back_silently_on_a_mismatch(monkeypatch):
+def test_auto_does_not_fall_back_silently_on_a_mismatch(monkeypatch, fresh_load):
     # A mismatched engine is an installation error to fix, not a reason to run the reference.
     _old_module(monkeypatch)
     with pytest.raises(NativeVersionError):
         make_engine("auto")
 
 
-def test_a_module_without_a_version_is_refused(monkeypatch):
-    fake = _old_module(monkeypatch)
-    del fake.__version__
+def test_a_module_without_a_version_is_refused(monkeypatch, fresh_load):
+    _old_module(monkeypatch, version=None)
     with pytest.raises(NativeVersionError, match="None"):
         _native.load("native_cpu")

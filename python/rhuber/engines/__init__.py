@@ -7,6 +7,7 @@ distributions and are imported lazily.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 import numpy as np
@@ -15,7 +16,7 @@ from .. import _native
 from ..core import Config, Diagnostics, State, update
 from ..core.types import CONTRACT_FEATURES
 from ..core.validation import validate_batch
-from ..errors import EngineNotAvailableError, NumericalError
+from ..errors import EngineNotAvailableError
 from ..profiling import _hooks as _prof
 from .cuda import CudaEngine
 
@@ -40,28 +41,6 @@ class ReferenceEngine:
         return update(state, X, y, w, config, trace)
 
 
-def native_state(state: State, dtype: np.dtype) -> dict[str, Any]:
-    """A host state as the native CPU binding takes it: C-contiguous arrays of ``dtype``."""
-    return {
-        "coef": np.require(state.coef, dtype=dtype, requirements="CA"),
-        "information": np.require(state.information, dtype=dtype, requirements="CA"),
-        "n_samples_seen": int(state.n_samples_seen),
-        "effective_weight": float(state.effective_weight),
-        "batch_count": int(state.batch_count),
-        "previous_lambda": float(state.previous_lambda),
-        "scale": float(state.scale),
-        "score_sq_sum": float(state.score_sq_sum),
-        "curvature_sum": float(state.curvature_sum),
-        "curvature_sq_sum": float(state.curvature_sq_sum),
-        "inference_weight": float(state.inference_weight),
-        "inference_batches": int(state.inference_batches),
-        "gram": None if state.gram is None else np.require(state.gram, dtype=dtype,
-                                                           requirements="CA"),
-        "score_gram": None if state.score_gram is None else np.require(
-            state.score_gram, dtype=dtype, requirements="CA"),
-    }
-
-
 def require_features(engine: Any, config: Config) -> None:
     """A clear error when ``config`` asks for a contract-v3 feature ``engine`` lacks (an engine
     that ignored it would return another model's numbers, silently)."""
@@ -74,10 +53,12 @@ def require_features(engine: Any, config: Config) -> None:
 
 
 class NativeCpuEngine:
-    """The C++ engine of rhuber-native-cpu.
+    """The C++ engine of rhuber-native-cpu, through its C ABI (rhuber._native.cpu).
 
-    C-contiguous arrays of the computation dtype reach C++ without a copy; any other layout or
-    dtype is converted here, once, because the binding refuses to convert anything itself.
+    The batch is checked here for shapes and dtypes only: the engine scans the values once, and
+    its error names the first bad row. C-contiguous arrays of the computation dtype reach C++
+    without a copy, the state's included; any other layout or dtype is converted here, once.
+    The new state's arrays are allocated here and written by the engine.
     """
 
     name = "native_cpu"
@@ -85,36 +66,96 @@ class NativeCpuEngine:
     def __init__(self, module: Any, threads: int = 0, gram: str = "incremental",
                  chunk_bytes: int = 0):
         # threads 0: all cores; chunk_bytes 0: the engine's 256 KiB (docs/tuner.md, "Plans").
+        self._native = module
         self._engine = module.Engine(threads=threads, gram=gram, chunk_bytes=chunk_bytes)
-        # What of contract v3 the module implements (all of it: the schedules and the inference
-        # sums are formed in the engine's information pass).
+        # What of contracts v3 and v4 the library implements (all of it).
         self.contract_features = frozenset(module.CONTRACT_FEATURES)
-        self._numerical_error = module.NumericalError
         self._attached: Any = None  # the native profiler attached to the engine, if any
+        self._configs: dict[tuple[Config, str], Any] = {}  # validated, as C structs
+
+    def _config(self, config: Config, dtype: np.dtype) -> Any:
+        """The config as an rh_cpu_config, validated once per config and dtype."""
+        key = (config, dtype.char)
+        struct = self._configs.get(key)
+        if struct is None:
+            config.validate()
+            native = self._native
+            struct = native.Config(
+                fit_intercept=bool(config.fit_intercept), has_tau=config.tau is not None,
+                has_tol=True, has_lambda_scale=config.lambda_scale is not None,
+                has_half_life=config.half_life is not None,
+                l1_solver=native.L1_SOLVERS.index(config.l1_solver),
+                curvature=native.CURVATURES.index(config.curvature),
+                inference_matrices=bool(config.inference_matrices),
+                epsilon=float(config.epsilon), tau=float(config.tau or 0.0),
+                alpha=float(config.alpha), ridge=float(config.ridge),
+                tol=config.resolved_tol(dtype), max_iter=int(config.max_iter),
+                lambda_scale=float(config.lambda_scale or 0.0),
+                bandwidth_scale=float(config.bandwidth_scale),
+                half_life=float(config.half_life or 0.0))
+            if len(self._configs) > 64:
+                self._configs.clear()
+            self._configs[key] = struct
+        return struct
 
     def update(self, state, X, y, w, config, trace=None):
         # trace: None, or a list receiving one dict per solver iteration (docs/tracing.md).
-        config.validate()
-        # The C++ engine scans the values (finiteness, weights) itself; here only shapes, dtypes.
+        native = self._native
         X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
         # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
         # that is not a multiple of its item size (what unpickling inline data can give).
         X, y, w = (np.require(a, requirements="CA") for a in (X, y, w))
+        dtype = X.dtype
+        cstruct = self._config(config, dtype)
         d = X.shape[1] + int(config.fit_intercept)
         if state is None or state.batch_count == 0:
-            state = State.empty(d, X.dtype)
+            state = State.empty(d, dtype)
         active = _prof.ACTIVE
         profiler = None if active is None else active.native
         if profiler is not self._attached:
             # The active profile's C++ profiler times this engine's bricks (docs/profiling.md).
             self._engine.set_profiler(profiler)
             self._attached = profiler
-        try:
-            out, diag = self._engine.update(native_state(state, X.dtype), X, y, w,
-                                            config.native_dict(X.dtype), trace)
-        except self._numerical_error as exc:
-            raise NumericalError(str(exc)) from exc
-        return State(**out), Diagnostics.from_dict(diag)
+        ins = [_carray(a, dtype) for a in (state.coef, state.information, state.gram,
+                                            state.score_gram)]
+        previous = native.state_struct(
+            dtype, d, *ins, n_samples_seen=int(state.n_samples_seen),
+            effective_weight=float(state.effective_weight), batch_count=int(state.batch_count),
+            previous_lambda=float(state.previous_lambda), scale=float(state.scale),
+            score_sq_sum=float(state.score_sq_sum), curvature_sum=float(state.curvature_sum),
+            curvature_sq_sum=float(state.curvature_sq_sum),
+            inference_weight=float(state.inference_weight),
+            inference_batches=int(state.inference_batches))
+        coef, information = np.empty(d, dtype), np.empty((d, d), dtype)
+        keeps = config.inference_matrices or state.gram is not None
+        gram, score_gram = ((np.empty((d, d), dtype), np.empty((d, d), dtype)) if keeps
+                            else (None, None))
+        following = native.state_struct(dtype, d, coef, information, gram, score_gram)
+        batch = native.Batch(dtype=native.DTYPE_CODES[dtype], rows=X.shape[0], cols=X.shape[1],
+                             X=X.ctypes.data, y=y.ctypes.data, sample_weight=w.ctypes.data)
+        diag = self._engine.update(previous, batch, cstruct, following, trace)
+        matrices = bool(following.has_matrices)
+        new = State(
+            coef=coef, information=information, n_samples_seen=following.n_samples_seen,
+            effective_weight=following.effective_weight, batch_count=following.batch_count,
+            previous_lambda=following.previous_lambda, scale=following.scale,
+            score_sq_sum=following.score_sq_sum, curvature_sum=following.curvature_sum,
+            curvature_sq_sum=following.curvature_sq_sum,
+            inference_weight=following.inference_weight,
+            inference_batches=following.inference_batches,
+            gram=gram if matrices else None, score_gram=score_gram if matrices else None)
+        return new, Diagnostics(
+            converged=bool(diag.converged), n_iter=diag.n_iter, objective=diag.objective,
+            lambda_=diag.lambda_, bandwidth=diag.bandwidth, solver=native.SOLVERS[diag.solver],
+            line_search_halvings=diag.line_search_halvings,
+            rcond=None if math.isnan(diag.rcond) else diag.rcond,
+            drift_statistic=diag.drift_statistic, drift_df=diag.drift_df,
+            drift_pvalue=diag.drift_pvalue)
+
+
+def _carray(a: Any, dtype: np.dtype) -> Any:
+    """A state array as the engine reads it: itself when C-contiguous of ``dtype`` and aligned."""
+    return None if a is None else np.require(a, dtype=dtype, requirements="CA")
 
 
 def native_cpu_available() -> bool:
