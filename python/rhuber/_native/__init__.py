@@ -2,10 +2,10 @@
 status codes into exceptions.
 
 Each native distribution ships a plain shared object with a C ABI (``librhuber_cpu.so``:
-native/include/rh_cpu.h; the CUDA one's rh_cuda.h), bound here with :mod:`ctypes`, which releases
-the GIL for the duration of every call; the submodules hold one library's binding each
-(:mod:`.cpu`). No interpreter-specific module is built, so one ``py3-none`` wheel serves every
-CPython.
+native/include/rh_cpu.h; ``librh_cuda.so.4``: rh_cuda.h), bound here with :mod:`ctypes`, which
+releases the GIL for the duration of every call; the submodules hold one library's binding each
+(:mod:`.cpu`, :mod:`.cuda`). No interpreter-specific module is built, so one ``py3-none`` wheel
+serves every CPython.
 
 The three distributions share one version (``_version.py``); each native one pins this package
 exactly, but an environment can still end up mixed (an old library left behind, a ``--no-deps``
@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
@@ -26,12 +27,14 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import EngineNotAvailableError, NativeVersionError
+from . import cpu, cuda
 
-# backend: (what load() finds, the distribution that installs it). native_cpu is the library
-# rhuber_native_cpu/librhuber_cpu.so (RH_NATIVE_CPU_LIBRARY: another path, a development build).
+# backend: (the directory in site-packages that holds its library, the distribution that installs
+# it): rhuber_native_cpu/librhuber_cpu.so and rhuber_native_cuda/librh_cuda.so.<ABI major>.
+# RH_NATIVE_CPU_LIBRARY / RH_NATIVE_CUDA_LIBRARY: another path (a development build).
 MODULES = {
     "native_cpu": ("rhuber_native_cpu", "rhuber-native-cpu"),
-    "cuda": ("_rhuber_native_cuda", "rhuber-native-cuda"),
+    "cuda": ("rhuber_native_cuda", "rhuber-native-cuda"),
 }
 CPU_LIBRARY = "librhuber_cpu.so"
 
@@ -49,16 +52,9 @@ def load(backend: str) -> Any:
     """
     if backend == "native_cpu":
         return _load_cpu()
-    module_name, distribution = MODULES[backend]
-    try:
-        _preload_scipy_openblas()
-        _preload_nvidia_libraries()
-        module = importlib.import_module(module_name)
-    except (ImportError, OSError) as exc:
-        raise _not_available(backend, exc) from exc
-    check_version(getattr(module, "__version__", None), distribution,
-                  f"module {module.__name__} at {getattr(module, '__file__', '?')}")
-    return module
+    if backend == "cuda":
+        return _load_cuda()
+    raise ValueError(f"no native library for backend {backend!r}; expected one of {list(MODULES)}")
 
 
 def _not_available(backend: str, exc: BaseException) -> EngineNotAvailableError:
@@ -70,8 +66,6 @@ def _not_available(backend: str, exc: BaseException) -> EngineNotAvailableError:
 
 @functools.cache
 def _load_cpu() -> Any:
-    from . import cpu
-
     try:
         _preload_scipy_openblas()
         library = cpu.open_library(cpu_library_path())
@@ -82,17 +76,42 @@ def _load_cpu() -> Any:
     return cpu
 
 
+@functools.cache
+def _load_cuda() -> Any:
+    override = os.environ.get("RH_NATIVE_CUDA_LIBRARY")
+    try:
+        _preload_scipy_openblas()
+        _preload_nvidia_libraries()
+        path = Path(override) if override else _installed("cuda", cuda.LIBRARY)
+        cuda.bind(cuda.open_library(path), path)
+    except (ImportError, OSError, AttributeError) as exc:
+        raise _not_available("cuda", exc) from exc
+    if not override:  # a development build (the override) has no distribution to compare
+        check_version(_distribution_version("cuda"), MODULES["cuda"][1], f"library {path}")
+    return cuda
+
+
+def _distribution_version(backend: str) -> str | None:
+    try:
+        return importlib.metadata.version(MODULES[backend][1])
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def cpu_library_path() -> Path:
     """Where librhuber_cpu.so is: $RH_NATIVE_CPU_LIBRARY, else the installed rhuber_native_cpu."""
     override = os.environ.get("RH_NATIVE_CPU_LIBRARY")
-    if override:
-        return Path(override)
-    spec = importlib.util.find_spec(MODULES["native_cpu"][0])
+    return Path(override) if override else _installed("native_cpu", CPU_LIBRARY)
+
+
+def _installed(backend: str, library: str) -> Path:
+    """The installed library of ``backend`` (in its directory on sys.path)."""
+    spec = importlib.util.find_spec(MODULES[backend][0])
     for location in (spec.submodule_search_locations or []) if spec else []:
-        candidate = Path(location) / CPU_LIBRARY
+        candidate = Path(location) / library
         if candidate.is_file():
             return candidate
-    raise ImportError(f"no {MODULES['native_cpu'][0]}/{CPU_LIBRARY} on sys.path")
+    raise ImportError(f"no {MODULES[backend][0]}/{library} on sys.path")
 
 
 def check_version(native: str | None, distribution: str, where: str) -> None:
