@@ -72,9 +72,17 @@ class NativeCpuEngine:
         self.contract_features = frozenset(module.CONTRACT_FEATURES)
         self._attached: Any = None  # the native profiler attached to the engine, if any
         self._configs: dict[tuple[Config, str], Any] = {}  # validated, as C structs
+        self._last_config: tuple[Any, str, Any] = (None, "", None)  # (config, dtype, struct)
+        # The last state returned and the struct the engine wrote it into: a stream that goes on
+        # hands that state back, and the struct is then the next update's input as it is.
+        self._last_state: tuple[Any, Any] = (None, None)
+        self._ones = np.ones(0)  # the unit weights of the last batch length
 
     def _config(self, config: Config, dtype: np.dtype) -> Any:
         """The config as an rh_cpu_config, validated once per config and dtype."""
+        last = self._last_config
+        if config is last[0] and dtype.char == last[1]:
+            return last[2]
         key = (config, dtype.char)
         struct = self._configs.get(key)
         if struct is None:
@@ -96,15 +104,21 @@ class NativeCpuEngine:
             if len(self._configs) > 64:
                 self._configs.clear()
             self._configs[key] = struct
+        self._last_config = (config, dtype.char, struct)
         return struct
 
     def update(self, state, X, y, w, config, trace=None):
         # trace: None, or a list receiving one dict per solver iteration (docs/tracing.md).
         native = self._native
-        X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
-        # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
-        # that is not a multiple of its item size (what unpickling inline data can give).
-        X, y, w = (np.require(a, requirements="CA") for a in (X, y, w))
+        batch = self._ready_batch(X, y, w, state, config.fit_intercept)
+        if batch is None:
+            X, y, w = validate_batch(X, y, w, state, config.fit_intercept, check_values=False)
+            # Aligned as well as C-contiguous: OpenBLAS kernels fault on an array at an address
+            # that is not a multiple of its item size (what unpickling inline data can give).
+            X, y, w = (a if a.flags.carray else np.require(a, requirements="CA")
+                       for a in (X, y, w))
+        else:
+            X, y, w = batch
         dtype = X.dtype
         cstruct = self._config(config, dtype)
         d = X.shape[1] + int(config.fit_intercept)
@@ -116,21 +130,22 @@ class NativeCpuEngine:
             # The active profile's C++ profiler times this engine's bricks (docs/profiling.md).
             self._engine.set_profiler(profiler)
             self._attached = profiler
-        ins = [_carray(a, dtype) for a in (state.coef, state.information, state.gram,
-                                            state.score_gram)]
-        previous = native.state_struct(
-            dtype, d, *ins, n_samples_seen=int(state.n_samples_seen),
-            effective_weight=float(state.effective_weight), batch_count=int(state.batch_count),
-            previous_lambda=float(state.previous_lambda), scale=float(state.scale),
-            score_sq_sum=float(state.score_sq_sum), curvature_sum=float(state.curvature_sum),
-            curvature_sq_sum=float(state.curvature_sq_sum),
-            inference_weight=float(state.inference_weight),
-            inference_batches=int(state.inference_batches))
-        coef, information = np.empty(d, dtype), np.empty((d, d), dtype)
+        last_state, previous = self._last_state
+        if state is not last_state or previous.dtype != native.DTYPE_CODES[dtype]:
+            previous = self._state_struct(state, dtype, d)
+        # The new state's arrays: views of one buffer the engine writes (one address to take).
         keeps = config.inference_matrices or state.gram is not None
-        gram, score_gram = ((np.empty((d, d), dtype), np.empty((d, d), dtype)) if keeps
-                            else (None, None))
-        following = native.state_struct(dtype, d, coef, information, gram, score_gram)
+        buffer = np.empty(d + (3 if keeps else 1) * d * d, dtype)
+        coef, information = buffer[:d], buffer[d:d + d * d].reshape(d, d)
+        gram = score_gram = None
+        base, item = buffer.ctypes.data, dtype.itemsize
+        following = native.State(dtype=previous.dtype, dim=d, coef=base,
+                                 information=base + d * item)
+        if keeps:
+            gram = buffer[d + d * d:d + 2 * d * d].reshape(d, d)
+            score_gram = buffer[d + 2 * d * d:].reshape(d, d)
+            following.gram = base + (d + d * d) * item
+            following.score_gram = base + (d + 2 * d * d) * item
         batch = native.Batch(dtype=native.DTYPE_CODES[dtype], rows=X.shape[0], cols=X.shape[1],
                              X=X.ctypes.data, y=y.ctypes.data, sample_weight=w.ctypes.data)
         diag = self._engine.update(previous, batch, cstruct, following, trace)
@@ -144,6 +159,7 @@ class NativeCpuEngine:
             inference_weight=following.inference_weight,
             inference_batches=following.inference_batches,
             gram=gram if matrices else None, score_gram=score_gram if matrices else None)
+        self._last_state = (new, following)
         return new, Diagnostics(
             converged=bool(diag.converged), n_iter=diag.n_iter, objective=diag.objective,
             lambda_=diag.lambda_, bandwidth=diag.bandwidth, solver=native.SOLVERS[diag.solver],
@@ -152,10 +168,60 @@ class NativeCpuEngine:
             drift_statistic=diag.drift_statistic, drift_df=diag.drift_df,
             drift_pvalue=diag.drift_pvalue)
 
+    def _ready_batch(self, X: Any, y: Any, w: Any, state: State | None,
+                     fit_intercept: bool) -> tuple[Any, Any, Any] | None:
+        """(X, y, w) as they are when the batch is already what the engine reads: ndarrays,
+        C-contiguous and aligned, of one float dtype (the state's), of matching lengths and
+        width (a batch the estimator validated); None sends it through validate_batch. Unit
+        weights are one cached array per length (the engine only reads them)."""
+        if not (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2
+                and y.ndim == 1 and X.dtype.char in "fd" and y.dtype == X.dtype
+                and X.flags.carray and y.flags.carray and 0 < X.shape[0] == y.shape[0]):
+            return None
+        if state is not None and state.batch_count > 0 and (
+                state.coef.dtype != X.dtype
+                or state.coef.shape[0] != X.shape[1] + int(fit_intercept)):
+            return None
+        if w is None:
+            ones = self._ones
+            if ones.shape[0] != X.shape[0] or ones.dtype != X.dtype:
+                ones = self._ones = np.ones(X.shape[0], X.dtype)
+                ones.flags.writeable = False
+            return X, y, ones
+        if (type(w) is np.ndarray and w.ndim == 1 and w.dtype == X.dtype and w.flags.carray
+                and w.shape[0] == X.shape[0]):
+            return X, y, w
+        return None
+
+    def _state_struct(self, state: State, dtype: np.dtype, d: int) -> Any:
+        """An rh_cpu_state over ``state``'s arrays (read in place when C-contiguous of dtype),
+        their shapes checked: the engine reads d and d x d entries through the pointers."""
+        arrays = [_carray(a, dtype) for a in (state.coef, state.information, state.gram,
+                                              state.score_gram)]
+        shapes = {"coef": (d,), "information": (d, d)}
+        if (arrays[2] is None) != (arrays[3] is None):
+            raise ValueError("the state has gram but no score_gram, or score_gram but no gram: "
+                             "the inference matrices come together")
+        if arrays[2] is not None:
+            shapes.update(gram=(d, d), score_gram=(d, d))
+        for (name, shape), a in zip(shapes.items(), arrays, strict=False):
+            if a.shape != shape:
+                raise ValueError(f"state.{name} has shape {a.shape}, expected {shape}")
+        return self._native.state_struct(
+            dtype, d, *arrays, n_samples_seen=int(state.n_samples_seen),
+            effective_weight=float(state.effective_weight), batch_count=int(state.batch_count),
+            previous_lambda=float(state.previous_lambda), scale=float(state.scale),
+            score_sq_sum=float(state.score_sq_sum), curvature_sum=float(state.curvature_sum),
+            curvature_sq_sum=float(state.curvature_sq_sum),
+            inference_weight=float(state.inference_weight),
+            inference_batches=int(state.inference_batches))
+
 
 def _carray(a: Any, dtype: np.dtype) -> Any:
     """A state array as the engine reads it: itself when C-contiguous of ``dtype`` and aligned."""
-    return None if a is None else np.require(a, dtype=dtype, requirements="CA")
+    if a is None or (type(a) is np.ndarray and a.dtype == dtype and a.flags.carray):
+        return a
+    return np.require(a, dtype=dtype, requirements="CA")
 
 
 def native_cpu_available() -> bool:

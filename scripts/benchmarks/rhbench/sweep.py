@@ -336,10 +336,13 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
 
 def _cuda_unavailable() -> str:
     """Why the CUDA engine cannot run here, or "" when it can."""
+    from rhuber import _native
+    from rhuber.errors import EngineNotAvailableError
+
     try:
-        import _rhuber_native_cuda  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError as exc:
-        return f"CUDA engine not installed (_rhuber_native_cuda: {exc})"
+        _native.load("cuda")
+    except EngineNotAvailableError as exc:
+        return f"CUDA engine not installed ({exc})"
     try:
         import cupy  # type: ignore[import-not-found]
 
