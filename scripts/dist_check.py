@@ -23,10 +23,9 @@ def _fail(message: str) -> None:
 
 
 def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
+    import ctypes
     import importlib
     import importlib.util
-
-    import ctypes
 
     if cuda:
         # The CUDA library by itself, before rhuber preloads anything: its run path alone
