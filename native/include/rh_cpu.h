@@ -95,6 +95,7 @@ typedef struct rh_cpu_config {
   double lambda_scale;
   double bandwidth_scale;
   double half_life;
+  /* New fields here, at the end (a major version bump; docs/native.md, "Adding a field"). */
 } rh_cpu_config;
 
 /* A state of `dim` coefficients, every array of `dtype`, row-major, C-contiguous: coef (dim),
@@ -121,6 +122,7 @@ typedef struct rh_cpu_state {
   double curvature_sq_sum; /* sum w c^2 */
   double inference_weight; /* sum w */
   int64_t inference_batches;
+  /* New fields here, at the end (a major version bump; docs/native.md, "Adding a field"). */
 } rh_cpu_state;
 
 /* One batch: X (rows x cols), y and sample_weight (rows), row-major and C-contiguous, of one
