@@ -42,6 +42,12 @@ for wheel in "${wheels[@]:1}"; do
     exit 1
   fi
   python3 -m zipfile -e "$wheel" "$scratch/unpacked/$name"
+  # A wheel keeps no symlinks: a library must be there once, by its soname, not also by its
+  # full version (librh_cuda.so.4 and librh_cuda.so.4.0.1 would be two copies).
+  if find "$scratch/unpacked/$name" -name '*.so.*.*' | grep .; then
+    echo "test-dist: $name carries a library under its full version as well as its soname" >&2
+    exit 1
+  fi
   while IFS= read -r library; do
     if nm -D --undefined-only "$library" | grep -E ' _?Py'; then
       echo "test-dist: $(basename "$library") in $name imports Python symbols" >&2
