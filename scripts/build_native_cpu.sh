@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 source scripts/lib/install_native.sh
 
 install_native ./python-cpu rhuber-native-cpu
-"$python" -c "import _rhuber_native_cpu as m; print('installed', m.__name__, m.__version__)"
+"$python" -c "from rhuber import _native; m = _native.load('native_cpu'); print('installed', m.LIBRARY_PATH, m.__version__)"

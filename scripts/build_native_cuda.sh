@@ -15,4 +15,4 @@ fi
 
 install_native ./python-cuda rhuber-native-cuda
 # Importing needs no GPU; making an engine does.
-"$python" -c "import _rhuber_native_cuda as m; print('installed', m.__name__, m.__version__, 'ABI', hex(m.abi_version()))"
+"$python" -c "from rhuber import _native; m = _native.load('cuda'); print('installed', m.LIBRARY_PATH, 'ABI', hex(m.abi_version()))"

@@ -23,18 +23,25 @@ def _fail(message: str) -> None:
 
 
 def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
+    import ctypes
     import importlib
     import importlib.util
 
-    names = ["rhuber", "_rhuber_native_cpu"]
-    # The CUDA module by itself, before rhuber preloads anything: its run path alone
-    # must find NVIDIA's libraries.
-    names += ["_rhuber_native_cuda"] if cuda else []
-    for module in map(importlib.import_module, names):
-        path = Path(module.__file__).resolve()
+    if cuda:
+        # The CUDA library by itself, before rhuber preloads anything: its run path alone
+        # must find NVIDIA's libraries.
+        ctypes.CDLL(str(_site_packages() / "rhuber_native_cuda" / "librh_cuda.so.4"))
+    from rhuber import _native
+
+    paths = {"rhuber": Path(importlib.import_module("rhuber").__file__)}
+    if cuda:
+        paths["librh_cuda.so.4"] = _native.load("cuda").LIBRARY_PATH
+    paths["librhuber_cpu.so"] = _native.load("native_cpu").LIBRARY_PATH  # loads it, and its BLAS
+    for name, found in paths.items():
+        path = found.resolve()
         if path.is_relative_to(source_tree) or not path.is_relative_to(Path(sys.prefix)):
-            _fail(f"{module.__name__} imported from {path}, not from the environment {sys.prefix}")
-        print(f"dist-check: {module.__name__} {getattr(module, '__version__', '')} from {path}")
+            _fail(f"{name} loaded from {path}, not from the environment {sys.prefix}")
+        print(f"dist-check: {name} from {path}")
     # The seed system's names (renewable-huber on PyPI) are not ours: nothing of theirs came in.
     for seed in ("renewable_huber", "_renewable_huber_native_cpu", "_renewable_huber_native_cuda"):
         if importlib.util.find_spec(seed) is not None:
@@ -93,10 +100,10 @@ def check_cuda_without_gpu() -> None:
     for soname in ("libcudart.so.13", "libcublas.so.13", "libcusolver.so.12"):
         loaded = _loaded(soname)
         if not loaded:
-            _fail(f"{soname} is not loaded after importing the CUDA module")
+            _fail(f"{soname} is not loaded after loading the CUDA library")
         if any(not p.is_relative_to(nvidia_dir.resolve()) for p in loaded):
             _fail(f"{soname} loaded from {sorted(loaded)}, not from NVIDIA's wheel {nvidia_dir}")
-    print(f"dist-check: the CUDA module loads NVIDIA's libraries from {nvidia_dir}")
+    print(f"dist-check: the CUDA library loads NVIDIA's libraries from {nvidia_dir}")
     try:
         RenewableHuberRegressor(backend="cuda").fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0])
     except EngineNotAvailableError as exc:

@@ -112,7 +112,7 @@ if (( offline )); then
   # modules are built on Debian's OpenBLAS and LAPACKE, the system's or the bundle's.
   cmake_blas_args=(-DRH_BLAS=system)
   # What the build, install and import steps need from the machine, and what the tests add.
-  build_modules=(numpy scipy sklearn nanobind scikit_build_core packaging pathspec pluggy attrs)
+  build_modules=(numpy scipy sklearn scikit_build_core packaging pathspec pluggy attrs)
   run_modules=(pytest hypothesis threadpoolctl cupy torch)
   (( build_only )) || build_modules+=("${run_modules[@]}")
 else
@@ -197,24 +197,24 @@ from pathlib import Path
 
 blas_source, blas_prefix = sys.argv[1], sys.argv[2]
 import rhuber
-import _rhuber_native_cpu as cpu
-import _rhuber_native_cuda as cuda
+from rhuber import _native
 
+cpu = _native.load("native_cpu")
+cuda = _native.load("cuda")
 print("rhuber", rhuber.__file__)
-print("native_cpu", cpu.__version__, cpu.__file__)
-print("native_cuda", cuda.__version__, "ABI", hex(cuda.abi_version()), cuda.__file__)
+print("native_cpu", cpu.__version__, cpu.LIBRARY_PATH)
+print("native_cuda ABI", hex(cuda.abi_version()), cuda.LIBRARY_PATH)
 bad = []
-for module in (cpu, cuda):
-    ldd = subprocess.run(["ldd", "-r", module.__file__], capture_output=True, text=True).stdout
+for library in (cpu.LIBRARY_PATH, cuda.LIBRARY_PATH):
+    ldd = subprocess.run(["ldd", "-r", str(library)], capture_output=True, text=True).stdout
     print(ldd)
     for line in ldd.splitlines():
-        # The interpreter's own symbols (Py*, _Py*) resolve when Python loads the module.
-        if "not found" in line or ("undefined symbol" in line
-                                   and not re.match(r"undefined symbol: _?Py", line.strip())):
-            bad.append(f"{Path(module.__file__).name}: {line.strip()}")
+        # Plain C ABIs: no symbol may be left for the interpreter to resolve, Py* included.
+        if "not found" in line or "undefined symbol" in line:
+            bad.append(f"{Path(library).name}: {line.strip()}")
         if blas_source == "bundle" and ("libopenblas" in line or "liblapacke" in line) \
                 and blas_prefix not in line:
-            bad.append(f"{Path(module.__file__).name}: not from the bundle: {line.strip()}")
+            bad.append(f"{Path(library).name}: not from the bundle: {line.strip()}")
 from jsonschema import Draft202012Validator
 
 schema = json.loads(Path("scripts/benchmarks/schema_v2.json").read_text())
@@ -272,7 +272,7 @@ if (( offline )); then
   fi
 else
   step build_cuda 240 env RH_JOBS="$jobs" RH_WERROR=1 bash scripts/build_native_cuda.sh || build=1
-  if ! "$python" -c "import _rhuber_native_cpu" 2>/dev/null; then
+  if ! "$python" -c "from rhuber import _native; _native.load('native_cpu')" 2>/dev/null; then
     step build_cpu 150 env RH_JOBS="$jobs" bash scripts/build_native_cpu.sh || build=1
   fi
   for package in cupy-cuda13x torch; do

@@ -12,7 +12,7 @@
 #
 # The interpreter is a Python 3.12 when one is found (the GPU machine's is 3.12, and the
 # bundle's binary wheels are cp312), else python3; RH_REHEARSAL_PYTHON names another. It lacks
-# the packages that the GPU image has (numpy, scipy, scikit-learn, nanobind, scikit-build-core,
+# the packages that the GPU image has (numpy, scipy, scikit-learn, scikit-build-core,
 # pytest, ...): they are installed from the registry, BEFORE the network is cut, into a cache
 # folder outside the tree (~/.cache/rhuber/gpu-rehearsal/) that stands in for the
 # image's site-packages. What the bundle carries (jsonschema, hatchling, ...) is left out of it,
@@ -48,7 +48,7 @@ if [[ "$version" != 312 ]]; then
 fi
 
 # The GPU image's packages that the build, install and import steps use, from the registry.
-image_packages=(numpy scipy scikit-learn "nanobind>=2.0" "scikit-build-core>=0.10" packaging
+image_packages=(numpy scipy scikit-learn "scikit-build-core>=0.10" packaging
                 pathspec pluggy attrs typing-extensions pytest hypothesis threadpoolctl)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/rhuber/gpu-rehearsal"
 site="$cache/site-cp$version"

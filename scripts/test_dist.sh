@@ -32,6 +32,30 @@ ls -l "${wheels[@]}"
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
+
+# The native wheels serve every CPython: tagged py3-none, and their shared objects (C ABIs loaded
+# with ctypes) import no symbol of the interpreter.
+for wheel in "${wheels[@]:1}"; do
+  name="$(basename "$wheel")"
+  if [[ "$name" != *-py3-none-manylinux_* ]]; then
+    echo "test-dist: $name is not a py3-none-manylinux wheel" >&2
+    exit 1
+  fi
+  python3 -m zipfile -e "$wheel" "$scratch/unpacked/$name"
+  # A wheel keeps no symlinks: a library must be there once, by its soname, not also by its
+  # full version (librh_cuda.so.4 and librh_cuda.so.4.0.1 would be two copies).
+  if find "$scratch/unpacked/$name" -name '*.so.*.*' | grep .; then
+    echo "test-dist: $name carries a library under its full version as well as its soname" >&2
+    exit 1
+  fi
+  while IFS= read -r library; do
+    if nm -D --undefined-only "$library" | grep -E ' _?Py'; then
+      echo "test-dist: $(basename "$library") in $name imports Python symbols" >&2
+      exit 1
+    fi
+    echo "test-dist: $name: $(basename "$library") imports no Py* symbol"
+  done < <(find "$scratch/unpacked/$name" -name '*.so*' -type f)
+done
 python3 -m venv "$scratch/venv"
 venv="$scratch/venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip

@@ -7,8 +7,8 @@ import numpy as np
 
 from rhuber.lab.golden import CORPUS_FILE
 
-#: The native CPU engine's module and the distribution that installs it.
-NATIVE_CPU = ("_rhuber_native_cpu", "rhuber-native-cpu")
+#: The native CPU engine's backend (rhuber._native.load) and the distribution that installs it.
+NATIVE_CPU = ("native_cpu", "rhuber-native-cpu")
 
 
 def golden_corpus() -> dict:
@@ -35,14 +35,19 @@ def state_dicts_equal(a: dict, b: dict, *, ignore=("params",)) -> bool:
 
 
 def require_module(module: str, distribution: str):
-    """Import a native engine's module. Under `make test` (RH_REQUIRE_NATIVE=1) a missing module
-    fails the test; elsewhere it skips, saying which distribution would run it."""
+    """A native engine's binding (a backend name, rhuber._native.load) or another module. Under
+    `make test` (RH_REQUIRE_NATIVE=1) a missing one fails the test; elsewhere it skips, saying
+    which distribution would run it."""
     import importlib
     import os
 
     import pytest
 
+    from rhuber import _native
+
     try:
+        if module in _native.MODULES:
+            return _native.load(module)
         return importlib.import_module(module)
     except ImportError as exc:
         message = f"{distribution} is not installed ({exc}); scripts/build_native_cpu.sh builds it"

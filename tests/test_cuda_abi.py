@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,21 +229,120 @@ def test_config_carries_every_parameter_of_the_python_config(contract):
     assert sums <= info
 
 
-def test_built_module_reports_the_contract_version(contract):
-    native = pytest.importorskip("_rhuber_native_cuda")
+def _installed_library():
+    """The CUDA binding with librh_cuda loaded, or a skip saying why it cannot be."""
+    from rhuber import _native
+    from rhuber.errors import EngineNotAvailableError
+
+    try:
+        return _native.load("cuda")
+    except EngineNotAvailableError as exc:
+        pytest.skip(f"rhuber-native-cuda is not installed: {exc}")
+
+
+def test_the_binding_speaks_the_contract_version(contract):
+    from rhuber._native import cuda
+
     version = contract["abi_version"]
-    assert native.abi_version() == native.ABI_VERSION == version["major"] << 16 | version["minor"]
+    assert version["major"] << 16 | version["minor"] == cuda.ABI_VERSION
+    assert f"librh_cuda.so.{version['major']}" == cuda.LIBRARY
 
 
-def test_built_module_exports_the_contract_constants(contract):
-    """The Python layer reads rh_cuda.h's codes from the module (CONSTANTS), never restates them:
-    the module exports every constant of the contract, with its value."""
-    native = pytest.importorskip("_rhuber_native_cuda")
-    assert contract["constants"] == native.CONSTANTS
+def test_the_binding_has_the_contract_constants(contract):
+    """The ctypes binding (rhuber._native.cuda) restates rh_cuda.h's codes once, in CONSTANTS;
+    they must be the contract's, every one with its value."""
+    from rhuber._native import cuda
+
+    assert contract["constants"] == cuda.CONSTANTS
+
+
+def test_the_bindings_structs_have_the_contract_layout(contract):
+    from rhuber._native import cuda
+
+    for struct in contract["structs"]:
+        cls = cuda.STRUCTS[struct["name"]]
+        assert ctypes.sizeof(cls) == struct["size"], struct["name"]
+        assert [name for name, _ in cls._fields_] == [f["name"] for f in struct["fields"]]
+        assert [getattr(cls, f["name"]).offset for f in struct["fields"]] == [
+            f["offset"] for f in struct["fields"]], struct["name"]
+
+
+def test_the_bindings_signatures_cover_the_contract_functions(contract):
+    from rhuber._native import cuda
+
+    assert set(cuda._SIGNATURES) == {f["name"] for f in contract["functions"]}
+    for function in contract["functions"]:
+        assert len(cuda._SIGNATURES[function["name"]][1]) == len(function["params"]), \
+            function["name"]
+
+
+@pytest.mark.parametrize(("code", "kind"), [
+    ("RH_CUDA_ERROR_INVALID_ARGUMENT", ValueError), ("RH_CUDA_ERROR_UNSUPPORTED", ValueError),
+    ("RH_CUDA_ERROR_NUMERICAL", "NumericalError"), ("RH_CUDA_ERROR_NO_DEVICE",
+                                                    "EngineNotAvailableError"),
+    ("RH_CUDA_ERROR_OUT_OF_MEMORY", MemoryError), ("RH_CUDA_ERROR_CUDA", RuntimeError),
+    ("RH_CUDA_ERROR_INTERNAL", RuntimeError)])
+def test_cuda_status_codes_map_to_our_exceptions(contract, code, kind):
+    from rhuber import errors
+    from rhuber._native import cuda
+
+    kind = getattr(errors, kind) if isinstance(kind, str) else kind
+    exc = cuda.error(contract["constants"][code], "the library's words")
+    assert type(exc) is kind and str(exc) == "the library's words"
+
+
+def test_a_missing_cuda_library_is_engine_not_available(monkeypatch):
+    from rhuber import _native
+    from rhuber.engines import make_engine
+    from rhuber.errors import EngineNotAvailableError
+
+    _native._load_cuda.cache_clear()
+    monkeypatch.setenv("RH_NATIVE_CUDA_LIBRARY", "/nonexistent/librh_cuda.so.4")
+    try:
+        with pytest.raises(EngineNotAvailableError, match="needs the package rhuber-native-cuda"):
+            make_engine("cuda")
+    finally:
+        monkeypatch.undo()
+        _native._load_cuda.cache_clear()
+
+
+def test_a_library_that_is_not_librh_cuda_is_refused():
+    """open_library declares rh_cuda_abi_version first: the CPU library, which has no such call,
+    is refused before anything in it is called."""
+    from rhuber._native import cuda
+
+    cpu = _installed_cpu_library()
+    with pytest.raises(AttributeError, match="rh_cuda_abi_version"):
+        cuda.open_library(cpu)
+
+
+def _installed_cpu_library():
+    from rhuber import _native
+    from rhuber.errors import EngineNotAvailableError
+
+    try:
+        return _native.load("native_cpu").LIBRARY_PATH
+    except EngineNotAvailableError as exc:
+        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
+
+
+def test_host_arrays_cross_read_only_for_input_and_writable_for_output():
+    """CudaEngine returns states with read-only arrays and loads them again (another engine, a
+    second stream): State.load's descriptors accept them, State.read's refuse them."""
+    from rhuber._native import cuda
+
+    a = np.arange(6.0).reshape(2, 3)
+    a.flags.writeable = False
+    described = cuda.host_array(a)._obj
+    assert (described.data, described.rows, described.cols) == (a.ctypes.data, 2, 3)
+    with pytest.raises(ValueError, match="writable"):
+        cuda.host_array(a, writable=True)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cuda.host_array(np.zeros((3, 2)).T)
 
 
 def test_cuda_backend_without_a_gpu_says_so():
-    native = pytest.importorskip("_rhuber_native_cuda")
+    native = _installed_library()
     from rhuber.engines import make_engine
     from rhuber.errors import EngineNotAvailableError
 
@@ -256,21 +356,10 @@ def test_cuda_backend_without_a_gpu_says_so():
         make_engine("cuda")
 
 
-def test_state_load_takes_read_only_arrays():
-    """CudaEngine returns states with read-only arrays and loads them again (another engine, a
-    second stream): State.load must accept them, State.read must still want writable ones."""
-    native = pytest.importorskip("_rhuber_native_cuda")
-    load = native.State.load.__doc__.splitlines()[0]
-    read = native.State.read.__doc__.splitlines()[0]
-    assert re.search(r"coef: ndarray\[[^]]*writable=False", load), load
-    assert re.search(r"information: ndarray\[[^]]*writable=False", load), load
-    assert "writable=False" not in read, read
-
-
 def test_gpu_tests_fail_without_a_device_when_a_gpu_is_required():
     """scripts/gpu_check.sh sets RH_REQUIRE_GPU=1: there, a machine where the engine cannot run
     (a driver older than the runtime, say) fails the GPU tests instead of skipping them."""
-    native = pytest.importorskip("_rhuber_native_cuda")
+    native = _installed_library()
     try:
         native.device_count()
     except Exception:  # EngineNotAvailableError: what this test is about
@@ -305,8 +394,8 @@ def _ctypes_struct(struct: dict) -> type[ctypes.Structure]:
 
 @pytest.fixture(scope="module")
 def library(contract):
-    native = pytest.importorskip("_rhuber_native_cuda")
-    path = Path(native.__file__).with_name(f"librh_cuda.so.{contract['abi_version']['major']}")
+    path = _installed_library().LIBRARY_PATH
+    assert path.name == f"librh_cuda.so.{contract['abi_version']['major']}"
     lib = ctypes.CDLL(str(path))
     lib.rh_cuda_last_error.restype = ctypes.c_char_p
     lib.rh_cuda_status_name.restype = ctypes.c_char_p

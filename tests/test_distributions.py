@@ -44,13 +44,34 @@ def test_native_distributions_read_the_version_file_and_pin_the_pure_one(dist_di
     assert f"../../{VERSION_FILE}" in cmake
 
 
+@pytest.mark.parametrize("path", ["pyproject.toml", "python-cpu/pyproject.toml",
+                                  "python-cuda/pyproject.toml"])
+def test_every_distribution_accepts_python_3_10(path):
+    assert _pyproject(path)["project"]["requires-python"] == ">=3.10"
+
+
+@pytest.mark.parametrize("dist_dir", ["python-cpu", "python-cuda"])
+def test_native_wheels_are_py3_none_without_nanobind(dist_dir):
+    """A C ABI loaded with ctypes ties a native wheel to no interpreter: py3-none, one wheel for
+    every CPython; and nothing of nanobind is left to build (make test-dist checks the tag and
+    `nm -D` of the built wheels)."""
+    project = _pyproject(f"{dist_dir}/pyproject.toml")
+    assert project["tool"]["scikit-build"]["wheel"]["py-api"] == "py3"
+    assert not [r for r in project["build-system"]["requires"] if "nanobind" in r]
+    build = _pyproject("pyproject.toml")["project"]["optional-dependencies"]["build"]
+    assert not [r for r in build if "nanobind" in r]
+    cmake = [p.read_text() for p in (ROOT / "native").rglob("*.cmake")]
+    cmake += [p.read_text() for p in (ROOT / "native").rglob("CMakeLists.txt")]
+    assert not [text for text in cmake if "nanobind" in text]
+
+
 def test_the_cuda_distribution_depends_on_nvidia_wheels_not_the_build_machine():
     deps = _pyproject("python-cuda/pyproject.toml")["tool"]["scikit-build"]["metadata"][
         "dependencies"]["result"]
     names = {d.split(">")[0].split("=")[0] for d in deps}
     assert {"nvidia-cuda-runtime", "nvidia-cublas", "nvidia-cusolver"} <= names
-    cmake = (ROOT / "native" / "python" / "cuda_module.cmake").read_text()
-    assert "$ORIGIN/nvidia/cu${CUDAToolkit_VERSION_MAJOR}/lib" in cmake
+    cmake = (ROOT / "native" / "cuda" / "CMakeLists.txt").read_text()
+    assert "$ORIGIN/../nvidia/cu${CUDAToolkit_VERSION_MAJOR}/lib" in cmake
     assert "RH_CUDA_TOOLKIT_RPATH=OFF" in (ROOT / "scripts" / "dist.sh").read_text()
 
 
@@ -88,14 +109,24 @@ def test_the_installed_native_module_has_this_version():
     assert module.__version__ == rhuber.__version__
 
 
+@pytest.fixture
+def fresh_load():
+    """rhuber._native.load("native_cpu") loads afresh in the test and after it."""
+    _native._load_cpu.cache_clear()
+    yield
+    _native._load_cpu.cache_clear()
+
+
 def _old_module(monkeypatch, version="0.0.1"):
-    fake = types.SimpleNamespace(__name__="_rhuber_native_cpu", __version__=version,
-                                 __file__="/elsewhere/_rhuber_native_cpu.so")
-    monkeypatch.setattr(_native.importlib, "import_module", lambda name: fake)
+    from rhuber._native import cpu
+
+    fake = types.SimpleNamespace(version=version, path="/elsewhere/librhuber_cpu.so")
+    monkeypatch.setattr(_native, "cpu_library_path", lambda: fake.path)
+    monkeypatch.setattr(cpu, "open_library", lambda path: fake)
     return fake
 
 
-def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch):
+def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch, fresh_load):
     _old_module(monkeypatch)
     with pytest.raises(NativeVersionError) as info:
         _native.load("native_cpu")
@@ -105,15 +136,14 @@ def test_a_native_module_of_another_version_is_refused_naming_both(monkeypatch):
     assert "/elsewhere/" in message
 
 
-def test_auto_does_not_fall_back_silently_on_a_mismatch(monkeypatch):
+def test_auto_does_not_fall_back_silently_on_a_mismatch(monkeypatch, fresh_load):
     # A mismatched engine is an installation error to fix, not a reason to run the reference.
     _old_module(monkeypatch)
     with pytest.raises(NativeVersionError):
         make_engine("auto")
 
 
-def test_a_module_without_a_version_is_refused(monkeypatch):
-    fake = _old_module(monkeypatch)
-    del fake.__version__
+def test_a_module_without_a_version_is_refused(monkeypatch, fresh_load):
+    _old_module(monkeypatch, version=None)
     with pytest.raises(NativeVersionError, match="None"):
         _native.load("native_cpu")

@@ -109,14 +109,22 @@ def test_native_drift_is_nan_for_penalized_batches(native_cpu):
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
 def test_native_refuses_a_bad_half_life_in_cpp_too(native_cpu, bad):
-    # Past Config.validate (a caller of the binding): the C++ validation names it.
-    import _rhuber_native_cpu as module
+    # Past Config.validate (a caller of the C ABI): the C++ validation names it.
+    from rhuber import _native
 
+    module = _native.load("native_cpu")
     rng = np.random.default_rng(5)
     X, y, _ = _stream(rng, 1, 50, 2, np.float64, False)[0]
+    w = np.ones(50)
     engine = module.Engine(threads=1, gram="incremental", chunk_bytes=0)
-    state = {"coef": np.zeros(3), "information": np.zeros((3, 3)), "n_samples_seen": 0,
-             "effective_weight": 0.0, "batch_count": 0, "previous_lambda": 0.0, "scale": 0.0}
-    config = {**Config().native_dict(np.float64), "half_life": bad}
+    arrays = [np.zeros(3), np.zeros((3, 3))]
+    out = [np.zeros(3), np.zeros((3, 3))]
+    previous = module.state_struct(np.dtype(np.float64), 3, *arrays, None, None)
+    following = module.state_struct(np.dtype(np.float64), 3, *out, None, None)
+    config = module.Config(fit_intercept=1, epsilon=1.345, has_tol=1, tol=1e-8, max_iter=100,
+                           bandwidth_scale=1.0, has_half_life=1, half_life=bad)
+    batch = module.Batch(dtype=module.FLOAT64, rows=50, cols=2, X=X.ctypes.data,
+                         y=y.ctypes.data, sample_weight=w.ctypes.data)
     with pytest.raises(ValueError, match="half_life"):
-        engine.update(state, X, y, np.ones(50), config, None)
+        engine.update(previous, batch, config, following)
+    assert following.batch_count == 0 and not out[0].any()

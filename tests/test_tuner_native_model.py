@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-native = pytest.importorskip("_rhuber_native_cpu")
+from rhuber import _native
+from rhuber.errors import EngineNotAvailableError
+
+try:
+    native = _native.load("native_cpu")
+except EngineNotAvailableError as exc:
+    pytest.skip(f"rhuber-native-cpu is not installed: {exc}", allow_module_level=True)
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 ensemble = pytest.importorskip("sklearn.ensemble")
 linear_model = pytest.importorskip("sklearn.linear_model")

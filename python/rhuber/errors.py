@@ -15,6 +15,11 @@ class NativeVersionError(RuntimeError):
     """A native engine's module was built for another version of rhuber."""
 
 
+class ModelFormatError(ValueError):
+    """A tuner model file is corrupt, truncated or of another format (the native reader's
+    verdict)."""
+
+
 class CheckpointError(ValueError):
     """A checkpoint is corrupted, truncated, or inconsistent."""
 

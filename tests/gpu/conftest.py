@@ -20,9 +20,12 @@ from rhuber.engines.cuda import CudaEngine
 @functools.cache
 def cuda_unavailable() -> str | None:
     """Why the CUDA engine cannot run here, or None when it can."""
+    from rhuber import _native
+    from rhuber.errors import EngineNotAvailableError
+
     try:
-        import _rhuber_native_cuda as native
-    except ImportError as exc:
+        native = _native.load("cuda")
+    except EngineNotAvailableError as exc:
         return f"rhuber-native-cuda is not installed ({exc})"
     try:
         native.device_count()
@@ -50,9 +53,9 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def native():
-    import _rhuber_native_cuda
+    from rhuber import _native
 
-    return _rhuber_native_cuda
+    return _native.load("cuda")
 
 
 @pytest.fixture

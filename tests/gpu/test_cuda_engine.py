@@ -49,8 +49,14 @@ def test_differential_against_the_reference(engine, dtype, alpha):
 
 
 def test_differential_against_native_cpu(engine):
-    native_cpu = pytest.importorskip("_rhuber_native_cpu")
+    from rhuber import _native
     from rhuber.engines import NativeCpuEngine
+    from rhuber.errors import EngineNotAvailableError
+
+    try:
+        native_cpu = _native.load("native_cpu")
+    except EngineNotAvailableError as exc:
+        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
 
     cpu = NativeCpuEngine(native_cpu)
     config = Config(ridge=1e-3)

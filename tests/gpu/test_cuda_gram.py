@@ -21,8 +21,7 @@ def assert_close(a, b, rtol):
 def native_cpu_engine():
     from rhuber.engines import NativeCpuEngine
 
-    return NativeCpuEngine(require_module("_rhuber_native_cpu",
-                                          "rhuber-native-cpu"))
+    return NativeCpuEngine(require_module("native_cpu", "rhuber-native-cpu"))
 
 
 def constant_column_batches(dtype, count=2, n=500, p=4):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from native_cpu_support import native, state_dict
+from native_cpu_support import Engine, state_dict
 
 from rhuber.core import Config, State, update
 
@@ -91,7 +91,7 @@ def test_two_batch_stream_matches_the_reference(
     seed, n, p, dtype, fit_intercept, alphas, tau, ridge, outliers, zero_weights, rank_deficient
 ):
     rng = np.random.default_rng(seed)
-    engine = native.Engine(threads=2)
+    engine = Engine(threads=2)
     duplicated = (0, p - 1) if rank_deficient and p >= 2 else None
     ref_state = None
     native_state = None
@@ -128,7 +128,7 @@ def test_rank_deficient_designs_take_the_svd_rung_like_the_reference(seed, dtype
     X, y, w = make_batch(rng, 80, 4, dtype, outliers=0.05, zero_weights=False, rank_deficient=True)
     config = Config()
     ref_state, ref_diag = update(None, X, y, w, config)
-    out, diag = native.Engine().update(
+    out, diag = Engine().update(
         state_dict(State.empty(5, dtype)), X, y, w, config.native_dict(dtype)
     )
     assert diag["solver"] == ref_diag.solver == "svd"
@@ -137,7 +137,7 @@ def test_rank_deficient_designs_take_the_svd_rung_like_the_reference(seed, dtype
 
 def test_a_long_stream_stays_within_tolerance_without_resetting():
     rng = np.random.default_rng(2026)
-    engine = native.Engine()
+    engine = Engine()
     config = Config()
     ref_state, native_state = None, state_dict(State.empty(5, np.float64))
     for _ in range(10):
@@ -161,7 +161,7 @@ def test_many_row_blocks_match_the_reference():
         )
         config = Config(alpha=alpha)
         ref_state, ref_diag = update(None, X, y, w, config)
-        out, diag = native.Engine(threads=4).update(
+        out, diag = Engine(threads=4).update(
             state_dict(State.empty(9, dtype)), X, y, w, config.native_dict(dtype)
         )
         assert_same_update(out, diag, ref_state, ref_diag, dtype)

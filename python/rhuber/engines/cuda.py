@@ -1,6 +1,6 @@
 """The CUDA engine as the estimator sees it: ``update(state, X, y, w, config) -> (state, diag)``,
-like every engine in rhuber.engines, over the native module
-``_rhuber_native_cuda`` (rhuber-native-cuda).
+like every engine in rhuber.engines, over the ctypes binding of librh_cuda
+(:mod:`rhuber._native.cuda`, rhuber-native-cuda).
 
 Host (NumPy) batches are validated and converted here exactly as for the native CPU engine, then
 staged to the device by the engine. Device tensors (CuPy, PyTorch CUDA, TensorFlow eager GPU) are
@@ -70,7 +70,7 @@ class CudaEngine:
     Parameters
     ----------
     native : module
-        ``_rhuber_native_cuda``.
+        :mod:`rhuber._native.cuda` (``rhuber._native.load("cuda")``).
     device : int
         CUDA ordinal.
     """

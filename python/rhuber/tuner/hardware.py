@@ -377,12 +377,10 @@ def _identity_key() -> str:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         boot = "no boot id"
-    import importlib.util
 
     try:
-        spec = importlib.util.find_spec(_native.MODULES["native_cpu"][0])
-        origin = spec.origin if spec is not None and spec.origin else ""
-        engine = f"{origin}:{os.stat(origin).st_mtime_ns}" if origin else "no engine"
+        origin = str(_native.cpu_library_path())
+        engine = f"{origin}:{os.stat(origin).st_mtime_ns}"
     except (ImportError, ValueError, OSError):
         engine = "no engine"
     return "|".join((boot, os.path.realpath(sys.executable), np.__version__, engine,

@@ -173,13 +173,12 @@ class EngineSubject(_RenewableSubject):
                 "l1_solver": c.l1_solver}
 
     def make(self) -> Any:
-        import importlib
-
+        from rhuber import _native
         from rhuber.engines import NativeCpuEngine, make_engine
 
         if self.name.startswith("native_cpu"):  # the variants differ in config only
             if self.threads:
-                module = importlib.import_module("_rhuber_native_cpu")
+                module = _native.load("native_cpu")
                 return NativeCpuEngine(module, threads=self.threads)
             return make_engine("native_cpu")
         return make_engine(self.name)

@@ -95,9 +95,12 @@ def _cupy_cuda() -> dict[str, Any]:
 
 
 def _native_cpu_version() -> str | None:
+    from rhuber import _native
+    from rhuber.errors import EngineNotAvailableError
+
     try:
-        import _rhuber_native_cpu as native  # type: ignore[import-not-found]
-    except ImportError:
+        native = _native.load("native_cpu")
+    except EngineNotAvailableError:
         return None
     return str(getattr(native, "__version__", "unknown"))
 

@@ -293,7 +293,7 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
             reason = ""
             if not native_cpu_available():
                 reason = ("native_cpu engine not installed "
-                          "(module _rhuber_native_cpu cannot be imported)")
+                          "(librhuber_cpu.so cannot be loaded)")
             elif variant and alpha == 0:
                 reason = ("l1_solver='prox_newton' solves L1 batches only; without a penalty "
                           "it is native_cpu")
@@ -328,7 +328,7 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
             reason = ""
             if not native_cpu_available():
                 reason = ("native_cpu engine not installed "
-                          "(module _rhuber_native_cpu cannot be imported)")
+                          "(librhuber_cpu.so cannot be loaded)")
             out.append((name, "estimator", "host",
                         None if reason else MatchedSubject(name, config, threads), reason))
     return out
@@ -336,10 +336,13 @@ def _subjects(profile: Profile, alpha: float) -> list[Planned]:
 
 def _cuda_unavailable() -> str:
     """Why the CUDA engine cannot run here, or "" when it can."""
+    from rhuber import _native
+    from rhuber.errors import EngineNotAvailableError
+
     try:
-        import _rhuber_native_cuda  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError as exc:
-        return f"CUDA engine not installed (_rhuber_native_cuda: {exc})"
+        _native.load("cuda")
+    except EngineNotAvailableError as exc:
+        return f"CUDA engine not installed ({exc})"
     try:
         import cupy  # type: ignore[import-not-found]
 

@@ -1,0 +1,166 @@
+"""The one place that loads the native libraries, checks they match this package, and turns their
+status codes into exceptions.
+
+Each native distribution ships a plain shared object with a C ABI (``librhuber_cpu.so``:
+native/include/rh_cpu.h; ``librh_cuda.so.4``: rh_cuda.h), bound here with :mod:`ctypes`, which
+releases the GIL for the duration of every call; the submodules hold one library's binding each
+(:mod:`.cpu`, :mod:`.cuda`). No interpreter-specific module is built, so one ``py3-none`` wheel
+serves every CPython.
+
+The three distributions share one version (``_version.py``); each native one pins this package
+exactly, but an environment can still end up mixed (an old library left behind, a ``--no-deps``
+install, a library from another prefix on ``sys.path``). Running a library built for another
+version would pair Python and C++ sides that disagree on the state and the contract, so a
+mismatch is an error naming both versions, never a silent fallback to another engine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import EngineNotAvailableError, NativeVersionError
+from . import cpu, cuda
+
+# backend: (the directory in site-packages that holds its library, the distribution that installs
+# it): rhuber_native_cpu/librhuber_cpu.so and rhuber_native_cuda/librh_cuda.so.<ABI major>.
+# RH_NATIVE_CPU_LIBRARY / RH_NATIVE_CUDA_LIBRARY: another path (a development build).
+MODULES = {
+    "native_cpu": ("rhuber_native_cpu", "rhuber-native-cpu"),
+    "cuda": ("rhuber_native_cuda", "rhuber-native-cuda"),
+}
+CPU_LIBRARY = "librhuber_cpu.so"
+
+# NVIDIA's CUDA 13 wheels (nvidia-cuda-runtime, nvidia-cublas, nvidia-cusolver and what cuSOLVER
+# pulls in) put their libraries in site-packages/nvidia/cu13/lib; in the order they load each other.
+_NVIDIA_LIBRARIES = ("libcudart.so.13", "libnvJitLink.so.13", "libcusparse.so.12",
+                     "libcublasLt.so.13", "libcublas.so.13", "libcusolver.so.12")
+
+
+def load(backend: str) -> Any:
+    """The binding of ``backend`` ("native_cpu" or "cuda"), checked against this version.
+
+    Raises EngineNotAvailableError when it is not installed (or cannot load), and
+    NativeVersionError when it was built for another version of rhuber.
+    """
+    if backend == "native_cpu":
+        return _load_cpu()
+    if backend == "cuda":
+        return _load_cuda()
+    raise ValueError(f"no native library for backend {backend!r}; expected one of {list(MODULES)}")
+
+
+def _not_available(backend: str, exc: BaseException) -> EngineNotAvailableError:
+    distribution = MODULES[backend][1]
+    return EngineNotAvailableError(
+        f"backend={backend!r} needs the package {distribution} "
+        f"(pip install {distribution}=={__version__}), which could not be loaded: {exc}")
+
+
+@functools.cache
+def _load_cpu() -> Any:
+    try:
+        _preload_scipy_openblas()
+        library = cpu.open_library(cpu_library_path())
+    except (ImportError, OSError, AttributeError) as exc:
+        raise _not_available("native_cpu", exc) from exc
+    check_version(library.version, MODULES["native_cpu"][1], f"library {library.path}")
+    cpu.bind(library)
+    return cpu
+
+
+@functools.cache
+def _load_cuda() -> Any:
+    override = os.environ.get("RH_NATIVE_CUDA_LIBRARY")
+    try:
+        _preload_scipy_openblas()
+        _preload_nvidia_libraries()
+        path = Path(override) if override else _installed("cuda", cuda.LIBRARY)
+        cuda.bind(cuda.open_library(path), path)
+    except (ImportError, OSError, AttributeError) as exc:
+        raise _not_available("cuda", exc) from exc
+    if not override:  # a development build (the override) has no distribution to compare
+        check_version(_distribution_version("cuda"), MODULES["cuda"][1], f"library {path}")
+    return cuda
+
+
+def _distribution_version(backend: str) -> str | None:
+    try:
+        return importlib.metadata.version(MODULES[backend][1])
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_library_path() -> Path:
+    """Where librhuber_cpu.so is: $RH_NATIVE_CPU_LIBRARY, else the installed rhuber_native_cpu."""
+    override = os.environ.get("RH_NATIVE_CPU_LIBRARY")
+    return Path(override) if override else _installed("native_cpu", CPU_LIBRARY)
+
+
+def _installed(backend: str, library: str) -> Path:
+    """The installed library of ``backend`` (in its directory on sys.path)."""
+    spec = importlib.util.find_spec(MODULES[backend][0])
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(location) / library
+        if candidate.is_file():
+            return candidate
+    raise ImportError(f"no {MODULES[backend][0]}/{library} on sys.path")
+
+
+def check_version(native: str | None, distribution: str, where: str) -> None:
+    """Raise NativeVersionError unless the native side (at ``where``) was built for this version."""
+    if native != __version__:
+        raise NativeVersionError(
+            f"{distribution} {native} ({where}) does not match rhuber {__version__}: "
+            f"the three distributions must have the same version; "
+            f"pip install '{distribution}=={__version__}'"
+        )
+
+
+@functools.cache
+def _preload_scipy_openblas() -> ctypes.CDLL | None:
+    """Load the OpenBLAS of the wheel scipy-openblas32, if installed, before a native library.
+
+    Both libraries need ``libscipy_openblas.so`` (the CPU engine's BLAS and LAPACKE, the CUDA
+    engine's host-side LAPACKE). Their run paths name the wheel installed beside them (the usual
+    case); this also covers it living in another ``sys.path`` entry (a user site, a ``--target``
+    directory): once loaded, the loader reuses the library for the dependency of that name.
+    Loaded by path, privately (RTLD_LOCAL), not by importing ``scipy_openblas32``: that import
+    loads it RTLD_GLOBAL, and SciPy's own bundled OpenBLAS, which exports the same ``scipy_``
+    names, would then bind to ours (and to its thread setting).
+    """
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        library = Path(location) / "lib" / "libscipy_openblas.so"
+        if library.is_file():
+            return ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)  # held by the cache
+    return None
+
+
+@functools.cache
+def _preload_nvidia_libraries() -> None:
+    """Load the CUDA libraries of NVIDIA's wheels, if installed, before the CUDA library.
+
+    The library's run path already names ``$ORIGIN/nvidia/cu13/lib`` (the wheels installed beside
+    it, the usual case); this also covers them living in another ``sys.path`` entry (a user site,
+    a ``--target`` directory). Without the wheels, the run path and the system decide.
+    """
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    for location in spec.submodule_search_locations:
+        lib = Path(location) / "cu13" / "lib"
+        if (lib / "libcublas.so.13").is_file():
+            for name in _NVIDIA_LIBRARIES:
+                if (lib / name).is_file():
+                    ctypes.CDLL(str(lib / name), mode=ctypes.RTLD_GLOBAL)
+            return
