@@ -61,7 +61,8 @@ def test_an_upward_import_breaks_the_contract(tmp_path, module, upward):
 NOT_IMPORTED = (
     "rhuber.tuner.advisor", "rhuber.tuner.models", "rhuber.tuner.model_files",
     "rhuber.tuner.online", "rhuber.tuner.local", "rhuber.tuner.store", "rhuber.tuner.hardware",
-    "rhuber.tuner.probes", "rhuber.tuner.features", "rhuber.tuner.rules", "rhuber.lab",
+    "rhuber.tuner.probes", "rhuber.tuner.features", "rhuber.tuner.rules", "rhuber.tuner.paths",
+    "rhuber.tuner.labels", "rhuber.lab",
     "rhuber.cli", "rhuber.dask", "rhuber.io", "_rhuber_native_cpu", "_rhuber_native_cuda",
     "sqlite3", "pandas", "polars", "pyarrow", "dask", "distributed", "torch", "cupy",
     "safetensors", "threadpoolctl", "matplotlib", "tqdm",
@@ -72,8 +73,9 @@ NOT_IMPORTED = (
 LAZY_IMPORTS = {
     "__init__.py": "rhuber.lab.precision",
     "tuner/__init__.py": "rhuber.tuner.online",
-    "dispatch.py": "rhuber.tuner.advisor",
+    "dispatch.py": "rhuber.tuner.rules",
     "tuner/session.py": "rhuber.tuner.advisor",
+    "tuner/hardware.py": "rhuber.tuner.probes",
     "estimator.py": "rhuber.tuner.online",
 }
 
@@ -138,7 +140,8 @@ def _imported_after(code: str) -> list[str]:
     script = ("import json, sys\nimport sklearn.base\nbefore = set(sys.modules)\n"
               f"{code}\nprint(json.dumps(sorted(set(sys.modules) - before)))")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300, check=True)
+                         timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.splitlines()[-1])
 
 
@@ -158,6 +161,41 @@ def test_a_first_fit_with_a_backend_set_loads_no_tuner_or_lab(backend):
         f"RenewableHuberRegressor(backend={backend!r}).partial_fit(X, X @ np.ones(4))")
     engine = "_rhuber_native_cpu" if backend == "native_cpu" else "(none)"
     assert [m for m in new if m.startswith(NOT_IMPORTED) and not m.startswith(engine)] == []
+
+
+#: What a stream on the rule's plan needs of the tuner, beyond ``import rhuber``: the rule, read
+#: from its file, and this machine's kept identity (to find a calibrated machine's own rule).
+RULE_PATH = ("rhuber.tuner.rules", "rhuber.tuner.hardware", "rhuber.tuner.paths",
+             "rhuber.tuner.labels")
+
+
+@pytest.fixture(params=["fresh cache", "calibrated machine"])
+def cache(request, tmp_path, monkeypatch):
+    """An empty cache directory, or one with this machine's identity kept and local models (only
+    their presence counts) with a rule of their own: the rule is then read from them."""
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    if request.param == "calibrated machine":
+        from rhuber.tuner import hardware, paths, rules
+
+        local = paths.models_dir(hardware.identified().hardware_id)
+        local.mkdir(parents=True)
+        for name in paths.MODEL_FILES.values():
+            (local / name).write_bytes(b"")
+        rules.save(rules.Rule(None, 1 << 40, "full", 1024), local)
+    return request.param
+
+
+def test_a_first_auto_fit_loads_the_rule_but_no_model_store_probe_or_cuda(cache):
+    require_module("_rhuber_native_cpu", "rhuber-native-cpu")
+    new = _imported_after(
+        "import numpy as np\nfrom rhuber import RenewableHuberRegressor\n"
+        "X = np.random.default_rng(0).normal(size=(4096, 16))\n"
+        "est = RenewableHuberRegressor().partial_fit(X, X @ np.ones(16))\n"
+        "print(est.plan_.plan)")
+    assert "rhuber.tuner.rules" in new  # the rule's plan ran, read from its module
+    heavy = [m for m in new if m.startswith(NOT_IMPORTED)
+             and not m.startswith((*RULE_PATH, "_rhuber_native_cpu"))]
+    assert heavy == []
 
 
 def _requirements(pyproject: Path) -> list[str]:

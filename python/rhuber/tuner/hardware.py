@@ -26,7 +26,6 @@ import numpy as np
 from .. import _native
 from .._atomic import atomic_write
 from ..errors import EngineNotAvailableError
-from . import probes
 
 #: Bumped when an identity field is added, removed or changes meaning: it enters the hash, so
 #: fingerprints of different versions never share an id.
@@ -471,6 +470,10 @@ def _write_cache(path: Path, hardware_id: str, sizes: ProbeSizes,
 
 def measure_limits(sizes: ProbeSizes = ProbeSizes()) -> dict[str, float]:
     """Run the probes: all-core memory bandwidth and GEMM peaks (the best over 1 and all cores)."""
+    # The probes (threadpoolctl, a thread pool) load only to measure: a stream reading this
+    # machine's identity for its rule does not need them.
+    from . import probes
+
     limits = probes.measure_machine_limits(sizes.bandwidth_elements, sizes.gemm_n, sizes.repeats)
     return {
         "memory_bandwidth_bytes_per_s": float(limits["memory_bandwidth_bytes_per_s"]),

@@ -29,12 +29,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
+from .current import LOCK, loaded
+from .hardware import peek_identity
 from .labels import throughput
-from .store import Measurement
+from .paths import default_models_dir, has_models, models_dir
+
+if TYPE_CHECKING:  # the store (sqlite3) stays out of a stream that reads the rule
+    from .store import Measurement
 
 RULE_FILE = "rule.json"
 RULE_FORMAT = 1
@@ -223,3 +228,19 @@ def load(directory: str | Path) -> Rule:
         return Rule.from_dict(data["rule"])
     except (OSError, ValueError, KeyError, TypeError):
         return DEFAULT_RULE
+
+
+def current_rule() -> Rule:
+    """The rule this process's ``backend="auto"`` runs before (and beside) its advisor: the
+    local models' ``rule.json`` when this machine's identity is known already
+    (:func:`.hardware.peek_identity`, a file read) and it has local models, else the shipped
+    one — read once per generation of the local models, loading no model."""
+    with LOCK:
+        shared = loaded()
+        if "rule" not in shared:
+            hw = peek_identity()
+            directory = (models_dir(hw.hardware_id)
+                         if hw is not None and has_models(hw.hardware_id)
+                         else default_models_dir())
+            shared["rule"] = load(directory)
+        return shared["rule"]
