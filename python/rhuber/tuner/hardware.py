@@ -26,6 +26,8 @@ import numpy as np
 from .. import _native
 from .._atomic import atomic_write
 from ..errors import EngineNotAvailableError
+from .paths import CACHE_DIR_VARIABLE as CACHE_DIR_VARIABLE  # re-exported: read here too
+from .paths import cache_dir
 
 #: Bumped when an identity field is added, removed or changes meaning: it enters the hash, so
 #: fingerprints of different versions never share an id.
@@ -34,8 +36,6 @@ FINGERPRINT_VERSION = 1
 #: The disk cache's format; a file of another format is ignored and rewritten.
 CACHE_FORMAT = 1
 
-#: The environment variable naming the cache directory (tests point it at a temporary one).
-CACHE_DIR_VARIABLE = "RHUBER_CACHE_DIR"
 
 #: SIMD levels from the least to the most capable; ``simd`` is the best one the CPU flags name.
 SIMD_LEVELS = ("none", "sse2", "sse4_2", "avx", "avx2", "avx512f", "asimd", "sve")
@@ -421,16 +421,6 @@ def identified() -> Hardware:
 # --- measured fields and their cache ----------------------------------------------------------
 
 _PROCESS_CACHE: dict[tuple[str, ProbeSizes], dict[str, float]] = {}
-
-
-def cache_dir() -> Path:
-    """``$RHUBER_CACHE_DIR``, else ``$XDG_CACHE_HOME/rhuber``, else
-    ``~/.cache/rhuber``."""
-    explicit = os.environ.get(CACHE_DIR_VARIABLE)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rhuber"
 
 
 def cache_path(hardware_id: str, directory: Path | None = None) -> Path:
