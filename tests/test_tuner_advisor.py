@@ -12,7 +12,7 @@ from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
 from rhuber.lab import validate
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import reasons, rules
+from rhuber.tuner import current, reasons, rules
 from rhuber.tuner import session as sessions
 from rhuber.tuner.hardware import Hardware
 from rhuber.tuner.models import Ensemble, default_models_dir
@@ -239,7 +239,7 @@ def native():
 def _use(monkeypatch, make):
     """Make ``make()`` this process's advisor, loaded already (a warm process)."""
     monkeypatch.setattr(adv, "shared", make)
-    monkeypatch.setattr(adv, "available", make)
+    monkeypatch.setattr(current, "available", make)
 
 
 def _stream(estimator, X, y, batch):
@@ -285,7 +285,7 @@ def test_pins_bypass_the_advisor(native, monkeypatch):
         raise AssertionError("the advisor was asked")
 
     monkeypatch.setattr(adv, "shared", refuse)
-    monkeypatch.setattr(adv, "available", refuse)
+    monkeypatch.setattr(current, "available", refuse)
     X, y, _ = make_problem(np.random.default_rng(5), 400, 3)
     monkeypatch.setenv("RH_PLAN", "numpy/l1=lamm")
     est = RenewableHuberRegressor().fit(X, y)

@@ -16,7 +16,7 @@ from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
 from rhuber.lab import validate
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import hardware, probes, reasons, rules
+from rhuber.tuner import current, hardware, probes, reasons, rules
 from rhuber.tuner import session as sessions
 from rhuber.tuner.features import FeatureExtractor
 from rhuber.tuner.store import Measurement, Store
@@ -175,7 +175,7 @@ class _UnsureAdvisor:
 
 def _use(monkeypatch, make):
     monkeypatch.setattr(adv, "shared", make)
-    monkeypatch.setattr(adv, "available", make)
+    monkeypatch.setattr(current, "available", make)
 
 
 def test_the_estimator_runs_the_trials_and_matches_a_pinned_stream(monkeypatch):
@@ -273,11 +273,11 @@ def test_planning_a_host_stream_loads_neither_cuda_nor_the_advisor(tmp_path):
         import sys
         import numpy as np
         from rhuber import RenewableHuberRegressor, _native
-        from rhuber.tuner import advisor
+        from rhuber.tuner import current
         X = np.random.default_rng(0).standard_normal((2000, 6)); y = X.sum(axis=1)
         est = RenewableHuberRegressor()
         est.partial_fit(X, y)
-        print(est.plan_.reason, advisor.available() == advisor.UNLOADED,
+        print(est.plan_.reason, current.available() == current.UNLOADED,
               _native.cuda.LIB is not None)
         """
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,

@@ -31,7 +31,7 @@ from .engines import native_cpu_available
 from .engines import regime as _regime
 from .engines.plans import Plan, parse_plan, plans_for
 from .engines.workload import Workload
-from .tuner import reasons
+from .tuner import current, reasons
 from .tuner.session import Session
 
 if TYPE_CHECKING:
@@ -165,10 +165,10 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Sessio
         return Session(plan.id, how, plan=None if how == reasons.PINNED else plan)
     if est.backend != "auto":
         return Session(est.backend, reasons.USER_BACKEND, f"backend={est.backend!r}")
-    advisor = _advisor().available()  # never loaded here: a stream's first batch does not wait
+    advisor = current.available()  # never loaded here: a stream's first batch does not wait
     w = workload(est, X, y)
     key = (w, est.n_jobs, est.l1_solver,
-           (advisor, _advisor().local.generation()) if advisor is reasons.UNLOADED else advisor)
+           (advisor, current.generation()) if advisor is reasons.UNLOADED else advisor)
     try:
         known = _ANSWERS.get(key)
     except TypeError:  # an unhashable setting or advisor: no memo
@@ -186,12 +186,13 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Sessio
     return Session.from_advice(known, batches=batches)
 
 
-def _advisor() -> Any:
-    """The advisor's module (the rule, the models' code), imported by the first stream that auto
-    plans rather than with the estimator: a stream pinned or set by ``backend`` never needs it."""
-    from .tuner import advisor
+def _rules() -> Any:
+    """The rule's module (the rule in force, read from its file), imported by the first stream
+    that auto plans rather than with the estimator: a stream pinned or set by ``backend`` never
+    needs it. The advisor (models, store, probes) is the session's to load, for a long stream."""
+    from .tuner import rules
 
-    return advisor
+    return rules
 
 
 #: The answers of start() per (workload, n_jobs, l1_solver, advisor): finding the candidates
@@ -210,8 +211,8 @@ def _answer(est: Any, w: Workload, advisor: Any) -> Any:
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:
         return Session(default.id, reasons.NO_MODEL, "only the NumPy reference is installed")
-    rule = _advisor().current_rule() if advisor is reasons.UNLOADED else getattr(
-        advisor, "rule", _advisor().DEFAULT_RULE)
+    rule = _rules().current_rule() if advisor is reasons.UNLOADED else getattr(
+        advisor, "rule", _rules().DEFAULT_RULE)
     default = rule_default(rule, w, candidates,
                            default, threads(est.n_jobs) if est.n_jobs is not None else None,
                            None if solver == "lamm" else solver)

@@ -15,6 +15,7 @@ on a shared machine falls on all alike), medians over the runs:
   order; the estimator's cost above the engine is the median difference.
 
     first_call.py [--trees PATH,PATH] [--runs 21] [--backend native_cpu] [--shape 4096x16]
+                  [--also-backend auto]
                   [--dtype float64] [--rounds 200] [--experiments import,first_fit,fresh]
 
 A tree is a directory holding the ``rhuber`` package (put first on PYTHONPATH); "." is the
@@ -103,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trees", default=".")
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--backend", default="native_cpu")
+    parser.add_argument("--also-backend", default="",
+                        help="first_fit: backends also timed, each in its own fresh process "
+                             "beside --backend's (e.g. native_cpu beside auto)")
     parser.add_argument("--shape", default="4096x16")
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--rounds", type=int, default=200)
@@ -130,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                 fit_ms, import_ms = run(tree, FIRST_FIT.format(**fmt))
                 samples.setdefault(f"first_fit_ms|{tree}", []).append(fit_ms)
                 samples.setdefault(f"in_process_import_ms|{tree}", []).append(import_ms)
+                for other in args.also_backend.split(",") if args.also_backend else ():
+                    fit_ms, _ = run(tree, FIRST_FIT.format(**{**fmt, "backend": other}))
+                    samples.setdefault(f"first_fit_ms_{other}|{tree}", []).append(fit_ms)
             if "fresh" in experiments and len(samples.get(f"fresh|{tree}", [])) < 5:
                 samples.setdefault(f"fresh|{tree}", []).append(run(tree, FRESH.format(**fmt)))
     report: dict[str, dict] = {}

@@ -46,7 +46,10 @@ from .._version import __version__
 from ..engines.plans import Plan, default_plan, plans_for
 from ..engines.workload import Workload
 from . import local
-from .hardware import Hardware, cache_dir, cached_limits, identified, peek_identity
+from .current import LOCK as _SHARED_LOCK
+from .current import SHARED as _SHARED
+from .current import loaded
+from .hardware import Hardware, cache_dir, cached_limits, identified
 from .models import MODEL_FILES, Ensemble, Ranked, default_models_dir, load
 from .reasons import (
     CHOSEN,
@@ -55,7 +58,6 @@ from .reasons import (
     OUT_OF_DISTRIBUTION,
     RULE_REGION,
     TRIAL,
-    UNLOADED,
 )
 from .rules import DEFAULT_RULE, Rule, describe_region, region
 from .rules import load as load_rule
@@ -256,52 +258,19 @@ class Advisor:
                       predicted=math.exp(best.log_rows_per_s), **rates)
 
 
-_SHARED: dict[str, Any] = {}
-_SHARED_LOCK = threading.Lock()
-
-
 def shared() -> Advisor | None:
     """This process's advisor for this machine (loaded once); None when no model loads (the
-    reason is warned once)."""
+    reason is warned once). Whether it is loaded already: :func:`.current.available`."""
     with _SHARED_LOCK:
-        if _SHARED.get("generation") != local.generation():
-            _SHARED.clear()
-            _SHARED["generation"] = local.generation()
-        if "advisor" not in _SHARED:
+        state = loaded()
+        if "advisor" not in state:
             try:
-                _SHARED["advisor"] = Advisor.load()
+                state["advisor"] = Advisor.load()
             except Exception as exc:  # any unreadable model: auto runs the default
                 warnings.warn(f"backend='auto' runs the default plan: the tuner's models could "
                               f"not be loaded ({exc})", RuntimeWarning, stacklevel=2)
-                _SHARED["advisor"] = None
-        return _SHARED["advisor"]
-
-
-def available() -> Advisor | str | None:
-    """The advisor :func:`shared` would return if this process has loaded it already (None:
-    no model loads), else :data:`UNLOADED` — without loading anything (loading costs
-    0.1–0.5 s, which a stream pays only once it has shown it is long: :class:`Session`)."""
-    with _SHARED_LOCK:
-        if _SHARED.get("generation") != local.generation() or "advisor" not in _SHARED:
-            return UNLOADED
-        return _SHARED["advisor"]
-
-
-def current_rule() -> Rule:
-    """The rule the advisor would use, without loading it: the local models' ``rule.json``
-    when this machine's identity is known already (:func:`hardware.peek_identity`) and it has
-    local models, else the shipped one."""
-    with _SHARED_LOCK:
-        if _SHARED.get("generation") != local.generation():
-            _SHARED.clear()
-            _SHARED["generation"] = local.generation()
-        if "rule" not in _SHARED:
-            hw = peek_identity()
-            directory = (local.models_dir(hw.hardware_id)
-                         if hw is not None and local.has_models(hw.hardware_id)
-                         else default_models_dir())
-            _SHARED["rule"] = load_rule(directory)
-        return _SHARED["rule"]
+                state["advisor"] = None
+        return state["advisor"]
 
 
 def use_models(directory: str | Path) -> Advisor:
@@ -311,8 +280,7 @@ def use_models(directory: str | Path) -> Advisor:
     with _SHARED_LOCK:
         _SHARED.clear()
         _TRIED.clear()
-        _SHARED["generation"] = local.generation()
-        _SHARED["advisor"] = advisor
+        loaded()["advisor"] = advisor
     return advisor
 
 

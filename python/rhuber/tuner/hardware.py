@@ -26,7 +26,8 @@ import numpy as np
 from .. import _native
 from .._atomic import atomic_write
 from ..errors import EngineNotAvailableError
-from . import probes
+from .paths import CACHE_DIR_VARIABLE as CACHE_DIR_VARIABLE  # re-exported: read here too
+from .paths import cache_dir
 
 #: Bumped when an identity field is added, removed or changes meaning: it enters the hash, so
 #: fingerprints of different versions never share an id.
@@ -35,8 +36,6 @@ FINGERPRINT_VERSION = 1
 #: The disk cache's format; a file of another format is ignored and rewritten.
 CACHE_FORMAT = 1
 
-#: The environment variable naming the cache directory (tests point it at a temporary one).
-CACHE_DIR_VARIABLE = "RHUBER_CACHE_DIR"
 
 #: SIMD levels from the least to the most capable; ``simd`` is the best one the CPU flags name.
 SIMD_LEVELS = ("none", "sse2", "sse4_2", "avx", "avx2", "avx512f", "asimd", "sve")
@@ -422,16 +421,6 @@ def identified() -> Hardware:
 _PROCESS_CACHE: dict[tuple[str, ProbeSizes], dict[str, float]] = {}
 
 
-def cache_dir() -> Path:
-    """``$RHUBER_CACHE_DIR``, else ``$XDG_CACHE_HOME/rhuber``, else
-    ``~/.cache/rhuber``."""
-    explicit = os.environ.get(CACHE_DIR_VARIABLE)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rhuber"
-
-
 def cache_path(hardware_id: str, directory: Path | None = None) -> Path:
     return (cache_dir() if directory is None else Path(directory)) / f"hardware-{hardware_id}.json"
 
@@ -469,6 +458,10 @@ def _write_cache(path: Path, hardware_id: str, sizes: ProbeSizes,
 
 def measure_limits(sizes: ProbeSizes = ProbeSizes()) -> dict[str, float]:
     """Run the probes: all-core memory bandwidth and GEMM peaks (the best over 1 and all cores)."""
+    # The probes (threadpoolctl, a thread pool) load only to measure: a stream reading this
+    # machine's identity for its rule does not need them.
+    from . import probes
+
     limits = probes.measure_machine_limits(sizes.bandwidth_elements, sizes.gemm_n, sizes.repeats)
     return {
         "memory_bandwidth_bytes_per_s": float(limits["memory_bandwidth_bytes_per_s"]),

@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
-from .store import Measurement
+
+if TYPE_CHECKING:  # the store (sqlite3) stays out of a stream that reads the rule
+    from .store import Measurement
 
 BOTTLENECKS = ("memory", "compute", "solve", "overhead", "transfer", "launch")
 #: Plans within this fraction of the best one's throughput count as tied for best.

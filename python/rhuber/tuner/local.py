@@ -32,9 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from . import models
+from .current import generation as generation  # re-exported: callers read it here
+from .current import models_changed
 from .hardware import Hardware, cache_dir
 from .model_files import read
-from .models import MODEL_FILES
+from .paths import MODEL_FILES, models_dir
+from .paths import has_models as has_models  # re-exported: callers read it here
 from .store import Measurement, Store
 
 #: The local store's file name, in :func:`hardware.cache_dir`.
@@ -59,11 +62,6 @@ DATA_CARD = "DATA_CARD.md"
 def store_path() -> Path:
     """The local measurement store (may not exist)."""
     return cache_dir() / STORE_FILE
-
-
-def models_dir(hardware_id: str) -> Path:
-    """Where the local models of the machine ``hardware_id`` live (may not exist)."""
-    return cache_dir() / "models" / hardware_id
 
 
 def corpus_path() -> Path:
@@ -211,27 +209,8 @@ def write_models(files: dict[str, Any], hardware_id: str, *, card: str | None = 
             raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    _forget_advisor()
+    models_changed()
     return target
-
-
-#: How many times this process wrote or removed local models: the advisor, which caches its
-#: models per process, reloads when it changes (the advisor reads this layer, not the reverse).
-_GENERATION = [0]
-
-
-def generation() -> int:
-    return _GENERATION[0]
-
-
-def _forget_advisor() -> None:
-    """This process's backend="auto" reloads its models at the next stream."""
-    _GENERATION[0] += 1
-
-
-def has_models(hardware_id: str) -> bool:
-    directory = models_dir(hardware_id)
-    return all((directory / name).exists() for name in MODEL_FILES.values())
 
 
 def remove_models(hardware_id: str) -> list[Path]:
@@ -248,7 +227,7 @@ def remove_models(hardware_id: str) -> list[Path]:
                 shutil.rmtree(path)
                 removed.append(path)
     if removed:
-        _forget_advisor()
+        models_changed()
     return removed
 
 

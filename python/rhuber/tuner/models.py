@@ -32,12 +32,11 @@ from .features import SCHEMA_VERSION, FeatureExtractor
 from .hardware import Hardware
 from .labels import best_plans, measurement_bottleneck, throughput
 from .model_files import ModelFile, from_sklearn, read, write
+from .paths import MODEL_FILES, default_models_dir
 from .store import Measurement
 
 #: The plan whose features stand in for "no plan" in the plan classifier's input.
 REFERENCE_PLAN = Plan("numpy")
-MODEL_FILES = {"throughput": "throughput.safetensors", "plan": "plan.safetensors",
-               "bottleneck": "bottleneck.safetensors"}
 TARGET = "log_rows_per_s"
 SEED = 0
 GBT_PARAMS = {"n_estimators": 600, "max_depth": 6, "learning_rate": 0.05, "subsample": 0.8,
@@ -203,11 +202,6 @@ def load(directory: str | Path) -> dict[str, ModelFile]:
                              f"(schema {model.metadata['feature_schema_version']}, this library "
                              f"{SCHEMA_VERSION}); retrain with `rhuber tune train`")
     return models
-
-
-def default_models_dir() -> Path:
-    """The shipped models (package data)."""
-    return Path(__file__).resolve().parent / "data" / "models"
 
 
 @dataclass(frozen=True)

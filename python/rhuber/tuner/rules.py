@@ -29,12 +29,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
-from .labels import throughput
-from .store import Measurement
+from .current import LOCK, loaded
+from .paths import default_models_dir, has_models, local_models_root, models_dir
+
+if TYPE_CHECKING:  # the store (sqlite3) stays out of a stream that reads the rule
+    from .store import Measurement
 
 RULE_FILE = "rule.json"
 RULE_FORMAT = 1
@@ -153,6 +156,8 @@ def _complexity(rule: Rule) -> tuple[int, ...]:
 def times_by_workload(measurements: Iterable[Measurement]
                       ) -> dict[tuple[str, str], dict[str, float]]:
     """(hardware, workload) → plan id → seconds per row, from the good measurements."""
+    from .labels import throughput  # the search's, not the rule's: no stream needs it
+
     out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for m in measurements:
         rate = throughput(m)
@@ -223,3 +228,24 @@ def load(directory: str | Path) -> Rule:
         return Rule.from_dict(data["rule"])
     except (OSError, ValueError, KeyError, TypeError):
         return DEFAULT_RULE
+
+
+def current_rule() -> Rule:
+    """The rule this process's ``backend="auto"`` runs before (and beside) its advisor: the
+    local models' ``rule.json`` when this machine's identity is known already
+    (:func:`.hardware.peek_identity`, a file read) and it has local models, else the shipped
+    one — read once per generation of the local models, loading no model (and, where no
+    machine has local models, not the fingerprint's code either)."""
+    with LOCK:
+        shared = loaded()
+        if "rule" not in shared:
+            hw = None
+            if local_models_root().is_dir():  # else no machine was calibrated: no identity read
+                from .hardware import peek_identity
+
+                hw = peek_identity()
+            directory = (models_dir(hw.hardware_id)
+                         if hw is not None and has_models(hw.hardware_id)
+                         else default_models_dir())
+            shared["rule"] = load(directory)
+        return shared["rule"]

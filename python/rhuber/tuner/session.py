@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
+from . import current
 from .reasons import (
     CHOSEN,
     NO_MODEL,
@@ -132,9 +133,9 @@ class Session:
       timings give the same choice), and the winner is remembered for later streams of the
       workload, in this process and in the local trials file (:func:`trials_path`).
     - **The advisor is loaded only for a long stream.** While this process has not loaded the
-      advisor (:func:`available`), a stream starts on the rule's plan and keeps the question
-      (``waiting``); once it has run :data:`TRIAL_AFTER_BATCHES` batches and its expected time
-      (twice its time so far, or its known length at its pace so far) reaches
+      advisor (:func:`.current.available`), a stream starts on the rule's plan and keeps the
+      question (``waiting``); once it has run :data:`TRIAL_AFTER_BATCHES` batches and its
+      expected time (twice its time so far, or its known length at its pace so far) reaches
       :data:`ADVISOR_AFTER_S`, the advisor is loaded and asked. A short stream never pays for it.
     - A chosen plan runs :data:`WARMUP_BATCHES` + :data:`EVIDENCE_BATCHES` batches; if their
       median rows/s reaches promised / (1 + :data:`REVERT_MARGIN`) it stays. Otherwise the
@@ -179,7 +180,7 @@ class Session:
     @classmethod
     def rule_first(cls, question: Question, batches: int | None = None) -> Session:
         """The session of a stream that starts on the rule's plan before the advisor is loaded
-        in this process (:func:`available`)."""
+        in this process (:func:`.current.available`)."""
         default = question[2]
         if batches is not None and batches < 2 * TRIAL_AFTER_BATCHES:
             return cls._too_short(default, batches, None)
@@ -253,7 +254,7 @@ class Session:
         if self.waiting is not None:
             expected = (self.seconds * 2 if self.length is None
                         else self.seconds / self.batches * self.length)
-            advisor = _advisor().available()
+            advisor = current.available()
             if advisor is UNLOADED and expected < ADVISOR_AFTER_S:
                 return self
             if advisor is UNLOADED:
