@@ -21,5 +21,6 @@ struct LossTerms {};   // w rho(r) or its change, before the sum in row order
 struct Scores {};      // w psi(r) of a chunk
 struct GramRows {};    // the incremental Gram's staged row indices (thin kernel)
 struct ScaledRows {};  // the incremental Gram's staged scaled rows (SYRK)
+struct GramLeaving {};  // the incremental Gram's correction for a block's leaving rows (d x d)
 
 }  // namespace rh::cpu
