@@ -200,43 +200,48 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   // thread's, from the same kernel as the full Gram, so duplicated columns stay exactly
   // duplicated.
   RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
-  const std::size_t stage = gram_stage_rows();
   const std::size_t square = dim_ * dim_;
-  const auto correction = [&](std::size_t lo, std::size_t hi, const T* weights, T* out) {
-    std::size_t staged = 0;
-    std::size_t* listed = thin_gram_ ? thread_rows<GramRows, std::size_t>(stage) : nullptr;
-    T* scaled = thin_gram_ ? nullptr : thread_rows<ScaledRows, T>(stage * dim_);
-    std::fill_n(out, square, T{0});  // both paths add to it
-    const auto multiply = [&] {
-      if (thin_gram_) {
-        gram::accumulate_lower(X_.data, features_, intercept_, weights, listed, staged, out);
-      } else {
-        blas::syrk_lower(staged, dim_, scaled, T{1}, out, dim_);
-      }
-      staged = 0;
-    };
-    for (std::size_t i = lo; i < hi; ++i) {
-      const bool adds = now[i] != kept[i] && weights[i] != T{0};
-      if (thin_gram_) {
-        listed[staged] = i;  // listed always, kept by the count: no branch on random flips
-        staged += adds;
-      } else if (adds) {
-        scale_row(i, weights[i], scaled + staged * dim_);
-        ++staged;
-      }
-      if (staged == stage) multiply();
+  // The listed rows' Gram with the given weights into out (zeroed first), by the thin kernel or
+  // by SYRK on scaled rows staged gram_stage_rows() at a time.
+  const auto correction = [&](const std::size_t* listed, std::size_t count, const T* weights,
+                              T* out) {
+    std::fill_n(out, square, T{0});
+    if (thin_gram_) {
+      gram::accumulate_lower(X_.data, features_, intercept_, weights, listed, count, out);
+      return;
     }
-    if (staged > 0) multiply();
+    const std::size_t stage = gram_stage_rows();
+    T* scaled = thread_rows<ScaledRows, T>(stage * dim_);
+    for (std::size_t first = 0; first < count; first += stage) {
+      const std::size_t staged = std::min(stage, count - first);
+      for (std::size_t k = 0; k < staged; ++k) {
+        scale_row(listed[first + k], weights[listed[first + k]], scaled + k * dim_);
+      }
+      blas::syrk_lower(staged, dim_, scaled, T{1}, out, dim_);
+    }
   };
   for_each_block([&](std::size_t b) {
     const std::size_t lo = blocks_.begin(b);
     const std::size_t hi = blocks_.end(b);
+    // The block's entering and leaving rows, listed in row order without a branch per row (the
+    // flips fall at random): every row is written, the count keeps it or not.
+    std::size_t* entering = thread_rows<GramRows, std::size_t>(hi - lo);
+    std::size_t* leaving = thread_rows<LeavingRows, std::size_t>(hi - lo);
+    std::size_t entering_count = 0;
+    std::size_t leaving_count = 0;
+    for (std::size_t i = lo; i < hi; ++i) {
+      const bool moved = now[i] != kept[i];
+      entering[entering_count] = i;
+      entering_count += moved & (now[i] != T{0});
+      leaving[leaving_count] = i;
+      leaving_count += moved & (kept[i] != T{0});
+    }
     T* partial = ws_.gram_partials.data() + b * square;
-    T* leaving = thread_rows<GramLeaving, T>(square);
-    correction(lo, hi, now, partial);
-    correction(lo, hi, kept, leaving);
+    T* removed = thread_rows<GramLeaving, T>(square);
+    correction(entering, entering_count, now, partial);
+    correction(leaving, leaving_count, kept, removed);
     for (std::size_t i = 0; i < dim_; ++i) {
-      for (std::size_t j = 0; j <= i; ++j) partial[i * dim_ + j] -= leaving[i * dim_ + j];
+      for (std::size_t j = 0; j <= i; ++j) partial[i * dim_ + j] -= removed[i * dim_ + j];
     }
     std::copy(now + lo, now + hi, kept + lo);
   });
