@@ -144,6 +144,8 @@ class BatchOps {
   // (update_gram_incrementally says why).
   static constexpr std::size_t max_flip_fraction_inverse = 8;
   static constexpr std::size_t max_flip_share_inverse = 2;
+  // Fewer flips than rows / this many are listed by a branch per row (update_gram_incrementally).
+  static constexpr std::size_t max_sparse_flips_inverse = 32;
 
   // The deferred scan of X (scan_design): whether rows [lo, hi) hold a non-finite value (timed
   // as the validate brick), and the end of the scan after the first pass: throws X's validation

@@ -220,21 +220,31 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
       blas::syrk_lower(staged, dim_, scaled, T{1}, out, dim_);
     }
   };
+  const bool sparse = flips * max_sparse_flips_inverse < rows;
   for_each_block([&](std::size_t b) {
     const std::size_t lo = blocks_.begin(b);
     const std::size_t hi = blocks_.end(b);
-    // The block's entering and leaving rows, listed in row order without a branch per row (the
-    // flips fall at random): every row is written, the count keeps it or not.
+    // The block's entering and leaving rows, in row order. Where many rows flipped (at random:
+    // a branch per row mispredicts) every row is written and the count keeps it or not; where
+    // few did, a branch per row is predicted and skips the writes.
     std::size_t* entering = thread_rows<GramRows, std::size_t>(hi - lo);
     std::size_t* leaving = thread_rows<LeavingRows, std::size_t>(hi - lo);
     std::size_t entering_count = 0;
     std::size_t leaving_count = 0;
-    for (std::size_t i = lo; i < hi; ++i) {
-      const bool moved = now[i] != kept[i];
-      entering[entering_count] = i;
-      entering_count += moved & (now[i] != T{0});
-      leaving[leaving_count] = i;
-      leaving_count += moved & (kept[i] != T{0});
+    if (sparse) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (now[i] == kept[i]) continue;
+        if (now[i] != T{0}) entering[entering_count++] = i;
+        if (kept[i] != T{0}) leaving[leaving_count++] = i;
+      }
+    } else {
+      for (std::size_t i = lo; i < hi; ++i) {
+        const bool moved = now[i] != kept[i];
+        entering[entering_count] = i;
+        entering_count += moved & (now[i] != T{0});
+        leaving[leaving_count] = i;
+        leaving_count += moved & (kept[i] != T{0});
+      }
     }
     T* partial = ws_.gram_partials.data() + b * square;
     T* removed = thread_rows<GramLeaving, T>(square);
