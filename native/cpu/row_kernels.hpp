@@ -52,13 +52,16 @@ class LaneSum {
   template <class V>
   void add(const V* values, std::size_t first_row, std::size_t rows) {
     std::size_t k = 0;
-    for (; k < rows && (first_row + k) % lanes != 0; ++k) {
-      lane_[(first_row + k) % lanes] += static_cast<double>(values[k]);
+    for (std::size_t lane = first_row % lanes; k < rows && lane != 0; ++k, lane = (lane + 1) % lanes) {
+      lane_[lane] += static_cast<double>(values[k]);
     }
+    // From here row first_row + k is in lane 0.
     for (; k + lanes <= rows; k += lanes) {
       for (std::size_t j = 0; j < lanes; ++j) lane_[j] += static_cast<double>(values[k + j]);
     }
-    for (; k < rows; ++k) lane_[(first_row + k) % lanes] += static_cast<double>(values[k]);
+    for (std::size_t j = 0; j < lanes && k < rows; ++j, ++k) {
+      lane_[j] += static_cast<double>(values[k]);
+    }
   }
 
   double total() const {
