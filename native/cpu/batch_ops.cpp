@@ -156,6 +156,10 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
   // Into ws_.point.residual as well: an evaluation at beta (the solve's first, usually) takes it
   // from there. The calls that refer to the current point need an evaluate() after this.
   T* residual = ws_.point.residual.data();
+  // At beta = +0 (the first batch's y) the residual is y bit for bit wherever X is finite (each
+  // product is a signed zero, y - (+0) = y), and a non-finite X throws after the pass: no product.
+  const bool at_zero = std::all_of(beta.begin(), beta.end(),
+                                   [](T v) { return v == T{0} && !std::signbit(v); });
   std::atomic<bool> non_finite{false};
   for_each_block([&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
@@ -163,7 +167,12 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
       const std::size_t rows = hi - lo;
       RH_BRICK_SCOPE(prof_, EngineBrick::residual, rows * dim_,
                      (rows * (features_ + 3)) * sizeof(T), 2 * rows * dim_);
-      residual_rows(beta.data(), lo, hi, residual);
+      if (at_zero) {
+        std::copy(y_.begin() + static_cast<std::ptrdiff_t>(lo),
+                  y_.begin() + static_cast<std::ptrdiff_t>(hi), residual + lo);
+      } else {
+        residual_rows(beta.data(), lo, hi, residual);
+      }
       std::copy(residual + lo, residual + hi, out.begin() + static_cast<std::ptrdiff_t>(lo));
     });
   });
@@ -225,7 +234,7 @@ void BatchOps<T>::stepped_residual_rows(const T* beta, const T* projection, std:
 template <std::floating_point T>
 void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo,
                                 std::size_t hi, PointRows<T>& point, T* scores, T* partial,
-                                double& loss, double& score_sum) const {
+                                LaneSum& score_sum) const {
   const std::size_t rows = hi - lo;
   // Three back-to-back bricks: phases share one clock reading per boundary.
   RH_BRICK_PHASES(phases, prof_);
@@ -239,14 +248,9 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
   }
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::huber, rows, 4 * rows * sizeof(T), 8 * rows);
-  double* loss_terms = thread_rows<LossTerms, double>(rows);
   huber_rows(residual + lo, weights_.data() + lo, rows, tau_, scores,
-             point.weighted_curvature.data() + lo, loss_terms);
-  // The sums in row order, as one loop over the rows would take them.
-  for (std::size_t i = 0; i < rows; ++i) {
-    loss += loss_terms[i];
-    score_sum += static_cast<double>(scores[i]);
-  }
+             point.weighted_curvature.data() + lo);
+  score_sum.add(scores, lo, rows);
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::score, rows * dim_, rows * sizeof(T),
                       2 * rows * dim_);
@@ -309,15 +313,14 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
-    double loss = 0.0;
-    double score_sum = 0.0;
+    LaneSum score_sum;
     BlockGram gram = block_gram(b);
     RowTrace row_trace;
     T* scores = thread_rows<Scores, T>(chunk_);  // w * psi of the chunk's rows
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       if (scan_design_ && scan_design_rows(lo, hi)) non_finite.store(true, std::memory_order_relaxed);
       if (project_step != nullptr) project_rows(project_step, 0, lo, hi);
-      evaluate_rows(beta, source, lo, hi, point, scores, partial, loss, score_sum);
+      evaluate_rows(beta, source, lo, hi, point, scores, partial, score_sum);
       if (with_diagonal) {
         RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * features_, 0,
                        3 * (hi - lo) * features_);
@@ -333,8 +336,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
     });
     if (with_gram) finish_block_gram(gram, EngineBrick::gram);
     if (tracing_) point.trace_partials[b] = row_trace;
-    point.loss_partials[b] = loss;
-    if (intercept_) partial[features_] = static_cast<T>(score_sum);
+    if (intercept_) partial[features_] = static_cast<T>(score_sum.total());
   });
   finish_design_scan(non_finite.load());
   if (with_diagonal) diagonal_mean_ = finish_diagonal_mean();
@@ -408,7 +410,18 @@ void BatchOps<T>::trace_point(IterationTrace& record) const {
 }
 
 template <std::floating_point T>
-double BatchOps<T>::objective(double lambda) const {
+double BatchOps<T>::objective(double lambda) {
+  const T* residual = ws_.point.residual.data();
+  for_each_block([&](std::size_t b) {
+    LaneSum sum;
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      RH_BRICK_SCOPE(prof_, EngineBrick::huber, hi - lo, 2 * (hi - lo) * sizeof(T), 8 * (hi - lo));
+      double* terms = thread_rows<LossTerms, double>(hi - lo);
+      loss_rows(residual + lo, weights_.data() + lo, hi - lo, static_cast<double>(tau_), terms);
+      sum.add(terms, lo, hi - lo);
+    });
+    ws_.point.loss_partials[b] = sum.total();
+  });
   double loss = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) loss += ws_.point.loss_partials[b];
   double quadratic = 0.0;
@@ -562,18 +575,16 @@ void BatchOps<T>::project_and_prepare(const Vector& step, const Vector& candidat
 }
 
 template <std::floating_point T>
-double BatchOps<T>::add_loss_change(double sum, std::size_t slot, std::size_t lo, std::size_t hi,
-                                    T factor) const {
+void BatchOps<T>::add_loss_change(LaneSum& sum, std::size_t slot, std::size_t lo, std::size_t hi,
+                                  T factor) const {
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, 3 * (hi - lo) * sizeof(T),
                  12 * (hi - lo));
-  // The terms first, vectorized (row_kernels.hpp); then their sum in row order, which fixes the
-  // result bit for bit.
+  // The terms first, vectorized (row_kernels.hpp); then their sum by rows' lanes, which fixes
+  // the result bit for bit.
   double* terms = thread_rows<LossTerms, double>(hi - lo);
   loss_change_rows(ws_.point.residual.data() + lo, projection(slot) + lo, weights_.data() + lo,
                    hi - lo, factor, static_cast<double>(tau_), terms);
-  double change = sum;
-  for (std::size_t i = 0; i < hi - lo; ++i) change += terms[i];
-  return change;
+  sum.add(terms, lo, hi - lo);
 }
 
 // dQ_smooth(s) for s = t * step (docs/numerics.md): per-row Huber differences without
@@ -582,7 +593,9 @@ template <std::floating_point T>
 double BatchOps<T>::objective_change(const Vector& step, double t) {
   const auto factor = static_cast<T>(t);
   for_each_block([&](std::size_t b) {
-    ws_.scratch_partials[b] = add_loss_change(0.0, 0, blocks_.begin(b), blocks_.end(b), factor);
+    LaneSum sum;
+    add_loss_change(sum, 0, blocks_.begin(b), blocks_.end(b), factor);
+    ws_.scratch_partials[b] = sum.total();
   });
   double loss_change = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) loss_change += ws_.scratch_partials[b];
@@ -592,19 +605,22 @@ double BatchOps<T>::objective_change(const Vector& step, double t) {
 template <std::floating_point T>
 void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<double> changes) {
   require_design_scanned();
+  if (steps.size() > static_cast<std::size_t>(phi_trials_per_pass)) {
+    throw std::logic_error("BatchOps::objective_changes: more steps than one pass takes");
+  }
   remember_projected(steps);
   const std::size_t count = steps.size();
   for_each_block([&](std::size_t b) {
-    double* sums = ws_.scratch_partials.data() + b * count;
-    std::fill_n(sums, count, 0.0);
-    // Step by step within a chunk, the chunk's rows staying in cache; each step's sum runs over
-    // the block's rows in order, as objective_change's does, so the sums agree bit for bit.
+    std::array<LaneSum, phi_trials_per_pass> sums{};
+    // Step by step within a chunk, the chunk's rows staying in cache; each step's sum takes the
+    // block's rows as objective_change's does, so the sums agree bit for bit.
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       for (std::size_t k = 0; k < count; ++k) {
         project_rows(steps[k].data(), k, lo, hi);
-        sums[k] = add_loss_change(sums[k], k, lo, hi, T{1});
+        add_loss_change(sums[k], k, lo, hi, T{1});
       }
     });
+    for (std::size_t k = 0; k < count; ++k) ws_.scratch_partials[b * count + k] = sums[k].total();
   });
   for (std::size_t k = 0; k < count; ++k) {
     double loss_change = 0.0;

@@ -19,6 +19,7 @@
 #include "rh/trace.hpp"
 #include "rh/views.hpp"
 #include "row_blocks.hpp"
+#include "row_kernels.hpp"
 #include "thread_pool.hpp"
 #include "workspace.hpp"
 
@@ -65,7 +66,10 @@ class BatchOps {
 
   void evaluate(const Vector& beta, double tau) { evaluate_point(beta, tau, false); }
   void gradient(Vector& out);
-  double objective(double lambda) const;
+  // The loss part from the current point's residuals (a pass over row vectors, not X): the
+  // evaluations, which the Newton and LAMM steps need only for their scores and curvatures,
+  // leave it out.
+  double objective(double lambda);
   void form_hessian(double ridge);
   void hessian_diagonal(std::span<T> out) const;
   // In place on ws_.hessian: every later reader of H (the rungs) sees Ĥ until the next
@@ -145,8 +149,13 @@ class BatchOps {
   // rows in the quadratic zone than coefficients, at a first batch's pilot) converges along its
   // flat directions at a crawl, and any sweep's point is a descending step already.
   static constexpr std::size_t max_model_sweeps = 100;
-  // An incremental update is tried only when at most rows / this many curvatures flipped.
+  // An incremental update is tried only when at most rows / this many curvatures flipped, or,
+  // from the batch's whole weighted Gram, (rows of the new curvature set) / max_flip_share_inverse
+  // (update_gram_incrementally says why).
   static constexpr std::size_t max_flip_fraction_inverse = 8;
+  static constexpr std::size_t max_flip_share_inverse = 2;
+  // Fewer flips than rows / this many are listed by a branch per row (update_gram_incrementally).
+  static constexpr std::size_t max_sparse_flips_inverse = 32;
 
   // The deferred scan of X (scan_design): whether rows [lo, hi) hold a non-finite value (timed
   // as the validate brick), and the end of the scan after the first pass: throws X's validation
@@ -179,10 +188,9 @@ class BatchOps {
   const T* projection(std::size_t slot) const { return ws_.projections.data() + slot * X_.rows; }
   // The evaluation at beta of rows [lo, hi) of a block into `point`, their w * psi into
   // scores[0, hi - lo) (a chunk's buffer); adds the rows' score to the block's partial (a
-  // d-vector) and their loss and intercept score to the sums.
+  // d-vector) and their intercept score to score_sum.
   void evaluate_rows(const T* beta, const ResidualSource& source, std::size_t lo, std::size_t hi,
-                     PointRows<T>& point, T* scores, T* partial, double& loss,
-                     double& score_sum) const;
+                     PointRows<T>& point, T* scores, T* partial, LaneSum& score_sum) const;
   // Adds sum_i w_i x_ij^2 of rows [lo, hi) to columns[j], j < features (the diagonal of
   // X^T diag(w) X; untimed: callers time it).
   void add_weighted_squares(std::size_t lo, std::size_t hi, double* columns) const;
@@ -203,10 +211,10 @@ class BatchOps {
   void remember_projected(std::span<const Vector> steps);
   // Slot `slot` of the projections, rows [lo, hi) = X~ step on those rows.
   void project_rows(const T* step, std::size_t slot, std::size_t lo, std::size_t hi);
-  // sum + w * (rho(r - t a) - rho(r)) over rows [lo, hi) in order, a = the slot's projection:
-  // a block's sum is the same bit for bit whether its rows come in one call or chunk by chunk.
-  double add_loss_change(double sum, std::size_t slot, std::size_t lo, std::size_t hi,
-                         T factor) const;
+  // Adds w * (rho(r - t a) - rho(r)) of rows [lo, hi) to sum, a = the slot's projection: a
+  // block's sum is the same bit for bit whether its rows come in one call or chunk by chunk.
+  void add_loss_change(LaneSum& sum, std::size_t slot, std::size_t lo, std::size_t hi,
+                       T factor) const;
   // dQ_smooth(t * step) from the loss part of the change: adds the history terms.
   double smooth_change(const Vector& step, T factor, double loss_change);
   // The history terms of dQ_smooth(t * step), in the order smooth_change adds them to the loss

@@ -83,7 +83,8 @@ void BatchOps<T>::add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi,
     // added by the kernel straight from X (weights in registers, one pass over the chunk).
     std::size_t count = 0;
     for (std::size_t i = lo; i < hi; ++i) {
-      if (curvature[i] != T{0}) gram.rows[count++] = i;
+      gram.rows[count] = i;  // listed always, kept by the count: no branch on random rows
+      count += curvature[i] != T{0};
     }
     RH_BRICK_SCOPE(prof_, brick, count, count * (features_ + 1) * sizeof(T),
                    count * dim_ * (dim_ + 1));
@@ -165,86 +166,102 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
 template <std::floating_point T>
 bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   const std::size_t rows = X_.rows;
-  // Past this many flips a fresh SYRK over every row costs little more than the rank-k update.
-  // ws_.flipped has room for them (Workspace::reserve: rows / 8 + 1).
-  static_assert(max_flip_fraction_inverse >= 8);
-  const std::size_t max_flips = rows / max_flip_fraction_inverse;
-  std::size_t flips = 0;
-  std::size_t in_set = 0;  // rows of the new curvature set
+  const T* now = ws_.point.weighted_curvature.data();
+  T* kept = ws_.gram_curvature.data();  // the curvature the Gram has
+  FlipCounts counts;
   {
-    RH_BRICK_SCOPE(prof_, brick, rows, 2 * rows * sizeof(T), 0);
-    for (std::size_t i = 0; i < rows; ++i) {
-      in_set += ws_.point.weighted_curvature[i] != T{0};
-      if (ws_.point.weighted_curvature[i] != ws_.gram_curvature[i]) {
-        if (flips == max_flips) return false;
-        ws_.flipped[flips++] = i;
-      }
-    }
+    RH_BRICK_SCOPE(prof_, brick, rows, 3 * rows * sizeof(T), 0);
+    counts = count_flips(now, kept, weights_.data(), rows);
   }
+  const std::size_t flips = counts.flipped;
+  const std::size_t in_set = counts.in_set;  // rows of the new curvature set
   if (flips == 0) return true;  // the Gram is this point's already
+  // Each flipped row costs a rank-1 correction (two for a row whose weight moved without
+  // leaving), a fresh Gram one per row of the new set. From the batch's whole weighted Gram
+  // (every row inside: the least-squares start's), the corrections are taken up to half the new
+  // set's rows, past which the fresh Gram is cheaper: the first Newton matrix of a first batch is
+  // then that Gram less its outside rows, about a quarter of the rows instead of a fresh Gram of
+  // three quarters. Otherwise up to rows / 8, as a solve's later steps flip: chained corrections
+  // of many rows, each leaving a residue, made the last steps of a solve to tol 1e-12 too rough
+  // for its line search (the proximal Newton solve of ProxNewton.* fell back to LAMM).
   // Subtracting the leaving rows leaves a rounding residue of the size of what they added; when
   // the set keeps fewer rows than that, the residue is no longer small next to what remains (an
   // empty set, every row an outlier, gave an LU-solvable Gram of noise instead of 0: found by
-  // tests/test_reliability_numbers.py). The full Gram is then formed afresh.
-  std::size_t leaving_rows = 0;
-  for (std::size_t k = 0; k < flips; ++k) {
-    const std::size_t i = ws_.flipped[k];
-    leaving_rows += ws_.gram_curvature[i] != T{0} && ws_.point.weighted_curvature[i] == T{0};
-  }
-  if (leaving_rows >= in_set) return false;
+  // tests/test_reliability_numbers.py), and the Gram is formed afresh too.
+  const std::size_t max_flips =
+      counts.whole == rows ? in_set / max_flip_share_inverse : rows / max_flip_fraction_inverse;
+  if (flips > max_flips || counts.leaving >= in_set) return false;
   ++incremental_updates_;
-  // The rows entering the curvature set with their new weights, then those leaving it with
-  // their old, scaled as in full_gram; a row whose weight moved without leaving (not produced by
-  // 0/w curvature, but cheap to allow) is both. Each correction is staged gram_stage_rows() rows
-  // at a time in a buffer of the thread's (no row-length copy of the flipped rows), from the
-  // same kernel as the full Gram, so duplicated columns stay exactly duplicated.
+  // Per row block, the rows entering the curvature set with their new weights minus those
+  // leaving it with their old, scaled as in full_gram (a row whose weight moved without leaving,
+  // not produced by 0/w curvature but cheap to allow, is both), into the block's partial; the
+  // partials summed in block order as a full Gram's are, so the result does not depend on the
+  // threads. Each correction is staged gram_stage_rows() rows at a time in buffers of the
+  // thread's, from the same kernel as the full Gram, so duplicated columns stay exactly
+  // duplicated.
   RH_BRICK_SCOPE(prof_, brick, flips, 2 * flips * dim_ * sizeof(T), 2 * flips * dim_ * (dim_ + 2));
-  const std::size_t stage = gram_stage_rows();
-  const auto correction = [&](const T* weights, T* out) {
-    std::size_t used = 0;
-    std::size_t staged = 0;
-    std::size_t* listed = thin_gram_ ? thread_rows<GramRows, std::size_t>(stage) : nullptr;
-    T* scaled = thin_gram_ ? nullptr : thread_rows<ScaledRows, T>(stage * dim_);
-    if (thin_gram_) std::fill_n(out, dim_ * dim_, T{0});  // the kernel adds to it
-    const auto multiply = [&] {
-      if (thin_gram_) {
-        gram::accumulate_lower(X_.data, features_, intercept_, weights, listed, staged, out);
-      } else {
-        blas::syrk_lower(staged, dim_, scaled, used == staged ? T{0} : T{1}, out, dim_);
-      }
-      staged = 0;
-    };
-    for (std::size_t k = 0; k < flips; ++k) {
-      const std::size_t i = ws_.flipped[k];
-      if (weights[i] == T{0}) continue;
-      if (thin_gram_) {
-        listed[staged] = i;
-      } else {
-        scale_row(i, weights[i], scaled + staged * dim_);
-      }
-      ++staged;
-      ++used;
-      if (staged == stage) multiply();
+  const std::size_t square = dim_ * dim_;
+  // The listed rows' Gram with the given weights into out (zeroed first), by the thin kernel or
+  // by SYRK on scaled rows staged gram_stage_rows() at a time.
+  const auto correction = [&](const std::size_t* listed, std::size_t count, const T* weights,
+                              T* out) {
+    std::fill_n(out, square, T{0});
+    if (thin_gram_) {
+      gram::accumulate_lower(X_.data, features_, intercept_, weights, listed, count, out);
+      return;
     }
-    if (staged > 0) multiply();
-    return used;
+    const std::size_t stage = gram_stage_rows();
+    T* scaled = thread_rows<ScaledRows, T>(stage * dim_);
+    for (std::size_t first = 0; first < count; first += stage) {
+      const std::size_t staged = std::min(stage, count - first);
+      for (std::size_t k = 0; k < staged; ++k) {
+        scale_row(listed[first + k], weights[listed[first + k]], scaled + k * dim_);
+      }
+      blas::syrk_lower(staged, dim_, scaled, T{1}, out, dim_);
+    }
   };
-  const std::size_t entering = correction(ws_.point.weighted_curvature.data(),
-                                          ws_.gram_entering.data());
-  const std::size_t leaving = correction(ws_.gram_curvature.data(), ws_.gram_leaving.data());
-  for (std::size_t k = 0; k < flips; ++k) {
-    const std::size_t i = ws_.flipped[k];
-    ws_.gram_curvature[i] = ws_.point.weighted_curvature[i];
-  }
-  // Only the lower triangle is updated, then mirrored: exactly symmetric.
+  const bool sparse = flips * max_sparse_flips_inverse < rows;
+  for_each_block([&](std::size_t b) {
+    const std::size_t lo = blocks_.begin(b);
+    const std::size_t hi = blocks_.end(b);
+    // The block's entering and leaving rows, in row order. Where many rows flipped (at random:
+    // a branch per row mispredicts) every row is written and the count keeps it or not; where
+    // few did, a branch per row is predicted and skips the writes.
+    std::size_t* entering = thread_rows<GramRows, std::size_t>(hi - lo);
+    std::size_t* leaving = thread_rows<LeavingRows, std::size_t>(hi - lo);
+    std::size_t entering_count = 0;
+    std::size_t leaving_count = 0;
+    if (sparse) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (now[i] == kept[i]) continue;
+        if (now[i] != T{0}) entering[entering_count++] = i;
+        if (kept[i] != T{0}) leaving[leaving_count++] = i;
+      }
+    } else {
+      for (std::size_t i = lo; i < hi; ++i) {
+        const bool moved = now[i] != kept[i];
+        entering[entering_count] = i;
+        entering_count += moved & (now[i] != T{0});
+        leaving[leaving_count] = i;
+        leaving_count += moved & (kept[i] != T{0});
+      }
+    }
+    T* partial = ws_.gram_partials.data() + b * square;
+    T* removed = thread_rows<GramLeaving, T>(square);
+    correction(entering, entering_count, now, partial);
+    correction(leaving, leaving_count, kept, removed);
+    for (std::size_t i = 0; i < dim_; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) partial[i * dim_ + j] -= removed[i * dim_ + j];
+    }
+    std::copy(now + lo, now + hi, kept + lo);
+  });
+  // The blocks' sum, mirrored, then added to the lower triangle and mirrored: exactly symmetric.
+  T* change = ws_.gram_change.data();
+  reduce_partials(ws_.gram_partials.data(), change, brick);
   T* gram = ws_.gram.data();
-  const T* in = ws_.gram_entering.data();
-  const T* out = ws_.gram_leaving.data();
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
-      T value = gram[i * dim_ + j];
-      if (entering > 0) value += in[i * dim_ + j];
-      if (leaving > 0) value -= out[i * dim_ + j];
+      const T value = gram[i * dim_ + j] + change[i * dim_ + j];
       gram[i * dim_ + j] = value;
       gram[j * dim_ + i] = value;
     }

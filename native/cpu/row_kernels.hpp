@@ -5,22 +5,73 @@
 // lane compares. Both clones do the same IEEE operations in the same order (no contraction into
 // FMAs: -ffp-contract=off), so results never depend on the CPU.
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 
 namespace rh::cpu {
 
-// Per row: weighted_score = w psi(r), weighted_curvature = w c(r), loss_terms = w rho(r) in
-// float64, with tau the bandwidth in T.
+// Per row: weighted_score = w psi(r), weighted_curvature = w c(r), with tau the bandwidth in T.
 template <std::floating_point T>
 void huber_rows(const T* residual, const T* weight, std::size_t rows, T tau, T* weighted_score,
-                T* weighted_curvature, double* loss_terms);
+                T* weighted_curvature);
+
+// Per row: loss_terms = w rho(r) in float64 (rh::huber_rho).
+template <std::floating_point T>
+void loss_rows(const T* residual, const T* weight, std::size_t rows, double tau,
+               double* loss_terms);
 
 // Per row: terms = w (rho(r - factor a) - rho(r)) in float64 (rh::huber_rho_change), a the
 // projection of a step.
 template <std::floating_point T>
 void loss_change_rows(const T* residual, const T* projection, const T* weight, std::size_t rows,
                       T factor, double tau, double* terms);
+
+// What the incremental Gram weighs before it corrects: of the rows whose weighted curvature
+// `now` differs from the Gram's `kept` (flipped), how many, how many of the new set (now != 0)
+// and of the kept set leaving it, and how many the Gram has with their whole weight (kept == w).
+struct FlipCounts {
+  std::size_t flipped = 0;
+  std::size_t in_set = 0;
+  std::size_t leaving = 0;
+  std::size_t whole = 0;
+};
+template <std::floating_point T>
+FlipCounts count_flips(const T* now, const T* kept, const T* weight, std::size_t rows);
+
+// A sum of per-row values in float64 whose order does not depend on how the rows are cut into
+// calls: row i goes to lane i % lanes (i its index in the batch), each lane adds its rows in row
+// order, and total() combines the lanes pairwise in lane order. Eight running sums instead of one
+// chain: a pass's reduction costs an add's throughput per row, not its latency (one chain over a
+// 4,096-row chunk took about as long as the chunk's Huber loop).
+class LaneSum {
+ public:
+  static constexpr std::size_t lanes = 8;
+
+  // values[k] is row first_row + k.
+  template <class V>
+  void add(const V* values, std::size_t first_row, std::size_t rows) {
+    std::size_t k = 0;
+    for (std::size_t lane = first_row % lanes; k < rows && lane != 0; ++k, lane = (lane + 1) % lanes) {
+      lane_[lane] += static_cast<double>(values[k]);
+    }
+    // From here row first_row + k is in lane 0.
+    for (; k + lanes <= rows; k += lanes) {
+      for (std::size_t j = 0; j < lanes; ++j) lane_[j] += static_cast<double>(values[k + j]);
+    }
+    for (std::size_t j = 0; j < lanes && k < rows; ++j, ++k) {
+      lane_[j] += static_cast<double>(values[k]);
+    }
+  }
+
+  double total() const {
+    return ((lane_[0] + lane_[1]) + (lane_[2] + lane_[3])) +
+           ((lane_[4] + lane_[5]) + (lane_[6] + lane_[7]));
+  }
+
+ private:
+  std::array<double, lanes> lane_{};
+};
 
 // Whether any of n values is NaN or infinite (rh::any_non_finite, vectorized by the AVX2 clone):
 // the deferred scan of X's values, a chunk at a time.

@@ -70,8 +70,7 @@ struct Workspace {
       score.assign(dim, T{0});
       hessian.assign(dim * dim, T{0});
       gram.assign(dim * dim, T{0});
-      gram_entering.assign(dim * dim, T{0});
-      gram_leaving.assign(dim * dim, T{0});
+      gram_change.assign(dim * dim, T{0});
       fault::allocation_point();  // midway: half the buffers already have the new size
       delta64.assign(dim, 0.0);
       information_delta64.assign(dim, 0.0);
@@ -88,7 +87,6 @@ struct Workspace {
       point.reserve_rows(rows);
       prepared.reserve_rows(rows);
       gram_curvature.resize(rows);
-      flipped.resize(rows / 8 + 1);  // an incremental Gram takes at most rows / 8 flips
       rows_ = rows;
     }
     if (blocks > blocks_) {
@@ -108,8 +106,6 @@ struct Workspace {
   std::vector<T> projections;         // X~ s of each step s being tried, slot k at k * rows;
                                       // grown to the slots a pass uses (BatchOps)
   std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
-  std::vector<std::size_t> flipped;   // rows whose curvature changed since that point (at
-                                      // most rows / 8: BatchOps::max_flip_fraction_inverse)
   // The information pass (BatchOps::information), sized on first use.
   std::vector<T> band_added_weights;    // w * c_h on the rows outside the quadratic zone
   std::vector<T> band_removed_weights;  // w * (1 - c_h) on the rows inside it
@@ -132,8 +128,7 @@ struct Workspace {
   std::vector<T> score;              // X~^T (w * psi)
   std::vector<T> hessian;            // d x d, row-major
   std::vector<T> gram;               // the maintained X~^T diag(w c) X~, exactly symmetric
-  std::vector<T> gram_entering;      // lower triangles of the flipped rows' Grams
-  std::vector<T> gram_leaving;
+  std::vector<T> gram_change;        // the flipped rows' corrections to the Gram, summed
   // The objective's quadratic terms are evaluated in float64 (docs/numerics.md).
   std::vector<double> delta64;
   std::vector<double> information_delta64;  // J~ delta in float64

@@ -33,7 +33,8 @@ namespace rh::cpu {
 // they differ in cost and in rounding only.
 enum class GramStrategy {
   // From the Gram of an earlier point of the batch, by rank-k corrections over the rows whose
-  // curvature flipped (at most rows / 8 of them; a fresh Gram after 8 corrections in a row).
+  // curvature flipped (at most rows / 8 of them, or half the new set's rows from the batch's
+  // whole weighted Gram; a fresh Gram after 8 corrections in a row).
   incremental,
   // Afresh over every row of non-zero curvature whenever the curvature set changed, in the
   // evaluation pass where it can be.

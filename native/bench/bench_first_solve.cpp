@@ -1,0 +1,107 @@
+// The engine's first solve and a steady streaming batch (docs/native.md, "Passes over X per
+// batch"): the CPU engine's own update, no Python around it, tau fixed (1.345), Student-t(3)
+// noise, Gaussian design, an intercept.
+//   first/<rows>/<features>/<threads>   a fresh state: the first batch's whole solve
+//   steady/65536/32/<threads>           batch 2 of a stream (state after batch 1 fixed), and
+//   read/65536/32                       one read of that batch's X (the in-run bound's unit)
+// Before/after: build this file against both trees and run the binaries alternately, e.g.
+//   rh_first_solve_bench --benchmark_repetitions=20 --benchmark_report_aggregates_only=true
+//       --benchmark_enable_random_interleaving=true
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "rh/cpu/engine.hpp"
+
+namespace {
+
+struct Batch {
+  std::size_t rows, features;
+  std::vector<double> X, y, w;
+  rh::MatrixView<double> view() const { return {X.data(), rows, features}; }
+};
+
+Batch make_batch(std::size_t rows, std::size_t features, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::chi_squared_distribution<double> chi(3.0);
+  Batch b{rows, features, std::vector<double>(rows * features), std::vector<double>(rows),
+          std::vector<double>(rows, 1.0)};
+  for (double& x : b.X) x = normal(rng);
+  for (std::size_t i = 0; i < rows; ++i) {
+    double fit = 0.5;
+    for (std::size_t j = 0; j < features; ++j) {
+      fit += b.X[i * features + j] * (-1.0 + 2.0 * double(j) / double(features));
+    }
+    b.y[i] = fit + normal(rng) / std::sqrt(chi(rng) / 3.0);
+  }
+  return b;
+}
+
+rh::Config fixed_tau() {
+  rh::Config config;
+  config.tau = 1.345;
+  return config;
+}
+
+void first_solve(benchmark::State& st) {
+  const auto rows = std::size_t(st.range(0));
+  const auto features = std::size_t(st.range(1));
+  const Batch b = make_batch(rows, features, 1);
+  rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
+  const rh::Config config = fixed_tau();
+  const auto empty = rh::State<double>::empty(features + 1);
+  for (auto _ : st) {
+    auto out = engine.update(empty.view(), b.view(), std::span<const double>(b.y),
+                             std::span<const double>(b.w), config);
+    benchmark::DoNotOptimize(out.first.coef.data());
+    st.counters["iterations"] = double(out.second.n_iter);
+  }
+}
+
+void steady_batch(benchmark::State& st) {
+  const auto rows = std::size_t(st.range(0));
+  const auto features = std::size_t(st.range(1));
+  const Batch first = make_batch(rows, features, 1);
+  const Batch second = make_batch(rows, features, 2);
+  rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
+  const rh::Config config;  // the default scale
+  const auto state = engine.update(rh::State<double>::empty(features + 1).view(), first.view(),
+                                   std::span<const double>(first.y),
+                                   std::span<const double>(first.w), config)
+                         .first;
+  for (auto _ : st) {
+    auto out = engine.update(state.view(), second.view(), std::span<const double>(second.y),
+                             std::span<const double>(second.w), config);
+    benchmark::DoNotOptimize(out.first.coef.data());
+  }
+}
+
+// One read of X: the sum of its entries (what a pass over the batch costs at least).
+void read_once(benchmark::State& st) {
+  const Batch b = make_batch(std::size_t(st.range(0)), std::size_t(st.range(1)), 2);
+  for (auto _ : st) {
+    double sum = std::accumulate(b.X.begin(), b.X.end(), 0.0);
+    benchmark::DoNotOptimize(sum);
+  }
+}
+
+}  // namespace
+
+BENCHMARK(first_solve)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({4096, 16, 1})
+    ->Args({4096, 16, 2})
+    ->Args({32768, 90, 2})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(steady_batch)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({65536, 32, 2})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(read_once)->ArgNames({"rows", "features"})->Args({65536, 32})->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
