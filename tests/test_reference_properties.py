@@ -27,7 +27,9 @@ def test_weight_two_rows_equal_duplicated_rows(seed, n, p, alpha, intercept):
         np.testing.assert_allclose(s_w.coef, s_d.coef, rtol=1e-7, atol=1e-7)
         np.testing.assert_allclose(s_w.information, s_d.information, rtol=1e-10, atol=1e-9)
         assert s_w.effective_weight == s_d.effective_weight
-        assert s_w.scale == pytest.approx(s_d.scale, rel=1e-9)
+        # With L1 the pilot solve (LAMM) stops within its tolerance on different paths, and the
+        # scale is read at the pilot's coefficients: it agrees as far as they do.
+        assert s_w.scale == pytest.approx(s_d.scale, rel=1e-9 if alpha == 0 else 1e-7)
 
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(30, 200), p=st.integers(1, 6))
