@@ -17,6 +17,7 @@
 #include "rh/diagnostics.hpp"
 #include "rh/drift.hpp"
 #include "rh/error.hpp"
+#include "rh/huber.hpp"
 #include "rh/lamm.hpp"
 #include "rh/newton.hpp"
 #include "rh/ops.hpp"
@@ -94,9 +95,11 @@ class BatchSchedules {
 // solve's bandwidth tau is above the zero point's (an outlier can pull a least-squares fit so far
 // that no residual is inside: the Newton matrix there is zero and the solve could not leave it);
 // the old start then applies. Comparing objectives, not counting rows, keeps weight-2 rows and
-// duplicated rows on the same start.
+// duplicated rows on the same start. y: the batch's targets (the residuals at 0) on the host.
 template <SolverOps O>
-bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config, double tau) {
+bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config, double tau,
+                         std::span<const typename O::Scalar> y,
+                         std::span<const typename O::Scalar> weights) {
   using T = typename O::Scalar;
   auto zero = ops.make_vector();
   evaluate_for_hessian(ops, zero, std::numeric_limits<double>::infinity());
@@ -115,8 +118,10 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config,
   for (const T value : host) {
     if (!std::isfinite(value)) return false;
   }
-  ops.evaluate(zero, tau);
-  const double at_zero = ops.objective(0.0);
+  double at_zero = 0.0;  // Q(0) from the residuals at 0, without a pass over X
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    at_zero += static_cast<double>(weights[i]) * huber_rho(static_cast<double>(y[i]), tau);
+  }
   ops.evaluate(fit, tau);
   if (!(ops.objective(0.0) <= at_zero)) return false;
   ops.copy(fit, beta);
@@ -211,7 +216,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     const double first_tau = detail::dtype_tau<T>(config.tau ? *config.tau
                                                              : config.epsilon * pilot_s);
     const bool penalized = config.alpha > 0.0 || config.lambda_scale.value_or(0.0) != 0.0;
-    if (penalized || !detail::least_squares_start(ops, beta, config, first_tau)) {
+    if (penalized || !detail::least_squares_start(ops, beta, config, first_tau,
+                                                         std::span<const T>(y), weights)) {
       if (ops.intercept()) {
         start.back() = static_cast<T>(weighted_median(std::span<const T>(y), weights));
         ops.assign(start, beta);
