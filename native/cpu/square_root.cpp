@@ -26,8 +26,10 @@
 namespace rh::cpu {
 namespace {
 
-// tpqrt's block size: the columns are at most a few hundred.
-std::size_t reflector_block(std::size_t columns) { return std::min<std::size_t>(32, columns); }
+// tpqrt's block size. Its panel (level-2) work grows with nb but so does the blocked update's
+// reuse; on a cache-sized chunk of rows (a few hundred) under a 91-column triangle, OpenBLAS's
+// tpqrt ran 1.5x faster with nb = 8 than with 32 (docs/perf/experiments.jsonl, qr-tpqrt-block).
+std::size_t reflector_block(std::size_t columns) { return std::min<std::size_t>(8, columns); }
 
 void check_info(blas::lapack_index info, const char* routine) {
   if (info < 0) {
