@@ -25,8 +25,6 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .engines import native_cpu_available
 from .engines import regime as _regime
 from .engines.plans import Plan, parse_plan, plans_for
@@ -130,7 +128,7 @@ def workload(est: Any, X: Any, y: Any = None) -> Workload:
     first batch), a penalized one also has its regime (:mod:`.engines.regime`)."""
     l1 = penalized(est)
     return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
-                    dtype=np.dtype(X.dtype).name, penalized=l1,
+                    dtype=X.dtype, penalized=l1,
                     intercept=bool(est.fit_intercept),
                     sparse=l1 and y is not None and _regime.is_sparse(_regime.active_share(
                         X, y, alpha=float(est.alpha), lambda_scale=est.lambda_scale,

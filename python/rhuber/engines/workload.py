@@ -28,14 +28,15 @@ class Workload:
         if int(self.rows) < 1 or int(self.features) < 1:
             raise ValueError(f"a workload needs rows >= 1 and features >= 1, got rows="
                              f"{self.rows}, features={self.features}")
-        if np.dtype(self.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        dtype = np.dtype(self.dtype)
+        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         if self.location not in LOCATIONS:
             raise ValueError(f"location must be one of {LOCATIONS}, got {self.location!r}")
         if self.sparse and not self.penalized:
             raise ValueError("a sparse workload must be penalized: sparse names the L1 "
                              "penalty's regime")
-        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+        object.__setattr__(self, "dtype", dtype.name)
 
     @property
     def dim(self) -> int:
