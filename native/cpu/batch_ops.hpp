@@ -93,6 +93,8 @@ class BatchOps {
   // (no pass over X), and a float64 dense solver for the test's d x d systems.
   void batch_gram_to_host(std::span<double> out) const;
   InferenceSums point_sums() const;
+  // The batch score X~^T (w psi) at the current point, as the last gradient() summed it.
+  void score_to_host(std::span<T> out) const { std::copy_n(ws_.score.begin(), dim_, out.begin()); }
   DenseSolver<double>& drift_solver() {
     ws_.drift_solver.resize(dim_);
     return ws_.drift_solver;
@@ -122,6 +124,9 @@ class BatchOps {
   // stacked under the history in block order.
   bool square_root() const { return square_root_; }
   SquareRootStep square_root_step(double ridge, Vector& out);
+  // Whether the current point's pattern (rows inside, outside rows' signs; zero weights aside)
+  // is that of the point this was last called at; remembers this one. A pass over the residuals.
+  bool pattern_repeats();
   InferenceSums square_root_information(const InformationRequest& request,
                                         SquareRootOutputs<T> out);
 
@@ -285,10 +290,20 @@ class BatchOps {
   // equilibrated by ws_.root.scales. residual_rhs: the same model for the step from the current
   // point, [sqrt(w c) x~ | sqrt(w c) r] and [R~ | z~ - R~ beta]: the right-hand sides are then the
   // residuals, so a next step refines this one as iterative refinement does.
+  // A Newton step's pass (residual_rhs) also carries the update's right-hand side
+  // [sqrt(w c) y; z~] as column d + 1, so that the information update at a final point of the
+  // same pattern is this factorization (square_root_information).
   template <class Curvature>
   void stack_rows(Curvature&& curvature, bool residual_rhs, std::vector<double>& linear);
-  // ws_.root.stacked <- the triangle of it over m more rows (m x (d+1), column-major).
+  // ws_.root.stacked <- the triangle of it over m more rows (m x n, column-major).
   void stack_below(T* rows, std::size_t m);
+  // The pattern class of row i at the current point: 0 zero weight, 1 inside, 2 above, 3 below.
+  std::uint8_t pattern_class(std::size_t i) const;
+  // Keeps the Newton step's factorization just made (ws_.root.stacked, before any ridge rows)
+  // with its linear term, and the point's pattern and bandwidth, for the information update.
+  void keep_step_factorization(const std::vector<double>& linear);
+  // Whether the current point has the kept step factorization's pattern and bandwidth.
+  bool at_step_pattern() const;
   // The history terms at the current point: R~ beta - z~ (float64), and R~^T of it into
   // information_delta(64) (what J~ (beta - beta~) is in the Cholesky mode).
   void square_root_history();
@@ -342,6 +357,9 @@ class BatchOps {
   T prepared_tau_ = 0;
   bool prepared_valid_ = false;
   bool tracing_ = false;  // evaluation passes fill PointRows::trace_partials
+  bool pattern_known_ = false;  // ws_.root.pattern belongs to a point of this batch
+  bool step_kept_ = false;      // ws_.root.step_* hold a Newton step of this batch
+  T step_tau_ = 0;              // its bandwidth
 };
 
 extern template class BatchOps<float>;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -48,10 +49,11 @@ struct EquilibratedFactor {
   std::vector<T> factor;  // F = R_H S, d x d column-major
   bool deficient;         // a diagonal entry of F at or below eps(T) d max|diag F|
 
-  // `stacked` is the QR's (d+1) x (d+1) result of rows whose columns were scaled by `scales`.
-  EquilibratedFactor(const T* stacked, std::size_t d_, std::vector<T> scales_)
+  // `stacked` is the QR's n x n result (n = ld: d + 1 or d + 2 columns) of rows whose columns
+  // were scaled by `scales`.
+  EquilibratedFactor(const T* stacked, std::size_t d_, std::size_t ld, std::vector<T> scales_)
       : d(d_), scales(std::move(scales_)), factor(d_ * d_, T{0}) {
-    const std::size_t n = d + 1;
+    const std::size_t n = ld;
     double largest = 0.0;
     for (std::size_t j = 0; j < d; ++j) {
       for (std::size_t i = 0; i <= j; ++i) factor[j * d + i] = stacked[j * n + i];
@@ -128,10 +130,12 @@ template <class Curvature>
 void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
                              std::vector<double>& linear) {
   require_design_scanned();
-  const std::size_t n = dim_ + 1;
+  const bool second = residual_rhs;  // a Newton step: the update's right-hand side rides along
+  const std::size_t n = dim_ + (second ? 2 : 1);
   const std::size_t nb = reflector_block(n);
   const std::size_t blocks = blocks_.count();
   SquareRootBuffers<T>& root = ws_.root;
+  root.stacked_columns = n;
   root.block_triangles.resize(blocks * n * n);
   root.chunk_rows.resize(blocks * chunk_ * n);
   root.reflectors.resize(blocks * nb * n);
@@ -197,6 +201,7 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
           for (std::size_t j = 0; j < features_; ++j) rows[j * ld + m] = scale * x[j] * scales[j];
           if (intercept_) rows[features_ * ld + m] = scale * scales[features_];
           rows[dim_ * ld + m] = scale * (residual_rhs ? r : y_[i]);
+          if (second) rows[(dim_ + 1) * ld + m] = scale * y_[i];
           ++m;
         }
         // The row's linear term: w psi - w c r (0 inside the quadratic zone of the indicator).
@@ -230,6 +235,7 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
     }
     root.below_rows[dim_ * n + i] =
         residual_rhs ? static_cast<T>(-root.history_residual[i]) : vector_[i];
+    if (second) root.below_rows[(dim_ + 1) * n + i] = vector_[i];
   }
   stack_below(root.below_rows.data(), n);
   // A non-finite triangle has no usable step, and LAPACK's SVD must not see it (it can loop
@@ -250,7 +256,7 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
 
 template <std::floating_point T>
 void BatchOps<T>::stack_below(T* rows, std::size_t m) {
-  const std::size_t n = dim_ + 1;
+  const std::size_t n = ws_.root.stacked_columns;
   const std::size_t nb = reflector_block(n);
   check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
                          static_cast<blas::lapack_index>(nb), ws_.root.stacked.data(),
@@ -261,6 +267,52 @@ void BatchOps<T>::stack_below(T* rows, std::size_t m) {
 }
 
 template <std::floating_point T>
+std::uint8_t BatchOps<T>::pattern_class(std::size_t i) const {
+  if (weights_[i] == T{0}) return 0;
+  const T r = ws_.point.residual[i];
+  if (std::abs(r) <= tau_) return 1;
+  return r > T{0} ? 2 : 3;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::pattern_repeats() {
+  RH_BRICK_SCOPE(prof_, EngineBrick::huber, X_.rows, 2 * X_.rows * sizeof(T), X_.rows);
+  auto& pattern = ws_.root.pattern;
+  pattern.resize(X_.rows);
+  bool same = pattern_known_;
+  for (std::size_t i = 0; i < X_.rows; ++i) {
+    const std::uint8_t c = pattern_class(i);
+    same = same && pattern[i] == c;
+    pattern[i] = c;
+  }
+  pattern_known_ = true;
+  return same;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::keep_step_factorization(const std::vector<double>& linear) {
+  RH_BRICK_SCOPE(prof_, EngineBrick::solve, X_.rows, X_.rows * sizeof(T), 0);
+  SquareRootBuffers<T>& root = ws_.root;
+  root.step_stacked = root.stacked;
+  root.step_scales = root.scales;
+  root.step_linear = linear;
+  root.step_pattern.resize(X_.rows);
+  for (std::size_t i = 0; i < X_.rows; ++i) root.step_pattern[i] = pattern_class(i);
+  step_tau_ = tau_;
+  step_kept_ = true;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::at_step_pattern() const {
+  if (!step_kept_ || tau_ != step_tau_) return false;
+  RH_BRICK_SCOPE(prof_, EngineBrick::huber, X_.rows, 2 * X_.rows * sizeof(T), X_.rows);
+  for (std::size_t i = 0; i < X_.rows; ++i) {
+    if (ws_.root.step_pattern[i] != pattern_class(i)) return false;
+  }
+  return true;
+}
+
+template <std::floating_point T>
 SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
   std::vector<double> linear;
   const T tau = tau_;
@@ -268,9 +320,10 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
              linear);
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 2 * dim_ * dim_);
   const std::size_t d = dim_;
-  const std::size_t n = d + 1;
+  const std::size_t n = ws_.root.stacked_columns;
   const T* q = ws_.root.stacked.data() + d * n;
-  EquilibratedFactor<T> f(ws_.root.stacked.data(), d, ws_.root.scales);
+  EquilibratedFactor<T> f(ws_.root.stacked.data(), d, n, ws_.root.scales);
+  keep_step_factorization(linear);
   // With a ridge, as in the Cholesky mode (rh/newton.hpp), the undamped factor decides first:
   // a rank-deficient one takes its minimum-norm step undamped; otherwise the rows
   // sqrt(ridge) [I | beta] join it, one more QR of d rows.
@@ -298,7 +351,7 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
       for (std::size_t i = 0; i <= j; ++i) stacked[j * n + i] *= damped[j];
       composed[j] = f.scales[j] * damped[j];
     }
-    f = EquilibratedFactor<T>(stacked, d, std::move(composed));
+    f = EquilibratedFactor<T>(stacked, d, n, std::move(composed));
   }
   const auto ld = static_cast<blas::lapack_index>(d);
   std::vector<T> scaled_linear(d);
@@ -385,21 +438,38 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
     }
   }
 
+  const std::size_t d = dim_;
   std::vector<double> linear;
-  stack_rows(curvature, /*residual_rhs=*/false, linear);
-  if (request.anchor) {  // + the smooth gradient without the pull: -X~^T (w psi) + R~^T(R~ beta - z~)
-    for (std::size_t b = 0; b < blocks_.count(); ++b) {
-      const T* partial = ws_.point.score_partials.data() + b * dim_;
-      for (std::size_t j = 0; j < dim_; ++j) linear[j] -= static_cast<double>(partial[j]);
+  const T* stacked = nullptr;
+  std::size_t n = 0;    // the stacked triangle's columns
+  std::size_t rhs = 0;  // the column of the update's right-hand side in it
+  std::vector<T> scales;
+  if (!smoothed && !request.anchor && at_step_pattern()) {
+    // The final point has the last Newton step's pattern and bandwidth: the update's rows
+    // sqrt(w c) [x~ | y] and its linear term are that step's, and its factorization carried the
+    // update's right-hand side [sqrt(w c) y; z~] along (no second QR of the batch).
+    linear = ws_.root.step_linear;
+    stacked = ws_.root.step_stacked.data();
+    n = d + 2;
+    rhs = d + 1;
+    scales = ws_.root.step_scales;
+  } else {
+    stack_rows(curvature, /*residual_rhs=*/false, linear);
+    if (request.anchor) {  // + the smooth gradient without the pull: -X~^T (w psi) + R~^T(R~ beta - z~)
+      for (std::size_t b = 0; b < blocks_.count(); ++b) {
+        const T* partial = ws_.point.score_partials.data() + b * dim_;
+        for (std::size_t j = 0; j < dim_; ++j) linear[j] -= static_cast<double>(partial[j]);
+      }
+      for (std::size_t j = 0; j < dim_; ++j) linear[j] += ws_.information_delta64[j];
     }
-    for (std::size_t j = 0; j < dim_; ++j) linear[j] += ws_.information_delta64[j];
+    stacked = ws_.root.stacked.data();
+    n = d + 1;
+    rhs = d;
+    scales = ws_.root.scales;
   }
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, dim_ * dim_ * sizeof(T),
                  2 * dim_ * dim_);
-  const std::size_t d = dim_;
-  const std::size_t n = d + 1;
-  const T* stacked = ws_.root.stacked.data();
-  const EquilibratedFactor<T> f(stacked, d, ws_.root.scales);
+  const EquilibratedFactor<T> f(stacked, d, n, std::move(scales));
   // z~ = q + R_H^-T c, so that 1/2 ||R~ beta - z~||^2 = 1/2 ||R_H beta - q||^2 - c^T beta + const:
   // R_H^T v = c is F^T v = S c (a rank-deficient F: the minimum-norm v).
   std::vector<double> v(d, 0.0);
@@ -436,7 +506,7 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
     for (std::size_t j = i; j < d; ++j) {
       out.factor[i * d + j] = sign * (stacked[j * n + i] / f.scales[j]);
     }
-    out.vector[i] = sign * static_cast<T>(static_cast<double>(stacked[d * n + i]) + v[i]);
+    out.vector[i] = sign * static_cast<T>(static_cast<double>(stacked[rhs * n + i]) + v[i]);
   }
   return batch;
 }
@@ -444,6 +514,10 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
 #define RH_SQUARE_ROOT_INSTANTIATE(T)                                                           \
   template void BatchOps<T>::square_root_history();                                             \
   template void BatchOps<T>::stack_below(T*, std::size_t);                                      \
+  template std::uint8_t BatchOps<T>::pattern_class(std::size_t) const;                          \
+  template bool BatchOps<T>::pattern_repeats();                                                 \
+  template void BatchOps<T>::keep_step_factorization(const std::vector<double>&);               \
+  template bool BatchOps<T>::at_step_pattern() const;                                           \
   template SquareRootStep BatchOps<T>::square_root_step(double, Vector&);                       \
   template InferenceSums BatchOps<T>::square_root_information(const InformationRequest&,        \
                                                               SquareRootOutputs<T>);

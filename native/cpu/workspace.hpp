@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "dense_solver.hpp"
@@ -39,14 +40,23 @@ struct PointRows {
 // The square-root mode's buffers (square_root.cpp), sized on its first use.
 template <std::floating_point T>
 struct SquareRootBuffers {
-  std::vector<T> block_triangles;  // blocks x (d+1) x (d+1), column-major
-  std::vector<T> chunk_rows;       // blocks x chunk x (d+1): a chunk's weighted rows, column-major
-  std::vector<T> reflectors;       // blocks x nb x (d+1): tpqrt's T
-  std::vector<T> work;             // blocks x nb x (d+1): tpqrt's work
+  // n = d + 1 columns, or d + 2 for a Newton step (its right-hand sides r and y): stacked_columns.
+  std::size_t stacked_columns = 0;
+  std::vector<T> block_triangles;  // blocks x n x n, column-major
+  std::vector<T> chunk_rows;       // blocks x chunk x n: a chunk's weighted rows, column-major
+  std::vector<T> reflectors;       // blocks x nb x n: tpqrt's T
+  std::vector<T> work;             // blocks x nb x n: tpqrt's work
   std::vector<double> linear_partials;  // blocks x d
   std::vector<double> column_partials;  // blocks x d: the columns' sums of w c x~^2
   std::vector<T> scales;                // the columns' equilibration
-  std::vector<T> stacked;  // (d+1) x (d+1): [R_H | q] over its last row
+  std::vector<T> stacked;  // n x n: [R_H | q (| q_y)] over its last row(s)
+  // The last Newton step's factorization, kept for the information update: [R_H | q | q_y]
+  // ((d+2) x (d+2), before any ridge rows), its scales, linear term and pattern.
+  std::vector<T> step_stacked;
+  std::vector<T> step_scales;
+  std::vector<double> step_linear;
+  std::vector<std::uint8_t> step_pattern;
+  std::vector<std::uint8_t> pattern;  // the pattern at the point pattern_repeats() saw last
   std::vector<T> below_rows;  // rows stacked below the triangle: the history, the ridge rows
   std::vector<T> factor;      // d x d, column-major: R_H with its columns equilibrated
   std::vector<T> svd_u, svd_vt, svd_values, svd_work;

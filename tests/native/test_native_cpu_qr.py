@@ -84,7 +84,10 @@ def test_native_qr_matches_the_reference(engine, case):
         for field in ("objective", "lambda", "bandwidth"):
             close(f"{where}: {field}", nat[field], ref[field], rtol)
         if not math.isnan(ref["drift_statistic"]):
-            close(f"{where}: drift", nat["drift_statistic"], ref["drift_statistic"], 1e-6)
+            # T = U^T V^-1 U moves with U = A (beta~ - beta*): in float32 one ulp of beta~ moves
+            # it by about 1e-6 (A ~ 1e4 here), so float32 takes the statistic to 1e-4.
+            drift_rtol = 1e-6 if np.dtype(dtype) == np.float64 else 1e-4
+            close(f"{where}: drift", nat["drift_statistic"], ref["drift_statistic"], drift_rtol)
 
 
 def test_states_change_mode_as_the_reference_does(engine):

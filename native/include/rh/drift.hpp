@@ -130,9 +130,16 @@ struct DriftProbe {
       using T = typename O::Scalar;
       const std::size_t d = ops.dim();
       std::vector<T> host(d);
-      ops.copy_to_host(gradient, std::span<T>(host));
       score.resize(d);
-      for (std::size_t j = 0; j < d; ++j) score[j] = -static_cast<double>(host[j]);
+      if constexpr (requires { ops.score_to_host(std::span<T>(host)); }) {
+        // The score itself: in factorization="qr" the gradient at beta~ also holds
+        // R~^T (R~ beta~ - z~), the last solve's remainder, which U does not (method.md).
+        ops.score_to_host(std::span<T>(host));
+        for (std::size_t j = 0; j < d; ++j) score[j] = static_cast<double>(host[j]);
+      } else {  // -gradient = U exactly where the history term vanishes at beta~ (J~ 0)
+        ops.copy_to_host(gradient, std::span<T>(host));
+        for (std::size_t j = 0; j < d; ++j) score[j] = -static_cast<double>(host[j]);
+      }
       gram.resize(d * d);
       ops.batch_gram_to_host(std::span<double>(gram));
       const InferenceSums sums = ops.point_sums();

@@ -4,9 +4,11 @@
 // difference along the step.
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "rh/config.hpp"
 #include "rh/drift.hpp"
+#include "rh/error.hpp"
 #include "rh/ladder.hpp"
 #include "rh/ops.hpp"
 #include "rh/solve_result.hpp"
@@ -32,15 +34,24 @@ bool take_negligible_step(O& ops, typename O::Vector& beta, const typename O::Ve
   return true;
 }
 
-// evaluate(beta, tau) for a caller whose next call forms the Newton matrix (or the information):
-// where the engine can, it forms the point's Gram in the same pass over X.
+// Whether the Ops run factorization="qr" (an engine without SquareRootOps never does).
 template <SolverOps O>
-void evaluate_for_hessian(O& ops, const typename O::Vector& beta, double tau) {
+bool square_root(O& ops) {
   if constexpr (SquareRootOps<O>) {
-    if (ops.square_root()) {  // its steps read the rows, not a Gram
-      ops.evaluate(beta, tau);
-      return;
-    }
+    return ops.square_root();
+  } else {
+    return false;
+  }
+}
+
+// evaluate(beta, tau) for a caller whose next call forms the Newton matrix (or the information):
+// where the engine can, it forms the point's Gram in the same pass over X. gram = false: the
+// next step is a QR step, which reads the rows, not a Gram.
+template <SolverOps O>
+void evaluate_for_hessian(O& ops, const typename O::Vector& beta, double tau, bool gram = true) {
+  if (!gram) {
+    ops.evaluate(beta, tau);
+    return;
   }
   if constexpr (FusedTrialOps<O>) {
     ops.evaluate_with_gram(beta, tau);
@@ -86,27 +97,10 @@ double armijo_step(Change&& change, double slope, std::int64_t& halvings) {
 // only `ridge` in the directions no row determines, and the solve would put its rounding there
 // multiplied by 1/ridge (docs/numerics.md). The ladder equilibrates H in place, so the damped
 // matrix is formed anew. A drift probe captures the point once its Gram is formed.
-// The square-root mode's step (factorization="qr"): the minimizer of the local model by QR of
-// stacked rows, the ridge decided inside as above (the undamped factor first). The drift probe
-// still reads the point's Gram, formed for it alone.
-template <SquareRootOps O>
-LadderResult square_root_newton_step(O& ops, const typename O::Vector& gradient,
-                                     typename O::Vector& step, double ridge, DriftProbe* probe) {
-  if (probe != nullptr) {
-    ops.form_hessian(0.0);
-    probe->capture(ops, gradient);
-  }
-  const SquareRootStep s = ops.square_root_step(ridge, step);
-  return {.rung = s.rung, .rcond = s.rcond, .rank = s.rank};
-}
-
 template <SolverOps O>
-LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
+LadderResult ladder_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
                          typename O::Vector& step, LadderScratch<typename O::Scalar>& scratch,
                          double ridge, IterationTrace* record, DriftProbe* probe) {
-  if constexpr (SquareRootOps<O>) {
-    if (ops.square_root()) return square_root_newton_step(ops, gradient, step, ridge, probe);
-  }
   if (ridge > 0.0) {
     ops.form_hessian(0.0);
     if (probe != nullptr) probe->capture(ops, gradient);
@@ -124,11 +118,80 @@ LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O:
   return solve_ladder(ops, rhs, step, scratch);
 }
 
+// The square-root mode's step (factorization="qr"): the minimizer of the local model by QR of
+// stacked rows, the ridge decided inside as above (the undamped factor first). The drift probe
+// still reads the point's Gram, formed for it alone.
+template <SolverOps O>
+LadderResult square_root_newton_step(O& ops, const typename O::Vector& gradient,
+                                     typename O::Vector& step, double ridge, DriftProbe* probe) {
+  if constexpr (SquareRootOps<O>) {
+    if (probe != nullptr) {
+      ops.form_hessian(0.0);
+      probe->capture(ops, gradient);
+    }
+    const SquareRootStep s = ops.square_root_step(ridge, step);
+    return {.rung = s.rung, .rcond = s.rcond, .rank = s.rank};
+  } else {
+    throw std::logic_error("internal error: a QR step on an engine without factorization='qr'");
+  }
+}
+
+// Whether a step in Cholesky form is good enough for the qr mode to take: the Cholesky rung at
+// an rcond the estimator does not warn about (python/rhuber/core/ladder.py, RCOND_WARNING).
+template <class T>
+bool reliable_cholesky_form(const LadderResult& ladder) {
+  const double warning = sizeof(T) == sizeof(float) ? 1e-4 : 1e-10;
+  return ladder.rung == Solver::cholesky && ladder.rcond >= warning;
+}
+
+// The Newton step of a caller outside the solve (the first batch's start): through the ladder;
+// in the qr mode a QR step where the ladder's is not reliable_cholesky_form or its matrix is
+// not finite.
+template <SolverOps O>
+LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
+                         typename O::Vector& step, LadderScratch<typename O::Scalar>& scratch,
+                         double ridge, IterationTrace* record, DriftProbe* probe) {
+  if (!square_root(ops)) return ladder_step(ops, gradient, rhs, step, scratch, ridge, record, probe);
+  try {
+    const LadderResult ladder = ladder_step(ops, gradient, rhs, step, scratch, ridge, record, probe);
+    if (reliable_cholesky_form<typename O::Scalar>(ladder)) return ladder;
+  } catch (const NumericalError&) {  // the Newton matrix overflows: the rows may not
+  }
+  return square_root_newton_step(ops, gradient, step, ridge, nullptr);
+}
+
+template <SolverOps O>
+bool pattern_repeats(O& ops) {
+  if constexpr (SquareRootOps<O>) {
+    return ops.pattern_repeats();
+  } else {
+    return false;
+  }
+}
+
+// Where the qr mode's Newton solve is (newton_solve): its steps start in Cholesky form and
+// become QR steps for good once the pattern settles.
+struct SquareRootPhase {
+  bool cholesky_form;        // the next step may be in Cholesky form
+  bool full_step = false;    // the last step was taken in full (t = 1)
+  bool last_qr = false;      // the last step was a QR step
+};
+
 }  // namespace detail
 
 // Minimizes the smooth batch objective from beta (updated in place) with bandwidth tau. With a
 // trace sink, each iteration appends its record (rh/trace.hpp). With a drift probe, the first
 // iteration's point (the start) is captured for the drift test (rh/drift.hpp).
+//
+// factorization="qr" (docs/numerics.md): the steps start in Cholesky form (the ladder on
+// X~^T W_c X~ + R~^T R~, R~^T (R~ beta - z~) in the gradient: the same Newton step in exact
+// arithmetic, from the kept Gram corrected by the flipped rows) while they find the pattern (the
+// inside rows and the outside rows' signs, which fix the local model). Once a full step leaves
+// the pattern as it was, or a Cholesky-form step is not reliable_cholesky_form, negligible or
+// refused by the line search, the steps are the contract's QR steps. Without a ridge (which
+// damps a step short of the model's minimizer), a full QR step that leaves the pattern as it was
+// landed on the minimizer of a model that is still the point's own: the step from there is zero
+// and the solve has converged, without factorizing again.
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
                          double tol, TraceSink* trace = nullptr, DriftProbe* probe = nullptr) {
@@ -138,13 +201,50 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
   auto step = ops.make_vector();
   auto full = ops.make_vector();
   LadderScratch<typename O::Scalar> scratch;
+  const bool qr = detail::square_root(ops);
+  detail::SquareRootPhase phase{.cholesky_form = qr};
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
-    detail::evaluate_for_hessian(ops, beta, tau);
+    detail::evaluate_for_hessian(ops, beta, tau, !qr || phase.cholesky_form);
     IterationTrace* record = detail::open_record(trace, ops, beta, 0.0);
     ops.gradient(gradient);
-    const LadderResult ladder = detail::newton_step(ops, gradient, rhs, step, scratch,
-                                                    config.ridge, record, k == 0 ? probe : nullptr);
+    DriftProbe* point_probe = k == 0 ? probe : nullptr;
+    LadderResult ladder;
+    if (qr) {
+      const bool settled = detail::pattern_repeats(ops) && phase.full_step;
+      if (settled && phase.last_qr && config.ridge == 0.0) {  // at the model's minimizer
+        if (record != nullptr) {
+          record->solver = result.solver;
+          record->rcond = result.rcond;
+          record->step_norm = 0.0;
+          record->step_scale = 1.0;
+        }
+        result.converged = true;
+        return result;
+      }
+      bool qr_step = !phase.cholesky_form || settled;
+      if (!qr_step) {
+        try {
+          ladder = detail::ladder_step(ops, gradient, rhs, step, scratch, config.ridge, record,
+                                       point_probe);
+          ops.copy(beta, full);
+          ops.axpy(1.0, step, full);
+          qr_step = !detail::reliable_cholesky_form<typename O::Scalar>(ladder) ||
+                    ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full));
+        } catch (const NumericalError&) {  // the Newton matrix overflows: the rows may not
+          qr_step = true;
+        }
+        point_probe = nullptr;  // captured at this point
+      }
+      if (qr_step) {
+        phase.cholesky_form = false;
+        ladder = detail::square_root_newton_step(ops, gradient, step, config.ridge, point_probe);
+      }
+      phase.last_qr = qr_step;
+    } else {
+      ladder = detail::ladder_step(ops, gradient, rhs, step, scratch, config.ridge, record,
+                                   point_probe);
+    }
     result.solver = ladder.rung;
     result.rcond = ladder.rcond;
     if (record != nullptr) {
@@ -168,11 +268,20 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
       record->step_scale = t;
       record->search_exhausted = t == 0.0;
     }
-    if (t == 0.0) return result;  // no acceptable step: keep beta, not converged
+    if (t == 0.0) {
+      if (!phase.cholesky_form) return result;  // no acceptable step: keep beta, not converged
+      phase.cholesky_form = false;  // a Cholesky-form step refused: a QR step from here next
+      phase.full_step = false;
+      continue;
+    }
     ops.axpy(t, step, beta);
+    phase.full_step = t == 1.0;
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {
-      result.converged = true;
-      return result;
+      if (!phase.cholesky_form) {
+        result.converged = true;
+        return result;
+      }
+      phase.cholesky_form = false;  // a QR step decides convergence
     }
   }
   return result;

@@ -150,6 +150,9 @@ concept SquareRootOps = SolverOps<O> &&
              SquareRootOutputs<typename O::Scalar> outputs) {
   { ops.square_root() } -> std::same_as<bool>;  // the history is (R~, z~)
   { ops.square_root_step(x, out) } -> std::same_as<SquareRootStep>;  // ridge x; out = step
+  // Whether the current point's pattern (which rows are inside, the outside rows' signs) is
+  // that of the point this was last called at; remembers this one.
+  { ops.pattern_repeats() } -> std::same_as<bool>;
   { ops.square_root_information(InformationRequest{}, outputs) } -> std::same_as<InferenceSums>;
 };
 

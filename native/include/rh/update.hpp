@@ -128,16 +128,6 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config,
   return true;
 }
 
-// Whether the Ops run factorization="qr" (an engine without SquareRootOps never does).
-template <SolverOps O>
-bool square_root(O& ops) {
-  if constexpr (SquareRootOps<O>) {
-    return ops.square_root();
-  } else {
-    return false;
-  }
-}
-
 template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lambda,
                         double weight_total, const Config& config, double tol, TraceSink* trace,

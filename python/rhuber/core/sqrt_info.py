@@ -33,12 +33,36 @@ class ModelRows(NamedTuple):
 
 class Factor(NamedTuple):
     """The R (diag ≥ 0) and rotated right-hand side of stacked rows, in equilibrated units
-    (columns times ``scales``), with the rank test of the contract."""
+    (columns times ``scales``), with the rank test of the contract; ``second`` a second
+    right-hand side rotated by the same reflections (None when none rode along)."""
 
     R: np.ndarray
     rhs: np.ndarray
     scales: np.ndarray
     full_rank: bool
+    second: np.ndarray | None = None
+
+
+class StepModel(NamedTuple):
+    """A qr Newton step's factorization kept for the information update: the factor, whose
+    ``second`` right-hand side is the update's ([√w y; z̃] rotated), the model's linear term, and
+    the point's pattern and τ. At a final β with the same pattern and τ the update's rows and
+    linear term are the step's, so the update is this factor (no second QR)."""
+
+    factor: Factor
+    linear: np.ndarray
+    pattern: np.ndarray
+    tau: float
+
+
+def pattern(r: Any, w: Any, tau: float) -> np.ndarray:
+    """Which local model a point has: per row 1 inside (|r| ≤ τ), 2 above, 3 below, 0 for a
+    zero weight. Two points with the same pattern (and τ) have the same model rows and linear
+    term, so the same model minimizer."""
+    r, w = (np.asarray(to_host(a)) for a in (r, w))
+    classes = np.where(np.abs(r) <= tau, 1, np.where(r > 0, 2, 3)).astype(np.int8)
+    classes[w == 0] = 0
+    return classes
 
 
 def information_from_factor(R: Any) -> np.ndarray:
@@ -111,16 +135,20 @@ def _column_scales(M: np.ndarray) -> np.ndarray:
     return scales
 
 
-def factorize(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows) -> Factor:
+def factorize(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows,
+              second: tuple[np.ndarray, np.ndarray] | None = None) -> Factor:
     """Householder QR of [[A | b]; [R̃ | z̃]] (the batch's rows first), its columns
     equilibrated.
 
     The right-hand side rides along as the last column, so it is rotated by the same
-    reflections (LAPACK's geqrf on the augmented matrix, as ormqr would apply them). The row
+    reflections (LAPACK's geqrf on the augmented matrix, as ormqr would apply them); so does
+    ``second`` = (its rows' entries, its history's), one column further, when given. The row
     order is part of the contract's numbers: on NIST's Filip in batches, the batch rows first
     gave 7.0 to 7.7 correct digits where the history first gave 6.6 to 8.0 (docs/numerics.md)."""
     d = R_hist.shape[0]
-    M = np.concatenate([np.column_stack([rows.A, rows.b]), np.column_stack([R_hist, z_hist])])
+    batch = [rows.A, rows.b] + ([] if second is None else [second[0]])
+    history = [R_hist, z_hist] + ([] if second is None else [second[1]])
+    M = np.concatenate([np.column_stack(batch), np.column_stack(history)])
     if not np.all(np.isfinite(M)):
         raise NumericalError(
             f"the stacked rows of the square-root information are not finite in "
@@ -137,7 +165,8 @@ def factorize(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows) -> Factor
     diagonal = np.diagonal(R_H)
     cut = d * float(np.finfo(R_H.dtype).eps) * float(diagonal.max(initial=0.0))
     full_rank = bool(diagonal.size) and bool(np.all(diagonal > cut)) and cut > 0
-    return Factor(R_H, rhs, scales, full_rank)
+    rotated = None if second is None else R[:d, d + 1] * signs
+    return Factor(R_H, rhs, scales, full_rank, rotated)
 
 
 def triangular_rcond(R: np.ndarray) -> float:
@@ -199,8 +228,16 @@ def absorb(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows
     linear term (R̃ᵀu = l: ½‖R̃β − z̃‖² = ½‖R̃β − rhs‖² − lᵀβ + const), in the data's units.
     A rank-deficient factor takes the minimum-norm u."""
     factor = factorize(R_hist, z_hist, rows)
+    return absorb_factor(factor, factor.rhs, rows.linear, R_hist.dtype)
+
+
+def absorb_factor(factor: Factor, rhs: np.ndarray, linear: np.ndarray, dtype: Any
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(R̃, z̃) from the factor of the update's rows, its rotated right-hand side ``rhs`` and
+    the linear term (absorb; a kept step's factor, whose second right-hand side is the
+    update's)."""
     s = factor.scales
-    lhat = s * rows.linear
+    lhat = s * linear
     if not np.any(lhat):
         u = np.zeros_like(lhat)
     elif factor.full_rank:
@@ -210,7 +247,7 @@ def absorb(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows
         U, inv, Vt = _pinv_parts(factor.R)
         u = U @ (inv * (Vt @ lhat))  # pinv(R_Hᵀ) lhat
     R = factor.R / s[None, :]
-    z = factor.rhs + u
+    z = rhs + u
     if not (np.all(np.isfinite(R)) and np.all(np.isfinite(z))):
         raise NumericalError("the batch update produced a non-finite information factor")
-    return R.astype(R_hist.dtype, copy=False), z.astype(R_hist.dtype, copy=False)
+    return R.astype(dtype, copy=False), z.astype(dtype, copy=False)

@@ -18,7 +18,7 @@ from ..profiling import _hooks as _prof
 from . import drift, inference, sqrt_info
 from .huber import robust_scale, weighted_median, weighted_std
 from .problem import BatchProblem
-from .solvers import newton_step, qr_step, solve
+from .solvers import newton_step, qr_step, reliable, solve
 from .types import Config, Diagnostics, State
 from .validation import validate_batch
 from .xp import namespace, to_host
@@ -44,12 +44,18 @@ def _start_point(problem: BatchProblem, y: Any, w: Any, config: Config, tau: flo
     if not config.penalized:
         inside = math.inf
         try:
-            if problem.qr:  # the least-squares fit by QR of the rows, as every qr step
-                fit = qr_step(problem, beta, y, inside)[0]
-            else:
+            fit = None
+            try:
                 H = problem.newton_matrix(y, inside)
                 g = problem.gradient(beta, y, inside)
-                _, (fit, _, _) = newton_step(H, g, config.ridge)
+                _, (fit, rung, rcond) = newton_step(H, g, config.ridge)
+            except NumericalError:
+                if not problem.qr:
+                    raise
+            if problem.qr and (fit is None or not reliable(rung, rcond, problem.dtype)):
+                # the least-squares fit by QR of the rows, as the qr mode's steps take it where
+                # the normal equations lose the digits or overflow (solvers.newton)
+                fit = qr_step(problem, beta, y, inside)[0]
         except NumericalError:  # the system overflows: the start below
             fit = None
         if fit is not None:
@@ -174,7 +180,16 @@ def _update(
     c = problem.curvature(r, tau, bandwidth)
     t0 = _prof.now() if p is not None else 0
     factor = {}
-    if problem.qr:
+    model = result.model
+    if problem.qr and lam == 0 and bandwidth is None and model is not None and \
+            model.tau == tau and np.array_equal(sqrt_info.pattern(r, w, tau), model.pattern):
+        # The final β has the last QR step's pattern: the update's rows √(w c)[x̃ | y] and
+        # linear term are that step's, and its factorization carried [√w y; z̃] along.
+        R, z = sqrt_info.absorb_factor(model.factor, model.factor.second, model.linear,
+                                       problem.dtype)
+        information = sqrt_info.information_from_factor(R)
+        factor = {"information_factor": R, "information_vector": z}
+    elif problem.qr:
         rows = sqrt_info.model_rows(problem.Xt, y, w, r, tau, c)
         if lam > 0:
             # The history must not pull at β_b, as J̃'s quadratic does not (method.md): the L1
