@@ -9,11 +9,16 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <rh/bricks/bricks.hpp>
 #include <rh/config.hpp>
 #include <rh/cpu/engine.hpp>
+#include <rh/engine_bricks.hpp>
 #include <rh/error.hpp>
 #include <rh/square_root.hpp>
 #include <rh/state.hpp>
+#include <rh/trace.hpp>
+#include <set>
 #include <vector>
 
 #include "nist_filip.hpp"
@@ -132,6 +137,71 @@ TEST(SquareRoot, AgreesWithTheCholeskyModeOnWellConditionedData) {
         }
       }
     }
+  }
+}
+
+// A Huber stream with outliers: the Newton steps in Cholesky form find the pattern, one QR step
+// per solve finishes it (the pilot's and the main solve's in the first batch), and the
+// information update reuses that step's factorization: no pass over the rows after the solve.
+TEST(SquareRoot, ASolveFactorizesOnceAndTheUpdateReusesItsFactorization) {
+  cpu::Engine engine({.threads = 2});
+  rh::bricks::Options options;
+  options.sync_mode = rh::bricks::SyncMode::immediate;
+  options.trace_capacity = 1 << 16;
+  auto profiler = std::make_shared<rh::bricks::Profiler>(engine_brick_table(), options);
+  engine.set_profiler(profiler);
+  Config qr;
+  qr.factorization = Factorization::qr;
+  auto state = State<double>::empty(9);
+  for (std::uint64_t seed : {21u, 22u, 23u}) {
+    const auto batch = contaminated_batch<double>(seed, 6000, 8);
+    TraceSink trace;
+    Diagnostics diagnostics;
+    std::tie(state, diagnostics) = engine.update(state, batch.design(), batch.response(),
+                                                 batch.weights(), qr, &trace);
+    EXPECT_TRUE(diagnostics.converged) << seed;
+    EXPECT_EQ(diagnostics.solver, Solver::qr) << seed;
+    std::size_t qr_steps = 0;
+    std::set<SolvePhase> solves;
+    for (const IterationTrace& record : trace.records) {
+      solves.insert(record.phase);
+      // A step that found the pattern is in Cholesky form; the repeat after a QR step is 0.
+      if (record.solver == Solver::qr && record.step_norm > 0.0) ++qr_steps;
+    }
+    EXPECT_EQ(qr_steps, solves.size()) << seed;
+    EXPECT_EQ(trace.records.front().solver, Solver::cholesky) << seed;
+  }
+  // The update's evaluation is each batch's last iteration: it forms no Gram and no QR.
+  std::vector<std::uint32_t> last(3, 0);
+  for (const rh::bricks::Event& e : profiler->events()) {
+    if (e.batch < last.size()) last[e.batch] = std::max(last[e.batch], e.iteration);
+  }
+  for (const rh::bricks::Event& e : profiler->events()) {
+    if (e.batch < last.size() && e.iteration == last[e.batch]) {
+      EXPECT_NE(e.brick, static_cast<rh::bricks::BrickId>(EngineBrick::gram)) << e.batch;
+    }
+  }
+}
+
+// The row blocks are fixed by the row count and their triangles stacked in block order, so the
+// qr mode's results are the same bits on every thread count.
+TEST(SquareRoot, ResultsDoNotDependOnTheThreadCount) {
+  Config qr;
+  qr.factorization = Factorization::qr;
+  std::vector<State<double>> finals;
+  for (const std::size_t threads : {1u, 2u, 3u}) {
+    cpu::Engine engine({.threads = threads});
+    auto state = State<double>::empty(9);
+    for (std::uint64_t seed : {31u, 32u}) {
+      const auto batch = contaminated_batch<double>(seed, 20000, 8);  // blocks on the pool
+      state = update(engine, state, batch, qr).first;
+    }
+    finals.push_back(state);
+  }
+  for (std::size_t k = 1; k < finals.size(); ++k) {
+    EXPECT_EQ(finals[k].coef, finals[0].coef);
+    EXPECT_EQ(finals[k].information_factor, finals[0].information_factor);
+    EXPECT_EQ(finals[k].information_vector, finals[0].information_vector);
   }
 }
 

@@ -1,0 +1,83 @@
+"""How factorization="qr" spends its QR factorizations (docs/numerics.md, "What it costs"): the
+Newton steps find the pattern (inside rows, outside rows' signs) in Cholesky form, one QR step per
+solve finishes where the design allows it, a full QR step whose pattern repeats has converged,
+and the information update reuses the last step's factorization."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import NATIVE_CPU, require_module
+from rhuber.core import Config, sqrt_info, update
+from rhuber.engines import make_engine
+
+FILIP_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "nist_filip.json"
+
+
+@pytest.fixture(params=["numpy", "native_cpu"])
+def engine(request):
+    if request.param == "native_cpu":
+        require_module(*NATIVE_CPU)
+    return make_engine(request.param)
+
+
+def huber_stream(seed=5, batches=3, n=3000, p=8):
+    """Well-conditioned rows with t3 noise and 5 % gross outliers."""
+    rng = np.random.default_rng(seed)
+    beta = rng.normal(size=p)
+    out = []
+    for _ in range(batches):
+        X = rng.normal(size=(n, p))
+        y = X @ beta + 1.0 + rng.standard_t(3, size=n)
+        y[rng.random(n) < 0.05] += 30.0
+        out.append((X, y))
+    return out
+
+
+def test_reference_factorizes_once_per_solve_and_not_again_for_the_update(monkeypatch):
+    calls = []
+    factorize = sqrt_info.factorize
+    monkeypatch.setattr(sqrt_info, "factorize",
+                        lambda *args, **kwargs: calls.append(1) or factorize(*args, **kwargs))
+    state, config = None, Config(factorization="qr")
+    for k, (X, y) in enumerate(huber_stream()):
+        calls.clear()
+        state, diag = update(state, X, y, None, config)
+        solves = 2 if k == 0 else 1  # the first batch's pilot solve, then the main solve
+        assert diag.converged and diag.solver == "qr"
+        assert len(calls) == solves, f"batch {k + 1}: {len(calls)} QR factorizations"
+
+
+def test_steps_find_the_pattern_in_cholesky_form_and_one_qr_step_finishes(engine):
+    state, config = None, Config(factorization="qr")
+    for k, (X, y) in enumerate(huber_stream(seed=6)):
+        trace = []
+        state, diag = engine.update(state, X, y, None, config, trace=trace)
+        for phase in {record["phase"] for record in trace}:
+            solvers = [r["solver"] for r in trace if r["phase"] == phase]
+            steps = [r["step_norm"] for r in trace if r["phase"] == phase]
+            qr = [i for i, s in enumerate(solvers) if s == "qr" and steps[i] > 0]
+            assert solvers[0] == "cholesky", (k, phase, solvers)
+            assert len(qr) == 1, (k, phase, solvers)
+            assert all(s == "cholesky" for s in solvers[:qr[0]]), (k, phase, solvers)
+        assert diag.converged and diag.solver == "qr"
+
+
+def test_filip_in_small_batches_converges_once_its_pattern_repeats(engine):
+    """NIST's Filip (least squares: every row inside): the normal equations are useless there,
+    so every step is a QR step, and the second finds the pattern repeated after a full first
+    step: converged, where refining further never met the tolerance (500 iterations)."""
+    data = json.loads(FILIP_FIXTURE.read_text())
+    x, y = np.asarray(data["x"]), np.asarray(data["y"])
+    X = np.column_stack([x**k for k in range(1, 11)])
+    config = Config(factorization="qr", tau=1e9)
+    state = None
+    for start in range(0, len(y), 20):
+        trace = []
+        state, diag = engine.update(state, X[start:start + 20], y[start:start + 20], None,
+                                    config, trace=trace)
+        assert all(r["solver"] in ("qr", "svd") for r in trace)
+        if diag.solver == "qr":
+            assert diag.converged and diag.n_iter <= 3, (start, diag.n_iter)
