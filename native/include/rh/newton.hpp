@@ -188,13 +188,16 @@ struct SquareRootPhase {
 // arithmetic, from the kept Gram corrected by the flipped rows) while they find the pattern (the
 // inside rows and the outside rows' signs, which fix the local model). Once a full step leaves
 // the pattern as it was, or a Cholesky-form step is not reliable_cholesky_form, negligible or
-// refused by the line search, the steps are the contract's QR steps. Without a ridge (which
+// refused by the line search, the steps are the contract's QR steps (the pilot solve, which gives
+// only the scale and the main solve's start, stays in Cholesky form where that is reliable, as
+// the Cholesky mode solves it). Without a ridge (which
 // damps a step short of the model's minimizer), a full QR step that leaves the pattern as it was
 // landed on the minimizer of a model that is still the point's own: the step from there is zero
 // and the solve has converged, without factorizing again.
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
-                         double tol, TraceSink* trace = nullptr, DriftProbe* probe = nullptr) {
+                         double tol, TraceSink* trace = nullptr, DriftProbe* probe = nullptr,
+                         SolvePhase solve_phase = SolvePhase::main) {
   SolveResult result;
   auto gradient = ops.make_vector();
   auto rhs = ops.make_vector();
@@ -203,6 +206,9 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
   LadderScratch<typename O::Scalar> scratch;
   const bool qr = detail::square_root(ops);
   detail::SquareRootPhase phase{.cholesky_form = qr};
+  // The pilot solve only gives the scale and the main solve's start: where the Cholesky form is
+  // reliable it finishes the pilot as it does in the Cholesky mode (one QR a batch less).
+  const bool finish_with_qr = qr && solve_phase == SolvePhase::main;
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     detail::evaluate_for_hessian(ops, beta, tau, !qr || phase.cholesky_form);
@@ -222,7 +228,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
         result.converged = true;
         return result;
       }
-      bool qr_step = !phase.cholesky_form || settled;
+      bool qr_step = !phase.cholesky_form || (settled && finish_with_qr);
       if (!qr_step) {
         try {
           ladder = detail::ladder_step(ops, gradient, rhs, step, scratch, config.ridge, record,
@@ -230,7 +236,8 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
           ops.copy(beta, full);
           ops.axpy(1.0, step, full);
           qr_step = !detail::reliable_cholesky_form<typename O::Scalar>(ladder) ||
-                    ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full));
+                    (finish_with_qr &&
+                     ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full)));
         } catch (const NumericalError&) {  // the Newton matrix overflows: the rows may not
           qr_step = true;
         }
@@ -277,7 +284,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
     ops.axpy(t, step, beta);
     phase.full_step = t == 1.0;
     if (t * ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(beta))) {
-      if (!phase.cholesky_form) {
+      if (!(phase.cholesky_form && finish_with_qr)) {
         result.converged = true;
         return result;
       }

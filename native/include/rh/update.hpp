@@ -143,7 +143,7 @@ SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lam
     }
     return lamm_solve(ops, beta, tau, lambda, weight_total, config, tol, trace);
   }
-  return newton_solve(ops, beta, tau, config, tol, trace, probe);
+  return newton_solve(ops, beta, tau, config, tol, trace, probe, phase);
 }
 
 // The inference matrices the next state keeps: G and K start at zero when the sums cover no

@@ -91,7 +91,9 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
     the pattern (the inside rows and the outside rows' signs, which fix the local model). Once a
     full step leaves the pattern as it was, or a Cholesky-form step is unreliable (not the
     Cholesky rung, or an rcond the estimator would warn about), negligible or refused by the
-    line search, the steps are the contract's QR steps. Without a ridge (which damps the step
+    line search, the steps are the contract's QR steps (the pilot solve, which gives only the
+    scale and the main solve's start, stays in Cholesky form where that is reliable, as the
+    Cholesky mode solves it). Without a ridge (which damps the step
     short of the model's minimizer), a full QR step that leaves the pattern as it was landed on
     the minimizer of a model that is still the point's own: the next step is zero and the solve
     has converged, without factorizing again (docs/numerics.md)."""
@@ -99,6 +101,9 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
     halvings, rung, rcond = 0, "cholesky", None
     record = None
     cholesky_form = problem.qr  # the qr mode's steps: Cholesky form until the pattern settles
+    # The pilot solve only gives the scale and the main solve's start: where the Cholesky form is
+    # reliable it finishes the pilot as it does in the Cholesky mode (one QR a batch less).
+    finish_with_qr = problem.qr and phase != "pilot"
     previous = None  # the pattern at the last step's point, when that step was taken in full
     last_qr = False  # the last step was a QR step
     model = None  # the last QR step's factorization
@@ -118,13 +123,13 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
                 if record is not None:
                     record.update(solver=rung, rcond=rcond, step_norm=0.0, step_scale=1.0)
                 return SolveResult(beta, True, k, halvings, rung, rcond, model)
-            if cholesky_form and not settled:
+            if cholesky_form and not (settled and finish_with_qr):
                 try:
                     step, rung, rcond, H = _ladder_step(problem, r, tau, g, p)
                 except NumericalError:  # the Newton matrix overflows: the rows may not
                     step = None
                 if step is None or not reliable(rung, rcond, problem.dtype) or \
-                        _converged(step, beta + step, tol, xp):
+                        (finish_with_qr and _converged(step, beta + step, tol, xp)):
                     step = None
                 elif record is not None:
                     record["hessian_diagonal"] = _trace.hessian_diagonal_stats(H)
@@ -181,7 +186,7 @@ def newton(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: flo
         if problem.qr:
             previous = pattern if t == 1.0 else None
         if _converged(taken, beta, tol, xp):
-            if not (problem.qr and cholesky_form):
+            if not (cholesky_form and finish_with_qr):
                 return SolveResult(beta, True, k, halvings, rung, rcond, model)
             cholesky_form = False  # a QR step decides convergence
     return SolveResult(beta, False, max_iter, halvings, rung, rcond, model)
