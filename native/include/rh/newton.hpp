@@ -190,10 +190,10 @@ struct SquareRootPhase {
 // the pattern as it was, or a Cholesky-form step is not reliable_cholesky_form, negligible or
 // refused by the line search, the steps are the contract's QR steps (the pilot solve, which gives
 // only the scale and the main solve's start, stays in Cholesky form where that is reliable, as
-// the Cholesky mode solves it). Without a ridge (which
-// damps a step short of the model's minimizer), a full QR step that leaves the pattern as it was
-// landed on the minimizer of a model that is still the point's own: the step from there is zero
-// and the solve has converged, without factorizing again.
+// the Cholesky mode solves it). Without a ridge (which damps a step short of the model's
+// minimizer), a full QR step that leaves the pattern as it was landed on the minimizer of a model
+// that is still the point's own: the step from there is zero and the solve has converged,
+// without factorizing again.
 template <SolverOps O>
 SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Config& config,
                          double tol, TraceSink* trace = nullptr, DriftProbe* probe = nullptr,
