@@ -12,11 +12,12 @@ from rhuber.core import Config, State, update
 from rhuber.core.problem import BatchProblem
 
 
+@pytest.mark.parametrize("factorization", ["cholesky", "qr"])
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 60), p=st.integers(1, 5),
        alpha=st.sampled_from([0.0, 0.02]), intercept=st.booleans())
-def test_weight_two_rows_equal_duplicated_rows(seed, n, p, alpha, intercept):
+def test_weight_two_rows_equal_duplicated_rows(factorization, seed, n, p, alpha, intercept):
     rng = np.random.default_rng(seed)
-    config = Config(fit_intercept=intercept, alpha=alpha)
+    config = Config(fit_intercept=intercept, alpha=alpha, factorization=factorization)
     s_w = s_d = None
     for _ in range(2):
         X, y, _ = make_problem(rng, n, p)
@@ -30,6 +31,11 @@ def test_weight_two_rows_equal_duplicated_rows(seed, n, p, alpha, intercept):
         # With L1 the pilot solve (LAMM) stops within its tolerance on different paths, and the
         # scale is read at the pilot's coefficients: it agrees as far as they do.
         assert s_w.scale == pytest.approx(s_d.scale, rel=1e-9 if alpha == 0 else 1e-7)
+        if factorization == "qr":
+            # R̃ is unique (diagonal ≥ 0) where it is regular; z̃ with it.
+            np.testing.assert_allclose(
+                s_w.information_factor, s_d.information_factor,
+                rtol=1e-9, atol=1e-9 * np.abs(s_d.information_factor).max())
 
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(30, 200), p=st.integers(1, 6))

@@ -7,8 +7,6 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from helpers import make_problem
 from rhuber import IllConditionedWarning, RenewableHuberRegressor
@@ -120,27 +118,6 @@ def test_a_duplicated_column_takes_the_svd_rung_and_predicts_as_the_cholesky_mod
     with pytest.raises(Exception, match="rank-deficient"):
         from rhuber.core.inference import covariance
         covariance(qr, "H2")
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 60), p=st.integers(1, 5),
-       alpha=st.sampled_from([0.0, 0.02]), intercept=st.booleans())
-def test_weight_two_rows_equal_duplicated_rows(seed, n, p, alpha, intercept):
-    rng = np.random.default_rng(seed)
-    config = Config(fit_intercept=intercept, alpha=alpha, factorization="qr")
-    s_w = s_d = None
-    for _ in range(2):
-        X, y, _ = make_problem(rng, n, p)
-        w = rng.choice([1.0, 2.0], size=n)
-        doubled = np.repeat(np.arange(n), w.astype(int))
-        s_w, _ = update(s_w, X, y, w, config)
-        s_d, _ = update(s_d, X[doubled], y[doubled], None, config)
-        np.testing.assert_allclose(s_w.coef, s_d.coef, rtol=1e-7, atol=1e-7)
-        np.testing.assert_allclose(s_w.information, s_d.information, rtol=1e-10, atol=1e-9)
-        # R̃ is unique (diagonal ≥ 0) where it is regular; z̃ with it.
-        np.testing.assert_allclose(s_w.information_factor, s_d.information_factor,
-                                   rtol=1e-9, atol=1e-9 * np.abs(s_d.information_factor).max())
-        assert s_w.effective_weight == s_d.effective_weight
 
 
 def test_merge_of_least_squares_streams_is_the_least_squares_fit_of_all_rows():
