@@ -73,7 +73,8 @@ def _advisor() -> Any:
 def trial_ran(*advices: Advice) -> bool:
     """Whether a trial of any of ``advices`` ran already, in this process or an earlier one (the
     local trials file)."""
-    return any(_advisor().remembered(a.workload, a.trials) is not None for a in advices)
+    return any(_advisor().remembered(a.workload, a.trials, a.trial_key) is not None
+               for a in advices)
 
 
 def _plural(count: int, word: str) -> str:
@@ -174,7 +175,7 @@ class Session:
     @classmethod
     def from_advice(cls, advice: Advice, batches: int | None = None) -> Session:
         if advice.trials:
-            known = _advisor().remembered(advice.workload, advice.trials)
+            known = _advisor().remembered(advice.workload, advice.trials, advice.trial_key)
             if known is not None:
                 winner, detail = known
                 return cls._winner(advice, winner, detail)
@@ -300,7 +301,7 @@ class Session:
         keep = {"ran": self.ran, "rates": self.rates, "batches": self.batches,
                 "seconds": self.seconds, "length": self.length}
         if advice.trials:
-            known = _advisor().remembered(advice.workload, advice.trials)
+            known = _advisor().remembered(advice.workload, advice.trials, advice.trial_key)
             if known is not None:
                 return Session._winner(advice, known[0], known[1], **keep)
             return self._start_trials(advice)
