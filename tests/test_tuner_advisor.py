@@ -143,6 +143,10 @@ def test_models_without_a_training_distribution_are_refused(shipped):
 # --------------------------------------------------------------------------- evidence
 
 
+def _decision(session):
+    return session.plan, session.display, session.reason, session.detail, session.settled
+
+
 def _chosen_session(promised=1000.0):
     default = Plan("native_cpu").resolved(2)
     plan = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=64)
@@ -157,7 +161,9 @@ def test_a_chosen_plan_that_keeps_its_promise_stays():
         session = session.observe(1000, seconds)
     assert session.reason == reasons.CHOSEN and session.plan is not None
     assert session.measured() == pytest.approx(1000.0)
-    assert session.observe(1000, 100.0) == session  # evidence is complete: nothing changes
+    after = session.observe(1000, 100.0)  # evidence is complete: the decision stays
+    assert _decision(after) == _decision(session)
+    assert after.measured() == pytest.approx((1000 + 1000 / 1.02) / 2)  # 1000, 980, 1010, 10
 
 
 def _broken_promise():
@@ -185,7 +191,8 @@ def test_a_broken_promise_reverts_when_the_default_measures_faster():
     assert "measured 833 rows/s (promised 1,000), the default 1,000" in session.detail
     assert session.measured() == pytest.approx(1000.0)
     assert session.report().predicted_rows_per_s == pytest.approx(1000 / 1.2)
-    assert session.observe(1000, 0.001) == session  # settled: nothing changes any more
+    after = session.observe(1000, 0.001)  # settled: the decision does not change any more
+    assert _decision(after) == _decision(session)
 
 
 def test_a_broken_promise_keeps_the_plan_when_the_default_is_slower_still():

@@ -158,11 +158,13 @@ def test_trials_wait_until_the_stream_is_long_then_time_each_other_candidate():
     report = session.report()
     assert report.plan == c.id and report.measured_rows_per_s == pytest.approx(1250)
     assert f"the next batch runs {b.id}" in report.detail and "2,000" in report.detail
-    session = session.observe(1000, 0.001)
+    session = session.observe(1000, 0.5)  # b again: 2000 rows/s, which its figure keeps
     report = session.report()
     assert report.plan == b.id and report.measured_rows_per_s == pytest.approx(2000)
     assert "next batch" not in report.detail
-    assert session.observe(1000, 0.001) == session
+    after = session.observe(1000, 0.001)  # settled: the plan and why do not change
+    assert (after.plan, after.reason, after.detail) == (session.plan, session.reason,
+                                                        session.detail)
 
 
 def test_same_timings_give_the_same_choice_and_ties_go_to_the_default():
@@ -252,6 +254,40 @@ def test_a_trial_is_paid_once_per_machine_not_per_process(monkeypatch, tmp_path)
     adv._SHARED["advisor"] = type("Other", (), {"hardware": type("H", (), {
         "hardware_id": "0000000000000000"})()})()
     assert sessions.Session.from_advice(advice).reason == reasons.RULE_FIRST  # another machine's
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.05])
+def test_a_later_stream_of_the_workload_runs_the_trials_winner_from_its_first_batch(
+        monkeypatch, tmp_path, alpha):
+    """The trial's evidence carries to the next stream of the workload in the process (and its
+    penalty's regime, not read at the start otherwise, is read to find it); ``plan_`` names the
+    plan that ran the last batch, why, and what it measured."""
+    require_module(*NATIVE_CPU)
+    from rhuber import estimator
+
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    _use(monkeypatch, _UnsureAdvisor)
+    dispatch._ANSWERS.clear()
+    n = sessions.TRIAL_AFTER_BATCHES
+    monkeypatch.setattr(estimator, "time", BatchClock([5.0] + [1.0] * (n - 1)
+                                                      + [5.0, 0.5, 5.0, 0.67] + [1.0] * 30))
+    X, y, _ = make_problem(np.random.default_rng(3), (n + 6) * 300, 5)
+    first = RenewableHuberRegressor(alpha=alpha)
+    for start in range(0, len(y), 300):
+        first.partial_fit(X[start:start + 300], y[start:start + 300])
+    winner = first._session.advice.trials[1]
+    assert first.plan_.reason == reasons.TRIED and first.plan_.plan == winner.id
+    later = RenewableHuberRegressor(alpha=alpha)
+    ran = []
+    for start in range(0, 4 * 300, 300):
+        later.partial_fit(X[start:start + 300], y[start:start + 300])
+        ran.append(later._plan())
+    dispatch._ANSWERS.clear()
+    assert ran == [winner] * 4
+    report = later.plan_
+    assert (report.plan, report.reason) == (winner.id, reasons.TRIED)
+    assert "remembered from an earlier stream of this process" in report.detail
+    assert report.measured_rows_per_s == pytest.approx(300.0)  # 1 s a batch, the first left out
 
 
 def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):

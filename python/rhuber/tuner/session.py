@@ -246,8 +246,12 @@ class Session:
         ``sparse`` reads the stream's penalty regime from that batch, for a session that asks
         the advisor with its regime unread (``unread``). Every batch of a stream pays what runs
         here: the new session is made by :meth:`_evolve` (``replace`` costs ~10 µs)."""
-        if self.settled:
-            return self if self.ran == self.display else self._evolve(ran=self.display)
+        if self.settled:  # what its plan measured is kept until it has rates enough
+            rates = self.rates if not seconds > 0 else _add_rate(self.rates, self.display,
+                                                                  rows / seconds)
+            if rates is self.rates and self.ran == self.display:
+                return self
+            return self._evolve(ran=self.display, rates=rates)
         if not seconds > 0:
             return self._evolve(ran=self.display)
         rate = rows / seconds
