@@ -62,6 +62,7 @@ NOT_IMPORTED = (
     "rhuber.tuner.advisor", "rhuber.tuner.models", "rhuber.tuner.model_files",
     "rhuber.tuner.online", "rhuber.tuner.local", "rhuber.tuner.store", "rhuber.tuner.hardware",
     "rhuber.tuner.probes", "rhuber.tuner.features", "rhuber.tuner.rules", "rhuber.tuner.paths",
+    "rhuber.tuner.rule_search",
     "rhuber.tuner.labels", "rhuber.lab",
     "rhuber.cli", "rhuber.dask", "rhuber.io", "librhuber_cpu", "librh_cuda",
     "sqlite3", "pandas", "polars", "pyarrow", "dask", "distributed", "torch", "cupy",
@@ -76,7 +77,7 @@ LAZY_IMPORTS = {
     "dispatch.py": ("rhuber.tuner.rules",),
     "tuner/session.py": ("rhuber.tuner.advisor",),
     "tuner/hardware.py": ("rhuber.tuner.probes",),
-    "tuner/rules.py": ("rhuber.tuner.hardware", "rhuber.tuner.labels"),
+    "tuner/rules.py": ("rhuber.tuner.hardware",),
     "estimator.py": ("rhuber.tuner.online",),
 }
 

@@ -45,8 +45,10 @@ def advise(advisor, workload):
 
 
 # A workload the shipped model moves off the default for, and one it keeps the default for.
-CHOSEN_WORKLOAD = Workload(1024, 200, "float32")
+CHOSEN_WORKLOAD = Workload(8192, 24, "float64")
 NEAR_DEFAULT_WORKLOAD = Workload(4096, 32, "float32")
+#: One whose best plan is predicted a little faster than the default (below the margin).
+SMALL_GAIN_WORKLOAD = Workload(1024, 64, "float32")
 
 
 def test_a_workload_with_a_predicted_gain_gets_the_faster_plan(shipped):
@@ -73,7 +75,7 @@ def test_the_margin_decides(shipped, monkeypatch):
     monkeypatch.setattr(adv, "GAIN_MARGIN", 10.0)
     assert advise(shipped, CHOSEN_WORKLOAD).reason == reasons.GAIN_BELOW_MARGIN
     monkeypatch.setattr(adv, "GAIN_MARGIN", 0.0)
-    advice = advise(shipped, NEAR_DEFAULT_WORKLOAD)
+    advice = advise(shipped, SMALL_GAIN_WORKLOAD)
     assert advice.reason == reasons.CHOSEN, advice.detail
 
 
@@ -141,6 +143,10 @@ def test_models_without_a_training_distribution_are_refused(shipped):
 # --------------------------------------------------------------------------- evidence
 
 
+def _decision(session):
+    return session.plan, session.display, session.reason, session.detail, session.settled
+
+
 def _chosen_session(promised=1000.0):
     default = Plan("native_cpu").resolved(2)
     plan = Plan("native_cpu", threads=1, gram="incremental", chunk_kib=64)
@@ -155,7 +161,9 @@ def test_a_chosen_plan_that_keeps_its_promise_stays():
         session = session.observe(1000, seconds)
     assert session.reason == reasons.CHOSEN and session.plan is not None
     assert session.measured() == pytest.approx(1000.0)
-    assert session.observe(1000, 100.0) == session  # evidence is complete: nothing changes
+    after = session.observe(1000, 100.0)  # evidence is complete: the decision stays
+    assert _decision(after) == _decision(session)
+    assert after.measured() == pytest.approx((1000 + 1000 / 1.02) / 2)  # 1000, 980, 1010, 10
 
 
 def _broken_promise():
@@ -183,7 +191,8 @@ def test_a_broken_promise_reverts_when_the_default_measures_faster():
     assert "measured 833 rows/s (promised 1,000), the default 1,000" in session.detail
     assert session.measured() == pytest.approx(1000.0)
     assert session.report().predicted_rows_per_s == pytest.approx(1000 / 1.2)
-    assert session.observe(1000, 0.001) == session  # settled: nothing changes any more
+    after = session.observe(1000, 0.001)  # settled: the decision does not change any more
+    assert _decision(after) == _decision(session)
 
 
 def test_a_broken_promise_keeps_the_plan_when_the_default_is_slower_still():

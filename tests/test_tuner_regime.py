@@ -2,10 +2,12 @@
 it, the rule that reads it, and the collector that measures it (docs/tuner.md, "The penalty's
 regime")."""
 
+import os
+
 import numpy as np
 import pytest
 
-from helpers import NATIVE_CPU, require_module
+from helpers import NATIVE_CPU, BatchClock, require_module
 from rhuber import RenewableHuberRegressor, dispatch
 from rhuber.datasets import make_contaminated_stream
 from rhuber.engines import regime
@@ -13,7 +15,8 @@ from rhuber.engines.plans import Plan
 from rhuber.engines.workload import Workload
 from rhuber.lab import collect
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import reasons, rules
+from rhuber.tuner import current, reasons, rule_search, rules
+from rhuber.tuner import session as sessions
 from rhuber.tuner.features import FeatureExtractor
 from rhuber.tuner.store import Measurement
 
@@ -104,13 +107,13 @@ def test_the_search_picks_per_regime_where_the_winners_differ():
     both."""
     differ = _measurements({(DENSE, "prox_newton"): 1.0, (DENSE, "lamm"): 2.0,
                             (SPARSE, "prox_newton"): 2.0, (SPARSE, "lamm"): 1.0})
-    rule, score = rules.search(differ, {"hw": 2})
+    rule, score = rule_search.search(differ, {"hw": 2})
     assert score == pytest.approx(1.0)
     assert rule.plan(DENSE, 2).l1_solver == "prox_newton"
     assert rule.plan(SPARSE, 2).l1_solver == "lamm"
     same = _measurements({(DENSE, "prox_newton"): 1.0, (DENSE, "lamm"): 2.0,
                           (SPARSE, "prox_newton"): 1.0, (SPARSE, "lamm"): 10.0})
-    rule, _ = rules.search(same, {"hw": 2})
+    rule, _ = rule_search.search(same, {"hw": 2})
     assert rule.plan(DENSE, 2).l1_solver == rule.plan(SPARSE, 2).l1_solver == "prox_newton"
 
 
@@ -129,38 +132,103 @@ class _Recorder:
                           model_id="recorder")
 
 
-def test_auto_plans_for_the_streams_regime(monkeypatch):
-    """The workload auto plans for (its memo's key, the rule's or the advisor's question) carries
-    the regime of the stream's first batch."""
-    require_module(*NATIVE_CPU)
-    seen = []
-    answer = dispatch._answer
+def _screens(monkeypatch):
+    """Count the strong-rule screens dispatch runs."""
+    calls = []
+    share = regime.active_share
 
-    def recording(est, w, advisor):
-        seen.append(w)
-        return answer(est, w, advisor)
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return share(*args, **kwargs)
 
-    monkeypatch.setattr(dispatch, "_answer", recording)
+    monkeypatch.setattr(regime, "active_share", counting)
+    return calls
+
+
+def _unloaded(monkeypatch, rule=rules.DEFAULT_RULE):
+    """A process that has not loaded its advisor, whose rule in force is ``rule``."""
+    monkeypatch.setattr(current, "available", lambda: reasons.UNLOADED)
+    monkeypatch.setattr(rules, "current_rule", lambda: rule)
     dispatch._ANSWERS.clear()
+
+
+def test_a_stream_whose_first_plan_does_not_depend_on_the_regime_does_not_read_it(monkeypatch):
+    """The shipped rule says prox_newton in both regimes: the screen (~50 µs, as much as a
+    small batch) is not run at the stream's start."""
+    require_module(*NATIVE_CPU)
+    _unloaded(monkeypatch)
+    screens = _screens(monkeypatch)
     X, y = wide_batch()
     for c in (0.5, 3.0):
-        RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)
-    RenewableHuberRegressor(lambda_scale=3.0, batch_size=4096).fit(np.vstack([X, X]),
-                                                                  np.concatenate([y, y]))
+        est = RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)
+        assert est.plan_.reason == reasons.RULE_FIRST
+        assert est.plan_.plan == rules.DEFAULT_RULE.plan(DENSE, os.cpu_count() or 1).id
+        assert est._session.unread
     dispatch._ANSWERS.clear()
-    assert [w.sparse for w in seen] == [False, True]  # fit's is the memo's answer
-    assert seen[1].id == "n4096/p256/float64/l1=2/icpt=1/host"
+    assert screens == []
 
 
-def test_later_batches_keep_the_streams_regime(monkeypatch):
-    """Online learning records each batch's workload: a sparse stream's later batches (no
-    screen: the targets are not read again) stay sparse."""
+def test_a_rule_that_reads_the_regime_gets_it_from_the_first_batch(monkeypatch):
     require_module(*NATIVE_CPU)
-    monkeypatch.setattr(adv, "shared", _Recorder)
+    _unloaded(monkeypatch, rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0))
+    screens = _screens(monkeypatch)
+    X, y = wide_batch()
+    solvers = [RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)._plan().l1_solver
+               for c in (0.5, 3.0)]
+    dispatch._ANSWERS.clear()
+    assert solvers == ["prox_newton", "lamm"] and len(screens) == 2
+
+
+def test_a_loaded_advisor_whose_answer_depends_on_the_regime_gets_it(monkeypatch):
+    """The model's choice (its promise is checked against the batches) is asked with the
+    regime read; so is fit's, and the workload auto plans for (its memo's key) carries it."""
+    require_module(*NATIVE_CPU)
+    recorder = _Recorder()
+    monkeypatch.setattr(current, "available", lambda: recorder)
     dispatch._ANSWERS.clear()
     X, y = wide_batch()
     sparse = RenewableHuberRegressor(lambda_scale=3.0).partial_fit(X, y)
     dense = RenewableHuberRegressor(lambda_scale=0.5).partial_fit(X, y)
+    fitted = RenewableHuberRegressor(lambda_scale=3.0, batch_size=4096).fit(
+        np.vstack([X, X]), np.concatenate([y, y]))
+    dispatch._ANSWERS.clear()
+    assert sparse._session.advice.workload.id == "n4096/p256/float64/l1=2/icpt=1/host"
+    assert not dense._session.advice.workload.sparse
+    assert fitted._session.advice.workload.sparse
+    assert not (sparse._session.unread or dense._session.unread)
+
+
+def test_a_stream_asks_the_advisor_with_the_regime_of_the_batch_it_asks_at(monkeypatch):
+    """Not read at its start, the regime is read when the long stream asks the advisor (its
+    20th batch here), from that batch; the advice's workload carries it, and so do the later
+    batches' records (online learning)."""
+    require_module(*NATIVE_CPU)
+    from rhuber import estimator
+
+    _unloaded(monkeypatch)
+    recorder = _Recorder()
+    monkeypatch.setattr(adv, "shared", lambda: recorder)
+    screens = _screens(monkeypatch)
+    n = sessions.TRIAL_AFTER_BATCHES
+    stream = make_contaminated_stream(512 * (n + 2), 64, batch_size=512, seed=0)
+    monkeypatch.setattr(estimator, "time", BatchClock([1.0] * (n + 2)))  # long: 1 s a batch
+    est = RenewableHuberRegressor(lambda_scale=3.0)
+    for b in range(n + 2):
+        est.partial_fit(*stream.batch(b))
+        assert len(screens) == (b >= n - 1)
+    dispatch._ANSWERS.clear()
+    assert [w.sparse for w in recorder.seen] == [True]
+    assert dispatch.batch_workload(est, stream.batch(0)[0], est._session).sparse
+
+
+def test_a_profiled_stream_reads_its_regime_at_the_start_and_its_batches_keep_it(monkeypatch):
+    """Online learning records each batch's workload: a profiled stream reads its regime at its
+    start, and its later batches (no screen: the targets are not read again) keep it."""
+    require_module(*NATIVE_CPU)
+    _unloaded(monkeypatch)
+    X, y = wide_batch()
+    sparse = RenewableHuberRegressor(lambda_scale=3.0, profile=True).partial_fit(X, y)
+    dense = RenewableHuberRegressor(lambda_scale=0.5, profile=True).partial_fit(X, y)
     dispatch._ANSWERS.clear()
     assert dispatch.batch_workload(sparse, X[:100], sparse._session).sparse
     assert not dispatch.batch_workload(dense, X[:100], dense._session).sparse
@@ -168,22 +236,24 @@ def test_later_batches_keep_the_streams_regime(monkeypatch):
 
 
 def test_a_user_set_l1_solver_is_obeyed_in_the_sparse_regime(monkeypatch):
+    """A rule that says lamm in the sparse regime, a user who fixed prox_newton: the user's
+    solver in both regimes (so the regime need not be read)."""
     require_module(*NATIVE_CPU)
-    seen, candidates = [], []
+    _unloaded(monkeypatch, rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0))
+    candidates = []
     plans = dispatch.auto_plans
 
     def recording(w, *args, **kwargs):
-        seen.append(w)
         found = plans(w, *args, **kwargs)
         candidates.append(found[0])
         return found
 
     monkeypatch.setattr(dispatch, "auto_plans", recording)
-    dispatch._ANSWERS.clear()
     X, y = wide_batch()
     est = RenewableHuberRegressor(lambda_scale=3.0, l1_solver="prox_newton").partial_fit(X, y)
     dispatch._ANSWERS.clear()
-    assert seen[0].sparse
+    assert regime.is_sparse(regime.active_share(X, y, alpha=0.0, lambda_scale=3.0, tau=None,
+                                                epsilon=1.345, fit_intercept=True))
     assert {p.l1_solver for p in candidates[0] if p.backend == "native_cpu"} == {"prox_newton"}
     assert est._plan().l1_solver == "prox_newton"
     assert est.diagnostics_[-1]["solver"] == "prox_newton"

@@ -305,3 +305,29 @@ def test_stats_read_a_sealed_store_without_reopening_it_for_writing(tmp_path, ca
     assert "1 measurements" in capsys.readouterr().out
     assert path.read_bytes() == before
     assert not (tmp_path / "m.sqlite-wal").exists()
+
+
+def test_cli_collects_only_the_unpenalized_or_only_the_penalized_workloads(tmp_path, monkeypatch):
+    from rhuber.cli import main
+    from rhuber.cli import tune as tune_cli
+
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tune_cli, "fingerprint", lambda measure: HARDWARE)
+    asked = []
+
+    def record(store, hardware, workloads, **kwargs):
+        asked.append(list(workloads))
+        return collecting.CollectSummary(measured=0, skipped=0, pending=0, failed=0,
+                                         unstable=0, seconds=0.0)
+
+    monkeypatch.setattr(collecting, "collect", record)
+    store = str(tmp_path / "m.sqlite")
+    for flag in ("--unpenalized-only", "--penalized-only"):
+        assert main(["tune", "collect", "--store", store, "--points", "512x4", flag]) == 0
+    unpenalized, penalized = asked
+    assert [w.id for w in unpenalized] == ["n512/p4/float64/l1=0/icpt=1/host",
+                                           "n512/p4/float32/l1=0/icpt=1/host"]
+    assert len(penalized) == 4 and all(w.penalized for w in penalized)
+    assert main(["tune", "collect", "--store", store, "--unpenalized-only",
+                 "--penalized-only"]) == 2  # one or the other
+    assert len(asked) == 2

@@ -16,7 +16,7 @@ from rhuber.engines.plans import Plan, plans_for
 from rhuber.engines.workload import Workload
 from rhuber.lab import validate
 from rhuber.tuner import advisor as adv
-from rhuber.tuner import current, hardware, probes, reasons, rules
+from rhuber.tuner import current, hardware, probes, reasons, rule_search, rules
 from rhuber.tuner import session as sessions
 from rhuber.tuner.features import FeatureExtractor
 from rhuber.tuner.store import Measurement, Store
@@ -49,7 +49,7 @@ def test_the_rule_search_finds_the_rule_the_measurements_favour():
                 rate *= 1.5 if (plan.threads == 1) == (n * w.dim < 1 << 14) else 1.0
                 rate *= 1.1 if plan.gram == "incremental" and plan.chunk_kib == 256 else 1.0
                 rows.append(_m(hw, w, plan, rate))
-    rule, score = rules.search(rows, {"a": 2, "b": 2})
+    rule, score = rule_search.search(rows, {"a": 2, "b": 2})
     assert score == pytest.approx(1.0)
     assert rule.prox_newton_max_bytes in (4 << 20, 8 << 20)
     assert (rule.gram, rule.chunk_kib) == ("incremental", 256)
@@ -58,11 +58,42 @@ def test_the_rule_search_finds_the_rule_the_measurements_favour():
         "native_cpu", threads=1, gram="incremental", chunk_kib=256, l1_solver="prox_newton")
 
 
+def test_the_rule_search_finds_the_measure_of_work_the_threads_follow():
+    """Two threads pay on batches of 8,192 rows or more whatever their width, so by elements
+    no threshold separates them (8,192 × 2 has fewer than 4,096 × 64): the search finds rows,
+    and the rule gives a bigger machine a thread per that much work."""
+    rows = []
+    for hw in ("a", "b"):
+        for n, p in ((4096, 2), (4096, 64), (4096, 256), (8192, 2), (16384, 8), (65536, 2)):
+            w = Workload(n, p)
+            for plan in plans_for(w, type("H", (), {"cores": 2})()):
+                if plan.backend == "native_cpu":
+                    rate = 100.0 * (1.5 if (plan.threads == 2) == (n >= 8192) else 1.0)
+                    rate *= 1.1 if plan.gram == "incremental" and plan.chunk_kib == 256 else 1.0
+                    rows.append(_m(hw, w, plan, rate))
+    rule, score = rule_search.search(rows, {"a": 2, "b": 2})
+    assert score == pytest.approx(1.0) and rule.thread_work == "rows"
+    assert [rule.plan(Workload(n, p), 2).threads for n, p in ((4096, 256), (8192, 2))] == [1, 2]
+    assert rule.threads(Workload(rule.work_per_thread * 5, 4), 16) == 5
+    assert rule.threads(Workload(rule.work_per_thread * 50, 4), 16) == 16
+    assert "a thread per" in rule.describe() and "rows" in rule.describe()
+    with pytest.raises(ValueError, match="thread_work"):
+        rules.Rule(thread_work="bytes")
+
+
+def test_a_rule_file_of_one_thread_below_reads_as_the_same_plans_on_two_cores():
+    old = rules.Rule.from_dict({"prox_newton_max_bytes": None, "one_thread_below": 1 << 17,
+                                "gram": "incremental", "chunk_kib": 256})
+    for n, p in ((1000, 9), (5000, 25), (6000, 24), (65536, 32)):
+        w = Workload(n, p)
+        assert old.plan(w, 2).threads == (1 if n * w.dim < 1 << 17 else 2)
+
+
 def test_the_shipped_rule_is_the_search_over_the_shipped_store():
     with Store(SHIPPED_STORE, read_only=True) as store:
         ms, fps = list(store.measurements()), store.hardware()
     shipped = rules.load(adv.default_models_dir())
-    found, _ = rules.search(ms, {h: f["logical_cores"] for h, f in fps.items()})
+    found, _ = rule_search.search(ms, {h: f["logical_cores"] for h, f in fps.items()})
     assert rules.Rule.from_dict({**found.as_dict(), "model_regions": shipped.model_regions}) \
         == shipped
 
@@ -127,11 +158,13 @@ def test_trials_wait_until_the_stream_is_long_then_time_each_other_candidate():
     report = session.report()
     assert report.plan == c.id and report.measured_rows_per_s == pytest.approx(1250)
     assert f"the next batch runs {b.id}" in report.detail and "2,000" in report.detail
-    session = session.observe(1000, 0.001)
+    session = session.observe(1000, 0.5)  # b again: 2000 rows/s, which its figure keeps
     report = session.report()
     assert report.plan == b.id and report.measured_rows_per_s == pytest.approx(2000)
     assert "next batch" not in report.detail
-    assert session.observe(1000, 0.001) == session
+    after = session.observe(1000, 0.001)  # settled: the plan and why do not change
+    assert (after.plan, after.reason, after.detail) == (session.plan, session.reason,
+                                                        session.detail)
 
 
 def test_same_timings_give_the_same_choice_and_ties_go_to_the_default():
@@ -221,6 +254,40 @@ def test_a_trial_is_paid_once_per_machine_not_per_process(monkeypatch, tmp_path)
     adv._SHARED["advisor"] = type("Other", (), {"hardware": type("H", (), {
         "hardware_id": "0000000000000000"})()})()
     assert sessions.Session.from_advice(advice).reason == reasons.RULE_FIRST  # another machine's
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.05])
+def test_a_later_stream_of_the_workload_runs_the_trials_winner_from_its_first_batch(
+        monkeypatch, tmp_path, alpha):
+    """The trial's evidence carries to the next stream of the workload in the process (and its
+    penalty's regime, not read at the start otherwise, is read to find it); ``plan_`` names the
+    plan that ran the last batch, why, and what it measured."""
+    require_module(*NATIVE_CPU)
+    from rhuber import estimator
+
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    _use(monkeypatch, _UnsureAdvisor)
+    dispatch._ANSWERS.clear()
+    n = sessions.TRIAL_AFTER_BATCHES
+    monkeypatch.setattr(estimator, "time", BatchClock([5.0] + [1.0] * (n - 1)
+                                                      + [5.0, 0.5, 5.0, 0.67] + [1.0] * 30))
+    X, y, _ = make_problem(np.random.default_rng(3), (n + 6) * 300, 5)
+    first = RenewableHuberRegressor(alpha=alpha)
+    for start in range(0, len(y), 300):
+        first.partial_fit(X[start:start + 300], y[start:start + 300])
+    winner = first._session.advice.trials[1]
+    assert first.plan_.reason == reasons.TRIED and first.plan_.plan == winner.id
+    later = RenewableHuberRegressor(alpha=alpha)
+    ran = []
+    for start in range(0, 4 * 300, 300):
+        later.partial_fit(X[start:start + 300], y[start:start + 300])
+        ran.append(later._plan())
+    dispatch._ANSWERS.clear()
+    assert ran == [winner] * 4
+    report = later.plan_
+    assert (report.plan, report.reason) == (winner.id, reasons.TRIED)
+    assert "remembered from an earlier stream of this process" in report.detail
+    assert report.measured_rows_per_s == pytest.approx(300.0)  # 1 s a batch, the first left out
 
 
 def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):

@@ -30,7 +30,7 @@ from .engines import regime as _regime
 from .engines.plans import Plan, parse_plan, plans_for
 from .engines.workload import Workload
 from .tuner import current, reasons
-from .tuner.session import Session
+from .tuner.session import Session, trial_ran
 
 if TYPE_CHECKING:
     from .tuner.rules import Rule
@@ -124,21 +124,26 @@ def penalized(est: Any) -> bool:
 
 
 def workload(est: Any, X: Any, y: Any = None) -> Workload:
-    """The workload a batch ``X`` of ``est``'s stream is; with its targets ``y`` (the stream's
-    first batch), a penalized one also has its regime (:mod:`.engines.regime`)."""
+    """The workload a batch ``X`` of ``est``'s stream is; with its targets ``y``, a penalized
+    one also has its regime (:mod:`.engines.regime`), else it is taken as dense."""
     l1 = penalized(est)
     return Workload(rows=max(1, int(X.shape[0])), features=int(X.shape[1]),
-                    dtype=X.dtype, penalized=l1,
-                    intercept=bool(est.fit_intercept),
-                    sparse=l1 and y is not None and _regime.is_sparse(_regime.active_share(
-                        X, y, alpha=float(est.alpha), lambda_scale=est.lambda_scale,
-                        tau=est.tau, epsilon=float(est.epsilon),
-                        fit_intercept=bool(est.fit_intercept))))
+                    dtype=X.dtype, penalized=l1, intercept=bool(est.fit_intercept),
+                    sparse=l1 and y is not None and sparse(est, X, y))
+
+
+def sparse(est: Any, X: Any, y: Any) -> bool:
+    """Whether the batch ``X``, ``y`` puts ``est``'s penalized stream in the sparse regime: the
+    strong-rule screen (:mod:`.engines.regime`; ~50 µs, one matrix-vector product on at most
+    2,048 rows)."""
+    return _regime.is_sparse(_regime.active_share(
+        X, y, alpha=float(est.alpha), lambda_scale=est.lambda_scale, tau=est.tau,
+        epsilon=float(est.epsilon), fit_intercept=bool(est.fit_intercept)))
 
 
 def batch_workload(est: Any, X: Any, session: Session | None) -> Workload:
-    """The workload of a later batch ``X`` of a stream: its shape, and the regime the stream's
-    first batch was screened to (dense without a session)."""
+    """The workload of a later batch ``X`` of a stream: its shape, and the regime the stream
+    was read to (dense without a session, or while it is not read)."""
     w = workload(est, X)
     if w.penalized and session is not None and _planned_sparse(session):
         return dataclasses.replace(w, sparse=True)
@@ -146,8 +151,8 @@ def batch_workload(est: Any, X: Any, session: Session | None) -> Workload:
 
 
 def _planned_sparse(session: Session) -> bool:
-    """Whether the first batch a session was planned for was sparse: the advice's workload, or
-    that of the question it keeps for the advisor (not loaded yet)."""
+    """Whether the batch a session's plan was decided for was sparse: the advice's workload, or
+    that of the question it keeps for the advisor (not asked yet)."""
     if session.advice is not None:
         return session.advice.workload.sparse
     return session.waiting is not None and session.waiting[0].sparse
@@ -155,7 +160,12 @@ def _planned_sparse(session: Session) -> bool:
 
 def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Session:
     """The session of a stream whose first batch is ``X`` with targets ``y`` (``batches``: how
-    many the stream has, when known, as in ``fit``; None for ``partial_fit``)."""
+    many the stream has, when known, as in ``fit``; None for ``partial_fit``).
+
+    A penalized stream's regime is read (the screen, ~50 µs: as much as a whole small batch)
+    only where the plan its first batch runs depends on it (:func:`_answer`), and for a
+    profiled stream (online learning records each batch's regime); otherwise the stream asks
+    the advisor later with the regime of the batch at which it asks."""
     plan, how = pinned(est)
     if plan is not None:
         checked(est, plan, "plan=" if how == reasons.PINNED else f"{PLAN_VARIABLE}=")
@@ -164,24 +174,43 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Sessio
     if est.backend != "auto":
         return Session(est.backend, reasons.USER_BACKEND, f"backend={est.backend!r}")
     advisor = current.available()  # never loaded here: a stream's first batch does not wait
-    w = workload(est, X, y)
-    key = (w, est.n_jobs, est.l1_solver,
+    w = workload(est, X)
+    read = not w.penalized or y is None
+    if not read and getattr(est, "profile", False):
+        w, read = workload(est, X, y), True
+    known = _memo(est, w, read, advisor)
+    if known is _READ_REGIME:
+        w, read = workload(est, X, y), True
+        known = _memo(est, w, read, advisor)
+    if isinstance(known, Session):
+        return known
+    if isinstance(known, tuple):  # the question, for when the stream has shown it is long
+        return Session.rule_first(known, batches=batches, unread=not read)
+    if isinstance(known, _Unread):  # trials in both regimes: try them once the stream is long
+        if known.remembered():  # ... unless one ran already: its regime decides
+            w, read = workload(est, X, y), True
+            known = _memo(est, w, read, advisor)
+        else:
+            return Session.rule_first(known.question, batches=batches, unread=True,
+                                      advice=known.dense)
+    return Session.from_advice(known, batches=batches)
+
+
+def _memo(est: Any, w: Workload, read: bool, advisor: Any) -> Any:
+    """:func:`_answer`, remembered per question."""
+    key = (w, read, est.n_jobs, est.l1_solver,
            (advisor, current.generation()) if advisor is reasons.UNLOADED else advisor)
     try:
         known = _ANSWERS.get(key)
     except TypeError:  # an unhashable setting or advisor: no memo
         key, known = None, None
     if known is None:
-        known = _answer(est, w, advisor)
+        known = _answer(est, w, advisor, read)
         if key is not None:
             if len(_ANSWERS) >= _MAX_ANSWERS:
                 _ANSWERS.clear()
             _ANSWERS[key] = known
-    if isinstance(known, Session):
-        return known
-    if isinstance(known, tuple):  # the question, for when the stream has shown it is long
-        return Session.rule_first(known, batches=batches)
-    return Session.from_advice(known, batches=batches)
+    return known
 
 
 def _rules() -> Any:
@@ -193,33 +222,65 @@ def _rules() -> Any:
     return rules
 
 
-#: The answers of start() per (workload, n_jobs, l1_solver, advisor): finding the candidates
-#: and the rule's plan cost ~35 µs, which a stream of small batches would pay at every start
-#: (the advisor memoizes its own answers too). A penalized workload's regime is read from each
-#: stream's first batch (the screen: one matrix-vector product on at most 2,048 rows).
+#: The answers of start() per (workload, regime read, n_jobs, l1_solver, advisor): finding the
+#: candidates and the rule's plan cost ~35 µs, which a stream of small batches would pay at
+#: every start (the advisor memoizes its own answers too).
 _ANSWERS: dict[tuple[Any, ...], Any] = {}
 _MAX_ANSWERS = 4096
+#: :func:`_answer`'s word for "the first batch's plan depends on the penalty's regime: read it".
+_READ_REGIME = "read the regime"
 
 
-def _answer(est: Any, w: Workload, advisor: Any) -> Any:
+@dataclasses.dataclass(frozen=True)
+class _Unread:
+    """The loaded advisor's answers for a penalized batch whose regime is not read, when both
+    regimes' answers try candidates once the stream is long: the stream starts on the rule's
+    plan in either, and reads its regime when it asks (or at its start, where a trial of either
+    regime has run already: its winner runs from the first batch)."""
+
+    question: tuple[Workload, tuple[Plan, ...], Plan]
+    dense: Any  # Advice
+    sparse: Any  # Advice
+
+    def remembered(self) -> bool:
+        return trial_ran(self.dense, self.sparse)
+
+
+def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
     """The advice for a stream of ``est`` whose first batch is ``w``, the session when there is
     no advice to take (no native engine, no model), or — the advisor not loaded in this process —
-    the question to ask it once the stream has shown it is long."""
+    the question to ask it once the stream has shown it is long. With the regime of a penalized
+    ``w`` not ``read``: :data:`_READ_REGIME` where the plan of the first batch depends on it —
+    the rule's, or the loaded advisor's, and always where the model chooses (its promise is
+    checked) — else the answer for either regime (an :class:`_Unread` where both try
+    candidates later)."""
     solver = est.l1_solver if w.penalized else "lamm"
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:
         return Session(default.id, reasons.NO_MODEL, "only the NumPy reference is installed")
     rule = _rules().current_rule() if advisor is reasons.UNLOADED else getattr(
         advisor, "rule", _rules().DEFAULT_RULE)
-    default = rule_default(rule, w, candidates,
-                           default, threads(est.n_jobs) if est.n_jobs is not None else None,
-                           None if solver == "lamm" else solver)
+    fixed = (threads(est.n_jobs) if est.n_jobs is not None else None,
+             None if solver == "lamm" else solver)
+    plan = rule_default(rule, w, candidates, default, *fixed)
+    other = None if read else dataclasses.replace(w, sparse=True)
+    if other is not None and rule_default(rule, other, candidates, default, *fixed) != plan:
+        return _READ_REGIME
     if advisor is None:
-        return Session(default.id, reasons.NO_MODEL,
-                       "the tuner's models could not be loaded; the rule's plan", plan=default)
+        return Session(plan.id, reasons.NO_MODEL,
+                       "the tuner's models could not be loaded; the rule's plan", plan=plan)
     if advisor is reasons.UNLOADED:
-        return (w, candidates, default)
-    return advisor.advise(w, candidates=candidates, default=default)
+        return (w, candidates, plan)
+    advice = advisor.advise(w, candidates=candidates, default=plan)
+    if other is None:
+        return advice
+    advice_sparse = advisor.advise(other, candidates=candidates, default=plan)
+    if advice.trials and advice_sparse.trials:
+        return _Unread((w, candidates, plan), advice, advice_sparse)
+    if (advice.trials or advice_sparse.trials or advice.chosen or advice_sparse.chosen
+            or advice.plan != advice_sparse.plan):
+        return _READ_REGIME
+    return advice
 
 
 def rule_default(rule: Rule, w: Workload, candidates: tuple[Plan, ...], engine_default: Plan,
@@ -230,6 +291,9 @@ def rule_default(rule: Rule, w: Workload, candidates: tuple[Plan, ...], engine_d
     return plan if plan in candidates else engine_default
 
 
-def observe(session: Session, rows: int, seconds: float) -> Session:
-    """The session after a batch of ``rows`` took ``seconds`` on the plan that ran."""
-    return session.observe(rows, seconds)
+def observe(est: Any, session: Session, X: Any, y: Any, seconds: float) -> Session:
+    """The session after the batch ``X``, ``y`` took ``seconds`` on the plan that ran (from
+    which a session that asks the advisor with its regime unread reads it)."""
+    if session.unread:
+        return session.observe(int(X.shape[0]), seconds, lambda: sparse(est, X, y))
+    return session.observe(int(X.shape[0]), seconds)

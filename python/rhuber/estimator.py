@@ -399,7 +399,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if dropped:
             state = dataclasses.replace(state,
                                         n_samples_seen=state.n_samples_seen + dropped)
-        self._observe(X, time.perf_counter() - began, engine.name)
+        self._observe(X, y, time.perf_counter() - began, engine.name)
         record = diag.as_dict()
         record.update(epsilon=self.epsilon, tau=self.tau, curvature=self.curvature,
                       inference_matrices=bool(self.inference_matrices))
@@ -757,16 +757,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         """Decide this stream's plan from its first batch ``X``, ``y`` (``plan_``)."""
         self._session = dispatch.start(self, X, batches, y)
 
-    def _observe(self, X: Any, seconds: float, backend: str) -> None:
-        """Time one batch that ran on ``backend``: the advisor's evidence (which may change the
-        plan of the next batch), and online learning's data."""
+    def _observe(self, X: Any, y: Any, seconds: float, backend: str) -> None:
+        """Time one batch ``X``, ``y`` that ran on ``backend``: the advisor's evidence (which may
+        change the plan of the next batch), and online learning's data."""
         if self.profile and _online().enabled():
             plan = self._plan() or Plan(backend, **({"threads": self._threads(),
                                                      "l1_solver": self._config().l1_solver}
                                                     if backend == "native_cpu" else {}))
             workload = dispatch.batch_workload(self, X, self.__dict__.get("_session"))
             _online().record_batch(workload, plan.resolved(), seconds, self.profile_)
-        self._session = dispatch.observe(self._session, int(X.shape[0]), seconds)
+        self._session = dispatch.observe(self, self._session, X, y, seconds)
 
     @property
     def plan_(self) -> PlanReport:

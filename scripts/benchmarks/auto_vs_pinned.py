@@ -67,10 +67,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="NAME=PYTHONPATH of another build whose auto is timed too")
     parser.add_argument("--shapes", default="latency,reference,wide,streaming")
     parser.add_argument("--dtypes", default="float64,float32")
+    parser.add_argument("--pinned", default=",".join(PINNED),
+                        help="the pinned plans timed beside auto (comma-separated ids; fewer "
+                             "plans leave time for more repetitions)")
     parser.add_argument("--out", help="write the figures here as JSON")
     args = parser.parse_args(argv)
     # "auto (A/A)": auto again, the control of how far two runs of one variant differ here.
     builds = {"auto": "", "auto (A/A)": ""} | dict(b.split("=", 1) for b in args.build)
+    pinned_plans = [p for p in args.pinned.split(",") if p]
     env = dict(os.environ)
     rng = random.Random(0)
     report = {}
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         for dtype in args.dtypes.split(","):
             variants = [(name, path, "auto", None) for name, path in builds.items()]
             variants += [("native_cpu", "", "native_cpu", None)]
-            variants += [(plan, "", "auto", plan) for plan in PINNED]
+            variants += [(plan, "", "auto", plan) for plan in pinned_plans]
             times: dict[str, list[list[float]]] = {v[0]: [] for v in variants}
             plans: dict[str, str] = {}
             for _ in range(args.repetitions):
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                     plans[name] = result["plan"]
             med = {name: [statistics.median(t[i] for t in runs) for i in (0, 1)]
                    for name, runs in times.items()}
-            pinned = [p for p in (*PINNED, "native_cpu")]
+            pinned = [*pinned_plans, "native_cpu"]
             best = [min(med[p][i] for p in pinned) for i in (0, 1)]
             best_plan = [min(pinned, key=lambda p, i=i: med[p][i]) for i in (0, 1)]
             key = f"{shape.name}/{dtype}"

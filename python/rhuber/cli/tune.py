@@ -13,7 +13,7 @@ from typing import Any
 from ..engines.plans import Plan
 from ..lab import collect as collecting
 from ..lab import validate
-from ..tuner import models, rules
+from ..tuner import models, rule_search, rules
 from ..tuner.hardware import describe, fingerprint
 from ..tuner.labels import best_plans
 from ..tuner.store import Store, StoreError
@@ -69,8 +69,12 @@ def add_tune(commands: Any) -> None:
     collect.add_argument("--points", type=_point_list, default=None, metavar="NxP,...",
                          help="designed points instead of collect.DESIGN_POINTS, e.g. "
                               "4096x16,32768x90 (each in both dtypes and every penalty regime)")
-    collect.add_argument("--penalized-only", action="store_true",
-                         help="only the penalized workloads (both L1 regimes) of the design")
+    regime = collect.add_mutually_exclusive_group()
+    regime.add_argument("--penalized-only", action="store_true",
+                        help="only the penalized workloads (both L1 regimes) of the design")
+    regime.add_argument("--unpenalized-only", action="store_true",
+                        help="only the unpenalized workloads of the design (the threads and "
+                             "the Gram and chunk knobs, which every regime shares)")
     collect.add_argument("--simulate-cores", type=int, default=None, metavar="N",
                          help="simulate a smaller machine: restrict this process to its first "
                               "N cores (a new hardware id, labelled simulated in the store)")
@@ -174,14 +178,15 @@ def _run_collect(args: argparse.Namespace) -> int:
     args.store.parent.mkdir(parents=True, exist_ok=True)
     max_bytes = None if args.max_batch_mb is None else int(args.max_batch_mb * 2**20)
     if args.rows is None and args.features is None:
-        regimes = collecting.REGIMES[1:] if args.penalized_only else collecting.REGIMES
+        regimes = (collecting.REGIMES[1:] if args.penalized_only else
+                   collecting.REGIMES[:1] if args.unpenalized_only else collecting.REGIMES)
         workloads = [w for w in collecting.design(args.points or collecting.DESIGN_POINTS,
                                                   regimes)
                      if (max_bytes is None or w.rows * w.features * w.itemsize <= max_bytes)
                      and w.rows >= args.min_rows_per_coef * w.dim]
-    elif args.points is not None or args.penalized_only:
-        raise ValueError("--points and --penalized-only choose designed workloads; --rows and "
-                         "--features a grid: give one or the other")
+    elif args.points is not None or args.penalized_only or args.unpenalized_only:
+        raise ValueError("--points, --penalized-only and --unpenalized-only choose designed "
+                         "workloads; --rows and --features a grid: give one or the other")
     else:
         workloads = collecting.grid(
             args.rows or collecting.GRID_ROWS, args.features or collecting.GRID_FEATURES,
@@ -227,7 +232,7 @@ def _run_train(args: argparse.Namespace) -> int:
     trained = models.train(train, fingerprints, seed=args.seed)
     paths = models.save(trained, args.out)
     cores = {h: hw.cores for h, hw in models.hardware_of(fingerprints).items()}
-    rule, score = rules.search(measurements, cores)
+    rule, score = rule_search.search(measurements, cores)
     machines = sorted({m.hardware_id for m in measurements})
     provenance: dict[str, Any] = {"store": str(args.store), "machines": machines,
                                   "regret_geomean_over_machines": score,

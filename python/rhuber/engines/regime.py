@@ -1,5 +1,7 @@
-"""The L1 penalty's regime of a stream, read from its first batch: how many features the penalty
-is expected to keep (docs/tuner.md, "The penalty's regime").
+"""The L1 penalty's regime of a stream, read from one of its batches as if it were the stream's
+first (the first batch, where a decision at the stream's start needs the regime; else the
+batch at which the stream asks the advisor: :func:`rhuber.dispatch.start`): how many features
+the penalty is expected to keep (docs/tuner.md, "The penalty's regime").
 
 At the start point (β = 0, the intercept at the median of y) the gradient of the smooth part in
 feature j is g_j = |x_jᵀψ_τ(r₀)| / N, r₀ = y − median(y). The strong-rule screen keeps feature j
@@ -7,7 +9,7 @@ while g_j > λ: the share of features kept estimates the active fraction of the 
 the batch's: ``alpha``, or the schedule's λ = lambda_scale · τ · √(log max(p, 2) / N) with the τ
 the update would start from (``tau``, else ``epsilon`` times the MAD scale of r₀).
 
-The screen reads at most :data:`SCREEN_ROWS` rows of the first batch, once per stream: one
+The screen reads at most :data:`SCREEN_ROWS` rows of that batch, at most once per stream: one
 matrix-vector product, against the solve's passes over every row of every batch.
 """
 

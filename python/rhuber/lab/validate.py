@@ -37,8 +37,9 @@ from ..tuner.model_files import ModelFile
 from ..tuner.models import Ensemble, hardware_of, plan_features
 from ..tuner.models import train as train_models
 from ..tuner.reasons import TRIAL
-from ..tuner.rules import DEFAULT_RULE, Rule, region, times_by_workload
-from ..tuner.rules import search as search_rule
+from ..tuner.rule_search import search as search_rule
+from ..tuner.rule_search import times_by_workload
+from ..tuner.rules import DEFAULT_RULE, Rule, region
 from ..tuner.session import TRIAL_AFTER_BATCHES, TRIAL_PLAN_BATCHES
 from ..tuner.store import Measurement
 

@@ -28,6 +28,7 @@ the model, the workload and those measurements.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -90,6 +91,12 @@ class Advice:
     ranked: tuple[Ranked, ...] = ()  # in-distribution candidates, best first
     model_id: str | None = None
     trials: tuple[Plan, ...] = ()  # when unsure: the plans to time, the default first
+
+    @functools.cached_property
+    def trial_key(self) -> str:
+        """What keys a trial of this advice's plans on its workload (:func:`remembered`): made
+        once per answer, which every stream of the workload looks up."""
+        return trial_key(self.workload, self.trials)
 
     @property
     def chosen(self) -> bool:
@@ -295,9 +302,9 @@ def reset_shared() -> None:
 
 # ----------------------------------------------------------------------- what trials measured
 
-#: What trials measured in this process: (workload, plans tried) → (winner, detail). A later
-#: stream of the same workload runs the winner without trying again.
-_TRIED: dict[tuple[Workload, tuple[Plan, ...]], tuple[Plan, str]] = {}
+#: What trials measured in this process: :func:`trial_key` (workload, plans tried) → (winner,
+#: detail). A later stream of the same workload runs the winner without trying again.
+_TRIED: dict[str, tuple[Plan, str]] = {}
 #: The local trials file (:func:`trials_path`) as read once by this process.
 _TRIAL_FILE: dict[str, dict[str, Any]] = {}
 TRIALS_FILE = "trials.json"
@@ -311,15 +318,20 @@ def trials_path() -> Path:
     return cache_dir() / TRIALS_FILE
 
 
-def _trial_file_key(workload: Workload, trials: tuple[Plan, ...]) -> str | None:
-    """The trials file's key of a trial; None when this process has no advisor of its own
-    (whose hardware id keys the file)."""
+def trial_key(workload: Workload, trials: tuple[Plan, ...]) -> str:
+    """The key of a trial of ``trials`` on ``workload``: their ids."""
+    return "|".join((workload.id, *(p.id for p in trials)))
+
+
+def _trial_file_key(key: str) -> str | None:
+    """The trials file's key of the trial :func:`trial_key` ``key``; None when this process has
+    no advisor of its own (whose hardware id keys the file)."""
     advisor = _SHARED.get("advisor")
     hardware = getattr(advisor, "hardware", None)
     hardware_id = getattr(hardware, "hardware_id", None)
     if not isinstance(hardware_id, str):
         return None
-    return "|".join((hardware_id, __version__, workload.id, *(p.id for p in trials)))
+    return "|".join((hardware_id, __version__, key))
 
 
 def _read_trial_file() -> dict[str, Any]:
@@ -335,17 +347,20 @@ def _read_trial_file() -> dict[str, Any]:
     return _TRIAL_FILE["entries"]
 
 
-def remembered(workload: Workload, trials: tuple[Plan, ...]) -> tuple[Plan, str] | None:
-    """The winner and detail of an earlier trial of ``trials`` on ``workload``: in this process,
-    else in the local trials file; None when none was run."""
+def remembered(workload: Workload, trials: tuple[Plan, ...], key: str | None = None
+               ) -> tuple[Plan, str] | None:
+    """The winner and detail of an earlier trial of ``trials`` on ``workload`` (``key``: their
+    :func:`trial_key`, when known): in this process, else in the local trials file; None when
+    none was run."""
+    key = trial_key(workload, trials) if key is None else key
     with _SHARED_LOCK:
-        known = _TRIED.get((workload, trials))
+        known = _TRIED.get(key)
         if known is not None:
             return known[0], f"{known[1]}; remembered from an earlier stream of this process"
-        key = _trial_file_key(workload, trials)
-        if key is None:
+        file_key = _trial_file_key(key)
+        if file_key is None:
             return None
-        entry = _read_trial_file().get(key)
+        entry = _read_trial_file().get(file_key)
     try:
         winner = Plan.from_id(entry["winner"])
     except (TypeError, KeyError, ValueError):
@@ -362,8 +377,8 @@ def remember(workload: Workload, trials: tuple[Plan, ...], winner: Plan, detail:
     with _SHARED_LOCK:
         if len(_TRIED) >= _MAX_ANSWERS:
             _TRIED.clear()
-        _TRIED[(workload, trials)] = (winner, detail)
-        key = _trial_file_key(workload, trials)
+        _TRIED[trial_key(workload, trials)] = (winner, detail)
+        key = _trial_file_key(trial_key(workload, trials))
         if key is None:
             return
         entries = dict(_read_trial_file())

@@ -8,39 +8,52 @@ A :class:`Rule` maps a workload and the machine's core count to one plan of nati
   batch's screen keeps at most half the features: ``Workload.sparse``) the cut-over is
   ``sparse_prox_newton_max_bytes``. Proximal Newton takes fewer, dearer iterations (a d × d
   model each, over a working set of the active features); LAMM's passes are cheap.
-- **threads**: one thread while the batch has fewer than ``one_thread_below`` elements
-  (rows × coefficients), else all cores: a fresh engine's worker threads are not earned back on
-  a small batch.
+- **threads**: one per ``work_per_thread`` of the batch's work, at least one and at most the
+  cores; the work is measured in ``thread_work`` (:data:`THREAD_WORK`): elements (rows ×
+  coefficients), rows, or the Gram's flops (rows × coefficients²). A thread's share of a pass
+  must repay its hand-off; which measure of work says when is the store's to decide.
 - **Gram strategy** and **chunk**: ``gram`` and ``chunk_kib``, the same for every workload.
 
-:func:`search` scores every rule of a small family (:func:`family`) on every machine of a store
-— the geometric mean, over machines, of each machine's geomean regret (the rule's measured time
-over the best measured plan's, per workload) — and returns the best, ties going to the simpler
-rule. ``rhuber tune train`` writes it beside the models (``rule.json``); without a readable
-file the built-in :data:`DEFAULT_RULE` (the search's result on the shipped store) applies.
+:func:`.rule_search.search` finds the rule over a store (``rhuber tune train`` writes it beside
+the models, ``rule.json``); without a readable file the built-in :data:`DEFAULT_RULE` (the
+search's result on the shipped store) applies. This module is what a stream reads the rule
+with: the search lives apart, so that a fresh process's first auto stream loads (and, without
+bytecode files, compiles) only this.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-import math
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
 from .current import LOCK, loaded
 from .paths import default_models_dir, has_models, local_models_root, models_dir
 
-if TYPE_CHECKING:  # the store (sqlite3) stays out of a stream that reads the rule
-    from .store import Measurement
-
 RULE_FILE = "rule.json"
 RULE_FORMAT = 1
+
+#: A batch's work, by the measure the rule's threads follow: (rows, coefficients) → work.
+THREAD_WORK: dict[str, Callable[[int, int], int]] = {
+    "elements": lambda rows, dim: rows * dim,
+    "rows": lambda rows, dim: rows,
+    "flops": lambda rows, dim: rows * dim * dim,
+}
+THREAD_WORK_WORDS = {"elements": "elements (rows × coefficients)", "rows": "rows",
+                     "flops": "Gram flops (rows × coefficients²)"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan_id(threads: int, gram: str, chunk_kib: int, solver: str) -> str:
+    return Plan("native_cpu", threads=threads, gram=gram, chunk_kib=chunk_kib,
+                l1_solver=solver).id
+
 
 #: The model is trusted per region: (penalized, batch size class). Size classes by elements per
 #: batch (rows × coefficients): below 2^14, below 2^18, the rest.
@@ -79,26 +92,49 @@ class Rule:
     uses the model only there)."""
 
     prox_newton_max_bytes: int | None = 4 << 20
-    one_thread_below: int = 1 << 16
+    work_per_thread: int = 1 << 15
     gram: str = "incremental"
     chunk_kib: int = 256
     model_regions: tuple[str, ...] = ()
     sparse_prox_newton_max_bytes: int | None = 4 << 20
+    thread_work: str = "elements"
+
+    def __post_init__(self) -> None:
+        if self.thread_work not in THREAD_WORK:
+            raise ValueError(f"thread_work {self.thread_work!r}: not one of "
+                             f"{sorted(THREAD_WORK)}")
+        if self.work_per_thread < 1:
+            raise ValueError(f"work_per_thread {self.work_per_thread!r}: must be at least 1")
+
+    def solver(self, workload: Workload) -> str:
+        """The L1 solver of ``workload`` (lamm for an unpenalized one: the engines ignore it)."""
+        cut = (self.sparse_prox_newton_max_bytes if workload.sparse
+               else self.prox_newton_max_bytes)
+        return ("prox_newton" if workload.penalized and (
+            cut is None or workload.rows * workload.features * workload.itemsize <= cut)
+            else "lamm")
+
+    def threads(self, workload: Workload, cores: int) -> int:
+        """Threads for ``workload`` on ``cores`` cores: one per ``work_per_thread``, 1 … cores."""
+        work = THREAD_WORK[self.thread_work](workload.rows, workload.dim)
+        return max(1, min(cores, work // self.work_per_thread))
 
     def plan(self, workload: Workload, cores: int, *, threads: int | None = None,
              l1_solver: str | None = None) -> Plan:
         """The rule's plan for ``workload`` on ``cores`` cores; ``threads`` / ``l1_solver``
         override what the user fixed."""
-        batch_bytes = workload.rows * workload.features * workload.itemsize
         if l1_solver is None:
-            cut = (self.sparse_prox_newton_max_bytes if workload.sparse
-                   else self.prox_newton_max_bytes)
-            l1_solver = ("prox_newton" if workload.penalized and (
-                cut is None or batch_bytes <= cut) else "lamm")
+            l1_solver = self.solver(workload)
         if threads is None:
-            threads = 1 if workload.rows * workload.dim < self.one_thread_below else cores
+            threads = self.threads(workload, cores)
         return Plan("native_cpu", threads=max(1, min(threads, cores)), gram=self.gram,
                     chunk_kib=self.chunk_kib, l1_solver=l1_solver)
+
+    def plan_id(self, workload: Workload, cores: int) -> str:
+        """``plan(workload, cores).id``, without building the plan (the search asks it of
+        thousands of rules)."""
+        return _plan_id(self.threads(workload, cores), self.gram, self.chunk_kib,
+                        self.solver(workload))
 
     def describe(self) -> str:
         def solver(cut: int | None) -> str:
@@ -108,8 +144,16 @@ class Rule:
         dense, sparse = solver(self.prox_newton_max_bytes), solver(
             self.sparse_prox_newton_max_bytes)
         l1 = dense if dense == sparse else f"{dense} (sparse regime: {sparse})"
-        return (f"L1: {l1}; 1 thread below {self.one_thread_below:,} elements a batch, "
-                f"else all cores; gram={self.gram}; chunk={self.chunk_kib}k")
+        return (f"L1: {l1}; {self.describe_threads()}; gram={self.gram}; "
+                f"chunk={self.chunk_kib}k")
+
+    def describe_threads(self) -> str:
+        if self.work_per_thread >= 1 << 40:
+            return "1 thread"
+        if self.work_per_thread == 1:
+            return "all cores"
+        return (f"a thread per {self.work_per_thread:,} {THREAD_WORK_WORDS[self.thread_work]} "
+                "of a batch, 1 … all cores")
 
     def as_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "model_regions": list(self.model_regions)}
@@ -117,10 +161,16 @@ class Rule:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rule:
         fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - fields
+        unknown = set(data) - fields - {"one_thread_below"}
         if unknown:
             raise ValueError(f"unknown rule fields {sorted(unknown)}")
         values = dict(data)
+        # A rule written before threads followed work per thread gave one thread below
+        # ``one_thread_below`` elements, else all cores: on the 2 cores of every machine it
+        # was fitted on, that is a thread per half of it.
+        if "one_thread_below" in values:
+            below = int(values.pop("one_thread_below"))
+            values.setdefault("work_per_thread", max(1, below // 2))
         # A rule written before the sparse regime had one cut-over for both regimes.
         values.setdefault("sparse_prox_newton_max_bytes",
                           values.get("prox_newton_max_bytes", cls.prox_newton_max_bytes))
@@ -131,84 +181,10 @@ class Rule:
 
 #: The search's result on the shipped store, with the regions where the model beat it (the
 #: shipped rule.json, which rhuber tune train rewrites; this applies when no file can be read).
-DEFAULT_RULE = Rule(prox_newton_max_bytes=None, one_thread_below=1 << 17, gram="incremental",
-                    chunk_kib=256, model_regions=("l1=0/size=0", "l1=0/size=1", "l1=1/size=0",
+DEFAULT_RULE = Rule(prox_newton_max_bytes=None, work_per_thread=1 << 17, gram="incremental",
+                    chunk_kib=256, model_regions=("l1=0/size=1", "l1=0/size=2", "l1=1/size=1",
                                                   "l1=1/size=2"),
-                    sparse_prox_newton_max_bytes=None)
-
-
-def family() -> list[Rule]:
-    """The rules :func:`search` compares: L1 cut-over × the sparse regime's (coarser) × thread
-    cut-over × Gram × chunk."""
-    cuts = (None, *(m << 20 for m in (1, 2, 4, 8, 16)), 0)  # 0: lamm always
-    sparse_cuts = (None, 4 << 20, 0)
-    threads = (0, *(1 << k for k in range(10, 23)), 1 << 40)  # 1 << 40: one thread always
-    return [Rule(c, t, g, k, sparse_prox_newton_max_bytes=s) for c in cuts for s in sparse_cuts
-            for t in threads for g in ("incremental", "full") for k in (64, 256, 1024)]
-
-
-def _complexity(rule: Rule) -> tuple[int, ...]:
-    return (rule.prox_newton_max_bytes is not None,
-            rule.sparse_prox_newton_max_bytes != rule.prox_newton_max_bytes,
-            rule.gram != "incremental", rule.chunk_kib != 256)
-
-
-def times_by_workload(measurements: Iterable[Measurement]
-                      ) -> dict[tuple[str, str], dict[str, float]]:
-    """(hardware, workload) → plan id → seconds per row, from the good measurements."""
-    from .labels import throughput  # the search's, not the rule's: no stream needs it
-
-    out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-    for m in measurements:
-        rate = throughput(m)
-        if rate:
-            out[(m.hardware_id, m.workload_id)][m.plan_id] = 1.0 / rate
-    return out
-
-
-def _table(times: dict[tuple[str, str], dict[str, float]]
-           ) -> list[tuple[tuple[str, str], Workload, dict[str, float], float]]:
-    return [(key, Workload.from_id(key[1]), plans, min(plans.values()))
-            for key, plans in times.items() if Workload.from_id(key[1]).location == "host"]
-
-
-def regrets(rule: Rule, times: dict[tuple[str, str], dict[str, float]],
-            cores: dict[str, int], *, table: list[Any] | None = None
-            ) -> dict[tuple[str, str], float]:
-    """The rule's regret per (hardware, workload) whose rule plan was measured."""
-    out = {}
-    for key, w, plans, best in table if table is not None else _table(times):
-        chosen = plans.get(rule.plan(w, cores[key[0]]).id)
-        if chosen is not None:
-            out[key] = chosen / best
-    return out
-
-
-def score(values: dict[tuple[str, str], float]) -> float:
-    """Geomean over machines of each machine's geomean regret."""
-    by_hw: dict[str, list[float]] = defaultdict(list)
-    for (hw, _), r in values.items():
-        by_hw[hw].append(math.log(r))
-    if not by_hw:
-        return math.inf
-    return math.exp(sum(sum(v) / len(v) for v in by_hw.values()) / len(by_hw))
-
-
-def search(measurements: Sequence[Measurement], cores: dict[str, int],
-           rules: Sequence[Rule] | None = None) -> tuple[Rule, float]:
-    """The rule of ``rules`` (default :func:`family`) with the lowest :func:`score` on
-    ``measurements`` (``cores``: each hardware id's core count), and that score. A rule must
-    have a measured plan for at least 90 % of the workloads the best-covered rule has."""
-    times = times_by_workload(measurements)
-    table = _table(times)
-    scored = []
-    for rule in rules or family():
-        values = regrets(rule, times, cores, table=table)
-        scored.append((len(values), score(values), _complexity(rule), rule))
-    most = max(n for n, *_ in scored)
-    _, best, _, rule = min((s for s in scored if s[0] >= 0.9 * most),
-                           key=lambda s: (round(s[1], 6), s[2]))
-    return rule, best
+                    sparse_prox_newton_max_bytes=None, thread_work="elements")
 
 
 def save(rule: Rule, directory: str | Path, **provenance: Any) -> Path:

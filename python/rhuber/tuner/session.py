@@ -29,6 +29,8 @@ from .reasons import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .advisor import Advice
 
 #: How far the measured rows/s may fall short of the promise before auto reverts.
@@ -66,6 +68,13 @@ def _advisor() -> Any:
     return advisor
 
 
+
+
+def trial_ran(*advices: Advice) -> bool:
+    """Whether a trial of any of ``advices`` ran already, in this process or an earlier one (the
+    local trials file)."""
+    return any(_advisor().remembered(a.workload, a.trials, a.trial_key) is not None
+               for a in advices)
 
 
 def _plural(count: int, word: str) -> str:
@@ -161,11 +170,12 @@ class Session:
     length: int | None = None  # the stream's batches, when known (fit)
     ran: str = ""  # the plan id of the last batch
     rates: tuple[tuple[str, tuple[float, ...]], ...] = ()  # rows/s per plan id, first batches
+    unread: bool = False  # the penalty regime not read yet (read when the advisor is asked)
 
     @classmethod
     def from_advice(cls, advice: Advice, batches: int | None = None) -> Session:
         if advice.trials:
-            known = _advisor().remembered(advice.workload, advice.trials)
+            known = _advisor().remembered(advice.workload, advice.trials, advice.trial_key)
             if known is not None:
                 winner, detail = known
                 return cls._winner(advice, winner, detail)
@@ -178,16 +188,25 @@ class Session:
                    advice.predicted_rows_per_s, advice.model_id, advice, length=batches)
 
     @classmethod
-    def rule_first(cls, question: Question, batches: int | None = None) -> Session:
-        """The session of a stream that starts on the rule's plan before the advisor is loaded
-        in this process (:func:`.current.available`)."""
+    def rule_first(cls, question: Question, batches: int | None = None, *,
+                   unread: bool = False, advice: Advice | None = None) -> Session:
+        """The session of a stream that starts on the rule's plan and asks the advisor once it
+        has shown it is long: before this process has loaded the advisor
+        (:func:`.current.available`), or — ``advice``, the loaded advisor's answer in both
+        regimes, trials — while the stream's penalty regime is not read (``unread``: the question
+        is asked with the regime of the batch at which it is asked)."""
         default = question[2]
         if batches is not None and batches < 2 * TRIAL_AFTER_BATCHES:
-            return cls._too_short(default, batches, None)
+            return cls._too_short(default, batches, advice)
+        if advice is not None:
+            return cls(default.id, RULE_FIRST, f"trials after {TRIAL_AFTER_BATCHES} batches; "
+                       f"{advice.detail}", default, advice.default_rows_per_s, advice.model_id,
+                       waiting=question, length=batches, unread=unread)
         return cls(default.id, RULE_FIRST, "the rule maps a batch's size and penalty to a plan, "
                    "fitted to the tuner's measurements; the model is asked once the stream has "
                    f"run {TRIAL_AFTER_BATCHES} batches and is expected to take "
-                   f"{ADVISOR_AFTER_S:g} s", default, waiting=question, length=batches)
+                   f"{ADVISOR_AFTER_S:g} s", default, waiting=question, length=batches,
+                   unread=unread)
 
     @classmethod
     def _too_short(cls, default: Plan, batches: int, advice: Advice | None) -> Session:
@@ -221,33 +240,42 @@ class Session:
                 return _median_after_warmup(values)
         return None
 
-    def observe(self, rows: int, seconds: float) -> Session:
-        """The session after a batch of ``rows`` took ``seconds`` on the plan that ran."""
-        if self.settled:
-            return self if self.ran == self.display else replace(self, ran=self.display)
+    def observe(self, rows: int, seconds: float,
+                sparse: Callable[[], bool] | None = None) -> Session:
+        """The session after a batch of ``rows`` took ``seconds`` on the plan that ran;
+        ``sparse`` reads the stream's penalty regime from that batch, for a session that asks
+        the advisor with its regime unread (``unread``). Every batch of a stream pays what runs
+        here: the new session is made by :meth:`_evolve` (``replace`` costs ~10 µs)."""
+        if self.settled:  # what its plan measured is kept until it has rates enough
+            rates = self.rates if not seconds > 0 else _add_rate(self.rates, self.display,
+                                                                  rows / seconds)
+            if rates is self.rates and self.ran == self.display:
+                return self
+            return self._evolve(ran=self.display, rates=rates)
         if not seconds > 0:
-            return replace(self, ran=self.display)
+            return self._evolve(ran=self.display)
         rate = rows / seconds
-        now = self._evolve(ran=self.display, batches=self.batches + 1,
-                           seconds=self.seconds + seconds,
-                           rates=_add_rate(self.rates, self.display, rate))
+        changes = {"ran": self.display, "batches": self.batches + 1,
+                   "seconds": self.seconds + seconds,
+                   "rates": _add_rate(self.rates, self.display, rate)}
         if self.trials:
-            return now._next_trial(rate)
+            return self._evolve(**changes)._next_trial(rate)
         if self.reason == RULE_FIRST:
-            return now._rule_first()
+            return self._evolve(**changes)._rule_first(sparse)
         if self.trial is not None:
-            return now._judge_trial((*self.trial, rate))
-        nxt = replace(now, timings=(*self.timings, rate))
-        if len(nxt.timings) < WARMUP_BATCHES + EVIDENCE_BATCHES:
-            return nxt
-        measured = _median_after_warmup(nxt.timings)
+            return self._evolve(**changes)._judge_trial((*self.trial, rate))
+        timings = changes["timings"] = (*self.timings, rate)
+        if len(timings) < WARMUP_BATCHES + EVIDENCE_BATCHES:
+            return self._evolve(**changes)
+        measured = _median_after_warmup(timings)
         assert measured is not None
         if self.reason != CHOSEN or measured >= (self.promised or 0.0) / (1.0 + REVERT_MARGIN):
-            return replace(nxt, settled=True)
+            return self._evolve(settled=True, **changes)
         assert self.advice is not None  # the promise is broken: time the default
-        return replace(nxt, display=self.advice.default.id, plan=self.advice.default, trial=())
+        return self._evolve(display=self.advice.default.id, plan=self.advice.default,
+                            trial=(), **changes)
 
-    def _rule_first(self) -> Session:
+    def _rule_first(self, sparse: Callable[[], bool] | None) -> Session:
         """A batch on the rule's plan while the stream shows whether it is long."""
         if self.batches < TRIAL_AFTER_BATCHES:
             return self
@@ -257,12 +285,16 @@ class Session:
             advisor = current.available()
             if advisor is UNLOADED and expected < ADVISOR_AFTER_S:
                 return self
+            if self.unread and sparse is None:
+                return self  # asked at a batch that can read the regime
             if advisor is UNLOADED:
                 advisor = _advisor().shared()
             if advisor is None:
                 return replace(self, reason=NO_MODEL, detail="the tuner's models could not be "
                                "loaded; the rule's plan", waiting=None, settled=True)
             workload, candidates, default = self.waiting
+            if self.unread and sparse is not None and sparse():
+                workload = replace(workload, sparse=True)
             advice = advisor.advise(workload, candidates=candidates, default=default)
             return self._advised(advice)
         assert self.advice is not None
@@ -273,7 +305,7 @@ class Session:
         keep = {"ran": self.ran, "rates": self.rates, "batches": self.batches,
                 "seconds": self.seconds, "length": self.length}
         if advice.trials:
-            known = _advisor().remembered(advice.workload, advice.trials)
+            known = _advisor().remembered(advice.workload, advice.trials, advice.trial_key)
             if known is not None:
                 return Session._winner(advice, known[0], known[1], **keep)
             return self._start_trials(advice)

@@ -1,0 +1,100 @@
+"""The search for the rule (:mod:`.rules`) over a measurement store (docs/tuner.md, "The rule").
+
+:func:`search` scores every rule of a small family (:func:`family`) on every machine of a store
+— the geometric mean, over machines, of each machine's geomean regret (the rule's measured time
+over the best measured plan's, per workload) — and returns the best, ties going to the simpler
+rule, among rules whose plans were measured on at least 90 % of the workloads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..engines.workload import Workload
+from .labels import throughput
+from .rules import Rule
+
+if TYPE_CHECKING:
+    from .store import Measurement
+
+#: The powers of two of work per thread the search tries, per measure (a batch of the corpus's
+#: sizes, 256 … 262,144 rows and 3 … 513 coefficients, falls on either side of most of them).
+_THREAD_SPANS = {"elements": (9, 21), "rows": (7, 17), "flops": (11, 28)}
+
+
+def family() -> list[Rule]:
+    """The rules :func:`search` compares: L1 cut-over × the sparse regime's (coarser) × threads
+    (each measure of work, powers of two per thread; all cores, one thread) × Gram × chunk."""
+    cuts = (None, *(m << 20 for m in (1, 2, 4, 8, 16)), 0)  # 0: lamm always
+    sparse_cuts = (None, 4 << 20, 0)
+    threads = [("elements", 1), ("elements", 1 << 40)]  # all cores; one thread
+    threads += [(work, 1 << k) for work, (low, high) in _THREAD_SPANS.items()
+                for k in range(low, high + 1)]
+    return [Rule(c, t, g, k, sparse_prox_newton_max_bytes=s, thread_work=work)
+            for c in cuts for s in sparse_cuts for work, t in threads
+            for g in ("incremental", "full") for k in (64, 256, 1024)]
+
+
+def _complexity(rule: Rule) -> tuple[int, ...]:
+    return (rule.thread_work != "elements", rule.prox_newton_max_bytes is not None,
+            rule.sparse_prox_newton_max_bytes != rule.prox_newton_max_bytes,
+            rule.gram != "incremental", rule.chunk_kib != 256)
+
+
+def times_by_workload(measurements: Iterable[Measurement]
+                      ) -> dict[tuple[str, str], dict[str, float]]:
+    """(hardware, workload) → plan id → seconds per row, from the good measurements."""
+    out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for m in measurements:
+        rate = throughput(m)
+        if rate:
+            out[(m.hardware_id, m.workload_id)][m.plan_id] = 1.0 / rate
+    return out
+
+
+def _table(times: dict[tuple[str, str], dict[str, float]]
+           ) -> list[tuple[tuple[str, str], Workload, dict[str, float], float]]:
+    return [(key, Workload.from_id(key[1]), plans, min(plans.values()))
+            for key, plans in times.items() if Workload.from_id(key[1]).location == "host"]
+
+
+def regrets(rule: Rule, times: dict[tuple[str, str], dict[str, float]],
+            cores: dict[str, int], *, table: list[Any] | None = None
+            ) -> dict[tuple[str, str], float]:
+    """The rule's regret per (hardware, workload) whose rule plan was measured."""
+    out = {}
+    for key, w, plans, best in table if table is not None else _table(times):
+        chosen = plans.get(rule.plan_id(w, cores[key[0]]))
+        if chosen is not None:
+            out[key] = chosen / best
+    return out
+
+
+def score(values: dict[tuple[str, str], float]) -> float:
+    """Geomean over machines of each machine's geomean regret."""
+    by_hw: dict[str, list[float]] = defaultdict(list)
+    for (hw, _), r in values.items():
+        by_hw[hw].append(math.log(r))
+    if not by_hw:
+        return math.inf
+    return math.exp(sum(sum(v) / len(v) for v in by_hw.values()) / len(by_hw))
+
+
+def search(measurements: Sequence[Measurement], cores: dict[str, int],
+           rules: Sequence[Rule] | None = None) -> tuple[Rule, float]:
+    """The rule of ``rules`` (default :func:`family`) with the lowest :func:`score` on
+    ``measurements`` (``cores``: each hardware id's core count), and that score. A rule must
+    have a measured plan for at least 90 % of the workloads the best-covered rule has."""
+    times = times_by_workload(measurements)
+    table = _table(times)
+    scored = []
+    for rule in rules or family():
+        values = regrets(rule, times, cores, table=table)
+        scored.append((len(values), score(values), _complexity(rule), rule))
+    most = max(n for n, *_ in scored)
+    _, best, _, rule = min((s for s in scored if s[0] >= 0.9 * most),
+                           key=lambda s: (round(s[1], 6), s[2]))
+    return rule, best
