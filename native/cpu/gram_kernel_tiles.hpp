@@ -63,15 +63,18 @@ void tile(const Staged<T>& s, std::size_t a0, std::size_t b0) {
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::load(out + r * s.stride + v * S::lanes);
   }
-  const T* u = s.u;
+  // Two pointers that step a row at a time, so that every load below is at a constant offset
+  // from one of them (indices a0 + r kept in registers ran out of them and spilled).
+  const T* col = s.u + b0;
+  const T* row = s.u + a0;
   const std::size_t stride = s.stride;
-  for (std::size_t k = s.count; k > 0; --k, u += stride) {
+  for (std::size_t k = s.count; k > 0; --k, col += stride, row += stride) {
     typename S::Reg cols[NV];
 #pragma GCC unroll 4
-    for (std::size_t v = 0; v < NV; ++v) cols[v] = S::load(u + b0 + v * S::lanes);
+    for (std::size_t v = 0; v < NV; ++v) cols[v] = S::load(col + v * S::lanes);
 #pragma GCC unroll 32
     for (std::size_t r = 0; r < R; ++r) {
-      const typename S::Reg ua = S::broadcast(u + a0 + r);
+      const typename S::Reg ua = S::broadcast(row + r);
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::fma(cols[v], ua, acc[r][v]);
     }
