@@ -2,7 +2,8 @@
 // batch"): the CPU engine's own update, no Python around it, tau fixed (1.345), Student-t(3)
 // noise, Gaussian design, an intercept.
 //   first/<rows>/<features>/<threads>   a fresh state: the first batch's whole solve
-//   steady/65536/32/<threads>           batch 2 of a stream (state after batch 1 fixed), and
+//   steady/65536/32/<threads>           batch 2 of a stream (state after batch 1 fixed; on one
+//                                       thread its CPU time is the batch's whole work), and
 //   read/65536/32                       one read of that batch's X (the in-run bound's unit)
 //   later<T>/4096/16/<threads>          make bench's steady latency batch: the batch again on
 //                                       the state it left (tau fixed, smoothed curvature, as
@@ -129,6 +130,7 @@ BENCHMARK(first_solve)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(steady_batch)
     ->ArgNames({"rows", "features", "threads"})
+    ->Args({65536, 32, 1})
     ->Args({65536, 32, 2})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(later_batch<double>)

@@ -9,6 +9,7 @@
 
 #include "blas.hpp"
 #include "gram_kernel.hpp"
+#include "row_dots.hpp"
 #include "rh/bricks/scope.hpp"
 #include "rh/validation.hpp"
 #include "row_kernels.hpp"
@@ -141,8 +142,7 @@ void BatchOps<T>::require_design_scanned() const {
 
 template <std::floating_point T>
 void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const {
-  blas::gemv(false, end - begin, features_, T{1}, X_.row(begin), features_, beta, T{0},
-             out + begin);
+  row_dots(X_.row(begin), end - begin, features_, beta, out + begin);
   const T offset = intercept_ ? beta[features_] : T{0};
   for (std::size_t i = begin; i < end; ++i) out[i] = y_[i] - (out[i] + offset);
 }
@@ -550,7 +550,7 @@ void BatchOps<T>::project_rows(const T* step, std::size_t slot, std::size_t lo, 
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, (hi - lo) * (features_ + 1) * sizeof(T),
                  2 * (hi - lo) * dim_);
   T* a = projection(slot);
-  blas::gemv(false, hi - lo, features_, T{1}, X_.row(lo), features_, step, T{0}, a + lo);
+  row_dots(X_.row(lo), hi - lo, features_, step, a + lo);
   if (intercept_) {
     for (std::size_t i = lo; i < hi; ++i) a[i] += step[features_];
   }
