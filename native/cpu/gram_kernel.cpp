@@ -7,7 +7,7 @@
 // an AMD EPYC (Zen 3) whose one-core DGEMM peak is 39.2 GFLOP/s; the engine's library path also
 // pays the sqrt(w c)-scaled copy of the rows (20-50 % more at d <= 33). This kernel reads X once,
 // stages sqrt(w)-scaled rows in L1-sized sub-chunks and keeps register tiles of 12 accumulators
-// busy on them (gram_kernel_avx2.cpp): 1.3-1.65x DSYRK in float64 and 1.4-1.9x in float32 at
+// busy on them (gram_kernel_tiles.hpp, AVX2 then): 1.3-1.65x DSYRK in float64 and 1.4-1.9x in float32 at
 // d = 5..65 there (per-block minimum times, a loaded 2-core machine, experiments
 // thin-gram-round-3-* in docs/perf/experiments.jsonl), 1.5-2.2x the previous version of this
 // kernel; measured by native/bench/bench_gram_kernel.cpp. The crossovers below are the

@@ -1,7 +1,7 @@
 #pragma once
 // The thin-Gram kernel: the lower triangle of sum_k w_r x~_r x~_r^T over a list of rows r of X
 // (x~ = x with the intercept's 1 appended when there is one), straight from X and w: the rows are
-// scaled by sqrt(w) into an L1-sized buffer of the thread's on the way (gram_kernel_avx2.cpp). BatchOps uses it for the weighted Gram
+// scaled by sqrt(w) into an L1-sized buffer of the thread's on the way (gram_kernel_tiles.hpp). BatchOps uses it for the weighted Gram
 // X~^T diag(w c) X~ (full, per row block, and the incremental rank-k corrections) when
 // use_kernel<T>(d) says so, and the library's SYRK on sqrt-scaled staged rows otherwise
 // (gram_kernel.cpp: why, and the measured crossover).

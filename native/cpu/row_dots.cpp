@@ -30,6 +30,17 @@ T portable_dot(const T* x, std::size_t features, const T* v) {
 
 }  // namespace
 
+namespace detail {
+template <std::floating_point T>
+void row_dots_portable(const T* X, std::size_t rows, std::size_t features, const T* v, T* out) {
+  for (std::size_t i = 0; i < rows; ++i) out[i] = portable_dot(X + i * features, features, v);
+}
+template void row_dots_portable<float>(const float*, std::size_t, std::size_t, const float*,
+                                       float*);
+template void row_dots_portable<double>(const double*, std::size_t, std::size_t, const double*,
+                                        double*);
+}  // namespace detail
+
 template <std::floating_point T>
 void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T* out) {
 #if defined(RH_GRAM_KERNEL_AVX2)
@@ -38,7 +49,7 @@ void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T*
     return;
   }
 #endif
-  for (std::size_t i = 0; i < rows; ++i) out[i] = portable_dot(X + i * features, features, v);
+  detail::row_dots_portable(X, rows, features, v, out);
 }
 
 template void row_dots<float>(const float*, std::size_t, std::size_t, const float*, float*);

@@ -20,6 +20,9 @@ template <std::floating_point T>
 void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T* out);
 
 namespace detail {
+// The portable variant (every CPU; the order spelled out with std::fma).
+template <std::floating_point T>
+void row_dots_portable(const T* X, std::size_t rows, std::size_t features, const T* v, T* out);
 // The AVX2 + FMA variant: call only where the CPU has both (gram::cpu_has_avx2_fma()).
 void row_dots_avx2(const double* X, std::size_t rows, std::size_t features, const double* v,
                    double* out);

@@ -38,6 +38,9 @@ void expect_row_dots() {
       for (T& x : X) x = static_cast<T>(normal(rng) * std::pow(10.0, normal(rng)));
       for (T& x : v) x = static_cast<T>(normal(rng));
       rh::cpu::row_dots(X.data(), rows, features, v.data(), out.data());
+      std::vector<T> portable(rows);
+      rh::cpu::detail::row_dots_portable(X.data(), rows, features, v.data(), portable.data());
+      EXPECT_EQ(out, portable) << "the variant this CPU runs against the portable one";
       for (std::size_t i = 0; i < rows; ++i) {
         const T* x = X.data() + i * features;
         EXPECT_EQ(out[i], stated_order(x, features, v.data())) << features << " x " << rows;
