@@ -2,8 +2,12 @@
 // batch"): the CPU engine's own update, no Python around it, tau fixed (1.345), Student-t(3)
 // noise, Gaussian design, an intercept.
 //   first/<rows>/<features>/<threads>   a fresh state: the first batch's whole solve
-//   steady/65536/32/<threads>           batch 2 of a stream (state after batch 1 fixed), and
+//   steady/65536/32/<threads>           batch 2 of a stream (state after batch 1 fixed; on one
+//                                       thread its CPU time is the batch's whole work), and
 //   read/65536/32                       one read of that batch's X (the in-run bound's unit)
+//   later<T>/4096/16/<threads>          make bench's steady latency batch: the batch again on
+//                                       the state it left (tau fixed, smoothed curvature, as
+//                                       the seed-matched estimator row runs), float64/float32
 // Before/after: build this file against both trees and run the binaries alternately, e.g.
 //   rh_first_solve_bench --benchmark_repetitions=20 --benchmark_report_aggregates_only=true
 //       --benchmark_enable_random_interleaving=true
@@ -20,17 +24,23 @@
 
 namespace {
 
+template <class T = double>
 struct Batch {
   std::size_t rows, features;
-  std::vector<double> X, y, w;
-  rh::MatrixView<double> view() const { return {X.data(), rows, features}; }
+  std::vector<T> X, y, w;
+  rh::MatrixView<T> view() const { return {X.data(), rows, features}; }
+  template <class U>
+  Batch<U> as() const {
+    return {rows, features, std::vector<U>(X.begin(), X.end()), std::vector<U>(y.begin(), y.end()),
+            std::vector<U>(w.begin(), w.end())};
+  }
 };
 
-Batch make_batch(std::size_t rows, std::size_t features, std::uint64_t seed) {
+Batch<> make_batch(std::size_t rows, std::size_t features, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
   std::chi_squared_distribution<double> chi(3.0);
-  Batch b{rows, features, std::vector<double>(rows * features), std::vector<double>(rows),
+  Batch<> b{rows, features, std::vector<double>(rows * features), std::vector<double>(rows),
           std::vector<double>(rows, 1.0)};
   for (double& x : b.X) x = normal(rng);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -52,7 +62,7 @@ rh::Config fixed_tau() {
 void first_solve(benchmark::State& st) {
   const auto rows = std::size_t(st.range(0));
   const auto features = std::size_t(st.range(1));
-  const Batch b = make_batch(rows, features, 1);
+  const Batch<> b = make_batch(rows, features, 1);
   rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
   const rh::Config config = fixed_tau();
   const auto empty = rh::State<double>::empty(features + 1);
@@ -67,8 +77,8 @@ void first_solve(benchmark::State& st) {
 void steady_batch(benchmark::State& st) {
   const auto rows = std::size_t(st.range(0));
   const auto features = std::size_t(st.range(1));
-  const Batch first = make_batch(rows, features, 1);
-  const Batch second = make_batch(rows, features, 2);
+  const Batch<> first = make_batch(rows, features, 1);
+  const Batch<> second = make_batch(rows, features, 2);
   rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
   const rh::Config config;  // the default scale
   const auto state = engine.update(rh::State<double>::empty(features + 1).view(), first.view(),
@@ -82,9 +92,28 @@ void steady_batch(benchmark::State& st) {
   }
 }
 
+template <class T>
+void later_batch(benchmark::State& st) {
+  const auto rows = std::size_t(st.range(0));
+  const auto features = std::size_t(st.range(1));
+  const Batch<T> b = make_batch(rows, features, 1).template as<T>();
+  rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
+  rh::Config config = fixed_tau();
+  config.curvature = rh::Curvature::smoothed;
+  const auto state = engine.update(rh::State<T>::empty(features + 1).view(), b.view(),
+                                   std::span<const T>(b.y), std::span<const T>(b.w), config)
+                         .first;
+  for (auto _ : st) {
+    auto out = engine.update(state.view(), b.view(), std::span<const T>(b.y),
+                             std::span<const T>(b.w), config);
+    benchmark::DoNotOptimize(out.first.coef.data());
+    st.counters["iterations"] = double(out.second.n_iter);
+  }
+}
+
 // One read of X: the sum of its entries (what a pass over the batch costs at least).
 void read_once(benchmark::State& st) {
-  const Batch b = make_batch(std::size_t(st.range(0)), std::size_t(st.range(1)), 2);
+  const Batch<> b = make_batch(std::size_t(st.range(0)), std::size_t(st.range(1)), 2);
   for (auto _ : st) {
     double sum = std::accumulate(b.X.begin(), b.X.end(), 0.0);
     benchmark::DoNotOptimize(sum);
@@ -101,7 +130,16 @@ BENCHMARK(first_solve)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(steady_batch)
     ->ArgNames({"rows", "features", "threads"})
+    ->Args({65536, 32, 1})
     ->Args({65536, 32, 2})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(later_batch<double>)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({4096, 16, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(later_batch<float>)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({4096, 16, 1})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(read_once)->ArgNames({"rows", "features"})->Args({65536, 32})->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

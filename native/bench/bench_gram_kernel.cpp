@@ -6,6 +6,7 @@
 //           BatchOps::scale_row, stage_rows = max(chunk, 4 d)), then SYRK per stage
 //   syrk    the library's SYRK alone, on rows scaled beforehand (untimed)
 //   avx2    the kernel's AVX2 + FMA variant, straight from X and c
+//   avx512  its AVX-512 variant (the same bits)
 //   scalar  the kernel's portable variant
 // GFLOP/s counts n d (d + 1) flops per Gram (the lower triangle). OpenBLAS runs on one thread, as
 // in the engine (openblas_set_num_threads(1)); the engine's pool threads the blocks.
@@ -32,7 +33,7 @@
 namespace {
 
 constexpr std::size_t kRows = 65'536;
-enum Path : int { staged, syrk, avx2, scalar };
+enum Path : int { staged, syrk, avx2, scalar, avx512 };
 
 template <class T>
 struct Problem {
@@ -86,7 +87,9 @@ struct Problem {
     thread_local std::vector<std::size_t> rows;
     rows.resize(std::max(rows.size(), chunk));
     std::fill_n(partial, dim * dim, T{0});
-    const auto isa = path == avx2 ? rh::cpu::gram::Isa::avx2 : rh::cpu::gram::Isa::scalar;
+    const auto isa = path == avx2     ? rh::cpu::gram::Isa::avx2
+                     : path == avx512 ? rh::cpu::gram::Isa::avx512
+                                      : rh::cpu::gram::Isa::scalar;
     for (std::size_t k = lo; k < hi; k += chunk) {
       const std::size_t end = std::min(hi, k + chunk);
       std::size_t count = 0;
@@ -108,6 +111,10 @@ void BM_Gram(benchmark::State& state) {
     state.SkipWithError("no AVX2 + FMA");
     return;
   }
+  if (path == avx512 && !rh::cpu::gram::cpu_has_avx512()) {
+    state.SkipWithError("no AVX-512");
+    return;
+  }
   openblas_set_num_threads(1);
   Problem<T> problem(dim);
   rh::cpu::ThreadPool pool(threads);
@@ -120,7 +127,7 @@ void BM_Gram(benchmark::State& state) {
   }
   state.counters["GFLOPs"] = benchmark::Counter(
       static_cast<double>(kRows * dim * (dim + 1)) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  static const char* names[] = {"staged", "syrk", "avx2", "scalar"};
+  static const char* names[] = {"staged", "syrk", "avx2", "scalar", "avx512"};
   state.SetLabel(names[path]);
 }
 
@@ -128,7 +135,7 @@ void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"path", "d", "threads"});
   for (int d : {5, 9, 17, 33, 65, 91, 129, 257}) {
     for (int threads : {1, 2}) {
-      for (int path : {staged, syrk, avx2, scalar}) {
+      for (int path : {staged, syrk, avx2, scalar, avx512}) {
         if (path == scalar && (threads == 2 || d > 129)) continue;
         b->Args({path, d, threads});
       }

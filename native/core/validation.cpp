@@ -1,11 +1,24 @@
 #include "rh/validation.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "rh/error.hpp"
+
+// The scans of y and the weights (every batch reads them once) are compiled twice on x86-64, as
+// the CPU engine's row kernels are: for x86-64-v3 (AVX2: their 64-bit compares vectorize) and the
+// baseline, the loader picks the clone. Integer and comparison work only: no rounding differs.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_THREAD__)
+#define RH_SCAN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define RH_SCAN_CLONES
+#endif
 
 namespace rh {
 namespace {
@@ -23,7 +36,30 @@ void require_positive(const char* name, double value) {
 }
 
 template <class T>
+RH_SCAN_CLONES bool any_non_finite_scan(const T* values, std::size_t n) {
+  return any_non_finite(values, n);
+}
+
+// Whether any weight is non-finite or negative (bad) and any positive, in one branch-free pass.
+template <class T>
+RH_SCAN_CLONES void scan_weights(const T* weights, std::size_t n, bool& bad, bool& positive) {
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  constexpr Bits exponent = sizeof(T) == 8 ? Bits(0x7ff0000000000000) : Bits(0x7f800000);
+  Bits found_bad = 0;
+  Bits found_positive = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const T w = weights[i];
+    found_bad |= static_cast<Bits>((std::bit_cast<Bits>(w) & exponent) == exponent) |
+                 static_cast<Bits>(w < T{0});
+    found_positive |= static_cast<Bits>(w > T{0});
+  }
+  bad = found_bad != 0;
+  positive = found_positive != 0;
+}
+
+template <class T>
 void require_finite_vector(const char* name, std::span<const T> values) {
+  if (!any_non_finite_scan(values.data(), values.size())) return;  // then locate it
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) fail(name, " contains a non-finite value at index ", i);
   }
@@ -40,17 +76,23 @@ void validate_weights(std::span<const T> weights, std::size_t rows) {
   if (weights.size() != rows) {
     fail("sample_weight has ", weights.size(), " entries, but X has ", rows, " rows");
   }
-  double total = 0.0;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    if (!std::isfinite(weights[i])) {
-      fail("sample_weight contains a non-finite value at index ", i);
+  // One branch-free scan (it vectorizes) for the common case, every weight finite and
+  // non-negative and one positive (the sum of such weights is positive exactly when one is);
+  // otherwise the first offending entry, for the message.
+  bool bad = false;
+  bool positive = false;
+  scan_weights(weights.data(), weights.size(), bad, positive);
+  if (bad) {
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      if (!std::isfinite(weights[i])) {
+        fail("sample_weight contains a non-finite value at index ", i);
+      }
+      if (weights[i] < T{0}) {
+        fail("sample_weight must be >= 0, but entry ", i, " is ", weights[i]);
+      }
     }
-    if (weights[i] < T{0}) {
-      fail("sample_weight must be >= 0, but entry ", i, " is ", weights[i]);
-    }
-    total += static_cast<double>(weights[i]);
   }
-  if (!(total > 0.0)) fail("sample_weight sums to 0; at least one weight must be positive");
+  if (!positive) fail("sample_weight sums to 0; at least one weight must be positive");
 }
 
 // R~ (d x d, upper triangular, diagonal >= 0, finite) and z~ (d, finite).
@@ -147,7 +189,7 @@ void validate_config(const Config& config) {
 
 template <std::floating_point T>
 void require_finite_design(MatrixView<T> X) {
-  if (!any_non_finite(X.data, X.rows * X.cols)) return;
+  if (!any_non_finite_scan(X.data, X.rows * X.cols)) return;
   for (std::size_t i = 0; i < X.rows; ++i) {  // locate the first one for the message
     const T* row = X.row(i);
     for (std::size_t j = 0; j < X.cols; ++j) {

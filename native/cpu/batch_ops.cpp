@@ -9,6 +9,7 @@
 
 #include "blas.hpp"
 #include "gram_kernel.hpp"
+#include "row_dots.hpp"
 #include "rh/bricks/scope.hpp"
 #include "rh/validation.hpp"
 #include "row_kernels.hpp"
@@ -51,7 +52,9 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       residual_point_(dim_, T{0}),
       projected_steps_(phi_trials_per_pass, Vector(dim_, T{0})),
       prepared_point_(dim_, T{0}) {
-  for (const T w : weights_) weight_sum_ += static_cast<double>(w);
+  LaneSum weights;  // by rows' lanes: vectorized, and exact for integer weights as before
+  weights.add(weights_.data(), 0, weights_.size());
+  weight_sum_ = weights.total();
   if constexpr (std::same_as<T, double>) {
     information64_ = previous_information_.data();
   } else {
@@ -139,8 +142,7 @@ void BatchOps<T>::require_design_scanned() const {
 
 template <std::floating_point T>
 void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const {
-  blas::gemv(false, end - begin, features_, T{1}, X_.row(begin), features_, beta, T{0},
-             out + begin);
+  row_dots(X_.row(begin), end - begin, features_, beta, out + begin);
   const T offset = intercept_ ? beta[features_] : T{0};
   for (std::size_t i = begin; i < end; ++i) out[i] = y_[i] - (out[i] + offset);
 }
@@ -548,7 +550,7 @@ void BatchOps<T>::project_rows(const T* step, std::size_t slot, std::size_t lo, 
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, hi - lo, (hi - lo) * (features_ + 1) * sizeof(T),
                  2 * (hi - lo) * dim_);
   T* a = projection(slot);
-  blas::gemv(false, hi - lo, features_, T{1}, X_.row(lo), features_, step, T{0}, a + lo);
+  row_dots(X_.row(lo), hi - lo, features_, step, a + lo);
   if (intercept_) {
     for (std::size_t i = lo; i < hi; ++i) a[i] += step[features_];
   }
@@ -841,41 +843,27 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
       grams[outliers] = block_gram_into(partials(outliers, b), outliers);
       grams[quadratic] = block_gram_into(partials(quadratic, b), quadratic);
     }
-    double score_sq = 0.0;
-    double curvature = 0.0;
-    double curvature_sq = 0.0;
-    double weight = 0.0;
+    // The sums by rows' lanes (LaneSum): the same bits however the rows are cut.
+    LaneSum score_sq;
+    LaneSum curvature;
+    LaneSum curvature_sq;
+    LaneSum weight;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       {
         RH_BRICK_SCOPE(prof_, EngineBrick::info_update, hi - lo, 4 * (hi - lo) * sizeof(T),
                        16 * (hi - lo));
-        for (std::size_t i = lo; i < hi; ++i) {
-          const T r = residual[i];
-          const T w = weights[i];
-          const T psi = std::clamp(r, -tau, tau);
-          const T magnitude = std::abs(r);
-          // The information update's curvature: c_h = clip(1/2 + (tau - |r|) / (2h), 0, 1), the
-          // reference's form of method.md's piecewise one, or the indicator.
-          const T c = smoothed ? std::clamp(T{0.5} + (tau - magnitude) / two_h, T{0}, T{1})
-                               : (magnitude <= tau ? T{1} : T{0});
-          const auto w64 = static_cast<double>(w);
-          const auto psi64 = static_cast<double>(psi);
-          const auto c64 = static_cast<double>(c);
-          score_sq += w64 * psi64 * psi64;
-          const double wc = w64 * c64;
-          curvature += wc;
-          curvature_sq += wc * c64;
-          weight += w64;
-          const bool in_q = newton_curvature[i] != T{0};
-          if (smoothed) {
-            band_added[i] = in_q ? T{0} : w * c;
-            band_removed[i] = in_q ? w - w * c : T{0};
-          }
-          if (matrices) {
-            outlier_weights[i] = in_q ? T{0} : w;
-            score_sq_weights[i] = in_q ? w * psi * psi : T{0};
-          }
-        }
+        const std::size_t n = hi - lo;
+        double* terms = thread_rows<InferenceTerms, double>(3 * chunk_);
+        information_rows(residual + lo, weights + lo, newton_curvature + lo, n, tau,
+                         smoothed ? two_h : T{1}, smoothed, terms, terms + n, terms + 2 * n,
+                         smoothed ? band_added + lo : nullptr,
+                         smoothed ? band_removed + lo : nullptr,
+                         matrices ? outlier_weights + lo : nullptr,
+                         matrices ? score_sq_weights + lo : nullptr);
+        score_sq.add(terms, lo, n);
+        curvature.add(terms + n, lo, n);
+        curvature_sq.add(terms + 2 * n, lo, n);
+        weight.add(weights + lo, lo, n);
       }
       if (smoothed) {
         add_gram_rows(grams[added], lo, hi, band_added, EngineBrick::info_update);
@@ -890,10 +878,10 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
       if (grams[k].partial != nullptr) finish_block_gram(grams[k], EngineBrick::info_update);
     }
     double* sums = ws_.inference_partials.data() + 4 * b;
-    sums[0] = score_sq;
-    sums[1] = curvature;
-    sums[2] = curvature_sq;
-    sums[3] = weight;
+    sums[0] = score_sq.total();
+    sums[1] = curvature.total();
+    sums[2] = curvature_sq.total();
+    sums[3] = weight.total();
   });
 
   const auto reduced = [&](std::size_t part) {
@@ -942,17 +930,24 @@ void BatchOps<T>::batch_gram_to_host(std::span<double> out) const {
 
 template <std::floating_point T>
 InferenceSums BatchOps<T>::point_sums() const {
-  const T tau = tau_;
+  // The indicator's terms a chunk at a time, summed by rows' lanes (LaneSum).
   const T* residual = ws_.point.residual.data();
-  InferenceSums sums{.inference_batches = 1};
-  for (std::size_t i = 0; i < X_.rows; ++i) {
-    const auto w = static_cast<double>(weights_[i]);
-    const auto psi = static_cast<double>(std::clamp(residual[i], -tau, tau));
-    sums.score_sq_sum += w * psi * psi;
-    sums.curvature_sum += std::abs(residual[i]) <= tau ? w : 0.0;
-    sums.inference_weight += w;
+  LaneSum score_sq;
+  LaneSum curvature;
+  LaneSum weight;
+  for (std::size_t lo = 0; lo < X_.rows; lo += chunk_) {
+    const std::size_t n = std::min(X_.rows, lo + chunk_) - lo;
+    double* terms = thread_rows<InferenceTerms, double>(3 * chunk_);
+    information_rows<T>(residual + lo, weights_.data() + lo, residual + lo, n, tau_, T{1}, false,
+                        terms, terms + n, terms + 2 * n, nullptr, nullptr, nullptr, nullptr);
+    score_sq.add(terms, lo, n);
+    curvature.add(terms + n, lo, n);
+    weight.add(weights_.data() + lo, lo, n);
   }
-  return sums;
+  return {.score_sq_sum = score_sq.total(),
+          .curvature_sum = curvature.total(),
+          .inference_weight = weight.total(),
+          .inference_batches = 1};
 }
 
 template class BatchOps<float>;

@@ -125,8 +125,10 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   State<T> factorized_storage;
   const StateView<T> factorized = history_for_factorization(stored, config, factorized_storage);
   State<T> discounted_storage;
+  // The batch's weight sum discounts the history only with a half-life.
   const StateView<T> previous = history_for_batch(
-      factorized, config, batch_weight_sum(sample_weight, X.rows), discounted_storage);
+      factorized, config, config.half_life ? batch_weight_sum(sample_weight, X.rows) : 0.0,
+      discounted_storage);
   Workspace<T>& workspace = impl_->workspace<T>();
   const RowBlocks blocks(X.rows);
   const std::size_t d = previous.dim();

@@ -7,7 +7,7 @@
 // an AMD EPYC (Zen 3) whose one-core DGEMM peak is 39.2 GFLOP/s; the engine's library path also
 // pays the sqrt(w c)-scaled copy of the rows (20-50 % more at d <= 33). This kernel reads X once,
 // stages sqrt(w)-scaled rows in L1-sized sub-chunks and keeps register tiles of 12 accumulators
-// busy on them (gram_kernel_avx2.cpp): 1.3-1.65x DSYRK in float64 and 1.4-1.9x in float32 at
+// busy on them (gram_kernel_tiles.hpp, AVX2 then): 1.3-1.65x DSYRK in float64 and 1.4-1.9x in float32 at
 // d = 5..65 there (per-block minimum times, a loaded 2-core machine, experiments
 // thin-gram-round-3-* in docs/perf/experiments.jsonl), 1.5-2.2x the previous version of this
 // kernel; measured by native/bench/bench_gram_kernel.cpp. The crossovers below are the
@@ -30,6 +30,7 @@ Mode mode_from_environment() {
   if (std::strcmp(value, "library") == 0) return Mode::library;
   if (std::strcmp(value, "scalar") == 0) return Mode::scalar;
   if (std::strcmp(value, "avx2") == 0) return Mode::avx2;
+  if (std::strcmp(value, "avx512") == 0) return Mode::avx512;
   return Mode::automatic;
 }
 
@@ -75,9 +76,19 @@ bool cpu_has_avx2_fma() {
 #endif
 }
 
+bool cpu_has_avx512() {
+#if defined(RH_GRAM_KERNEL_AVX2)
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+#else
+  return false;
+#endif
+}
+
 Isa kernel_isa() {
   const Mode m = mode();
   if (m == Mode::scalar) return Isa::scalar;
+  if (m != Mode::avx2 && cpu_has_avx512()) return Isa::avx512;
   return cpu_has_avx2_fma() ? Isa::avx2 : Isa::scalar;
 }
 
@@ -92,7 +103,7 @@ Isa kernel_isa() {
 template <std::floating_point T>
 std::size_t crossover(Isa isa) {
   if (isa == Isa::scalar) return 0;
-  return std::same_as<T, double> ? 96 : 160;
+  return std::same_as<T, double> ? 96 : 160;  // AVX-512 as AVX2: not measured above these
 }
 
 template <std::floating_point T>
@@ -100,7 +111,8 @@ bool use_kernel(std::size_t dim) {
   switch (mode()) {
     case Mode::library: return false;
     case Mode::scalar:
-    case Mode::avx2: return true;
+    case Mode::avx2:
+    case Mode::avx512: return true;
     case Mode::automatic: break;
   }
   return dim <= crossover<T>(kernel_isa());
@@ -111,7 +123,11 @@ void accumulate_lower(Isa isa, const T* X, std::size_t features, bool intercept,
                       const std::size_t* rows, std::size_t count, T* gram) {
   if (count == 0) return;
 #if defined(RH_GRAM_KERNEL_AVX2)
-  if (isa == Isa::avx2 && cpu_has_avx2_fma()) {
+  if (isa == Isa::avx512 && cpu_has_avx512()) {
+    detail::accumulate_lower_avx512(X, features, intercept, weights, rows, count, gram);
+    return;
+  }
+  if (isa != Isa::scalar && cpu_has_avx2_fma()) {
     detail::accumulate_lower_avx2(X, features, intercept, weights, rows, count, gram);
     return;
   }

@@ -1,53 +1,34 @@
-// The thin-Gram kernel's AVX2 + FMA variant (gram_kernel.hpp). This file alone is compiled with
-// -mavx2 -mfma (native/CMakeLists.txt); it is called only after a run-time check of the CPU.
-//
-// Per L1-sized sub-chunk of the listed rows, the rows u = sqrt(w) x~ are staged (the intercept's
-// entry sqrt(w), the row padded with zeros to whole vectors), rounded exactly as the library
-// path's scaled rows; then the lower triangle, held for the call in a private square padded to
-// whole vectors, is cut into column panels of 1 or 2 vectors and, within a panel, its rows a go
-// through register tiles of accumulators: acc[a][b..] = fma(u[b..], broadcast u[a], acc). Each
-// tile loads its accumulators, runs over the sub-chunk and stores them back, so each entry is one
-// running sum over all rows in order, whatever the cut. Why stage rather than weight one side in
-// registers: the product must be symmetric, (sqrt(w) x_a)(sqrt(w) x_b), for exactly duplicated
-// columns to give exactly duplicated Gram rows ((w x_b) x_a is not); scaling the broadcast side
-// in registers too would add a multiply per broadcast (about 40 % more arithmetic at d = 17).
-//
-// What the speed rests on (experiments thin-gram-round-3-*, AMD EPYC Zen 3, GCC 12):
-// - every tile loop is unrolled by pragma: without it GCC kept the 12 accumulators in an array
-//   on the stack, a load + FMA + store per entry per row (1.4-1.7x of the whole kernel);
-// - the private padded square: plain loads and stores of whole vectors (the entries above the
-//   diagonal and in the padding are computed and thrown away), no masked load/store per tile;
-// - rows of a panel split into tiles of even sizes (17 rows: 9 + 8, not 12 + 5) and an odd
-//   vector count starting with a 1-vector panel of up to 12 rows: no small tile that waits on
-//   the FMA latency (4 cycles, 2 units: 8 independent accumulators needed);
-// - staging is about half of the time at d = 17: sqrt over whole vectors of weights, and the
-//   next sub-chunk's rows of X prefetched (to L2) while this one is staged; scratch aligned to
-//   cache lines.
-// Together 1.5-2.2x the previous version; against OpenBLAS DSYRK, gram_kernel.cpp.
+// The thin-Gram kernel's AVX2 + FMA variant (gram_kernel.hpp; the body: gram_kernel_tiles.hpp).
+// This file alone is compiled with -mavx2 -mfma (native/CMakeLists.txt); it is called only after
+// a run-time check of the CPU.
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
-#include <vector>
 
 #include "gram_kernel.hpp"
+#include "gram_kernel_tiles.hpp"
 
 namespace rh::cpu::gram::detail {
 namespace {
 
+// Register tiles: 1 vector x up to 12 rows (12 accumulators, the column, a broadcast) or
+// 2 vectors x up to 6 rows (12 accumulators, 2 columns, a broadcast): 14 or 15 of the 16 ymm
+// registers. Per staged row, 12 FMAs and 13 or 8 loads.
 template <class T>
-struct Simd;
+struct Avx2;
 
 template <>
-struct Simd<double> {
+struct Avx2<double> {
   using Reg = __m256d;
   using Mask = __m256i;
+  using Unit = __m256d;
   static constexpr std::size_t lanes = 4;
+  static constexpr std::size_t max_rows_1 = 12;
+  static constexpr std::size_t max_rows_2 = 6;
   static Reg load(const double* p) { return _mm256_loadu_pd(p); }
   static Reg load(const double* p, Mask m) { return _mm256_maskload_pd(p, m); }
   static void store(double* p, Reg v) { _mm256_storeu_pd(p, v); }
@@ -55,24 +36,28 @@ struct Simd<double> {
   static Reg mul(Reg a, Reg b) { return _mm256_mul_pd(a, b); }
   static Reg sqrt(Reg a) { return _mm256_sqrt_pd(a); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_pd(a, b, c); }
-  static Reg bit_or(Reg a, Reg b) { return _mm256_or_pd(a, b); }
   // Lanes i with first + i < limit set, built in registers (a compare with the lane indices).
   static Mask below(std::ptrdiff_t first, std::ptrdiff_t limit) {
     const std::int64_t n = std::clamp<std::ptrdiff_t>(limit - first, -1, lanes);
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
   }
-  static Reg unit(std::ptrdiff_t lane) {  // 1.0 in `lane` (if in range), +0.0 elsewhere
+  static Unit unit(std::ptrdiff_t lane) {  // 1.0 in `lane` (if in range), +0.0 elsewhere
     alignas(32) std::array<double, lanes> v{};
     if (lane >= 0 && lane < std::ptrdiff_t(lanes)) v[std::size_t(lane)] = 1.0;
     return _mm256_load_pd(v.data());
   }
+  // root * 1.0 in the unit's lane, root * +0 = +0 elsewhere, OR-ed into v (+0 there).
+  static Reg with_unit(Reg v, Unit one, Reg root) { return _mm256_or_pd(v, _mm256_mul_pd(one, root)); }
 };
 
 template <>
-struct Simd<float> {
+struct Avx2<float> {
   using Reg = __m256;
   using Mask = __m256i;
+  using Unit = __m256;
   static constexpr std::size_t lanes = 8;
+  static constexpr std::size_t max_rows_1 = 12;
+  static constexpr std::size_t max_rows_2 = 6;
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static Reg load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
@@ -80,160 +65,30 @@ struct Simd<float> {
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
   static Reg sqrt(Reg a) { return _mm256_sqrt_ps(a); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
-  static Reg bit_or(Reg a, Reg b) { return _mm256_or_ps(a, b); }
   static Mask below(std::ptrdiff_t first, std::ptrdiff_t limit) {
     const auto n = static_cast<std::int32_t>(std::clamp<std::ptrdiff_t>(limit - first, -1, lanes));
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  static Reg unit(std::ptrdiff_t lane) {
+  static Unit unit(std::ptrdiff_t lane) {
     alignas(32) std::array<float, lanes> v{};
     if (lane >= 0 && lane < std::ptrdiff_t(lanes)) v[std::size_t(lane)] = 1.0f;
     return _mm256_load_ps(v.data());
   }
+  static Reg with_unit(Reg v, Unit one, Reg root) { return _mm256_or_ps(v, _mm256_mul_ps(one, root)); }
 };
-
-// Register tiles: 1 vector x up to 12 rows (12 accumulators, the column, a broadcast) or
-// 2 vectors x up to 6 rows (12 accumulators, 2 columns, a broadcast): 14 or 15 of the 16 ymm
-// registers. Per staged row, 12 FMAs and 13 or 8 loads.
-constexpr std::size_t max_rows_1 = 12;
-constexpr std::size_t max_rows_2 = 6;
-
-// A sub-chunk of staged rows u_k = sqrt(w) x~ and the padded accumulator square they are added
-// to (both `stride` elements a row, a multiple of the lanes).
-template <class T>
-struct Staged {
-  const T* u;
-  std::size_t count;
-  T* acc;
-  std::size_t stride;
-};
-
-// Rows a0 .. a0 + R - 1 of the square, columns b0 .. b0 + NV * lanes - 1.
-template <class T, std::size_t R, std::size_t NV>
-void tile(const Staged<T>& s, std::size_t a0, std::size_t b0) {
-  using S = Simd<T>;
-  typename S::Reg acc[R][NV];
-  T* const out = s.acc + a0 * s.stride + b0;
-#pragma GCC unroll 16
-  for (std::size_t r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::load(out + r * s.stride + v * S::lanes);
-  }
-  const T* u = s.u;
-  const std::size_t stride = s.stride;
-  for (std::size_t k = s.count; k > 0; --k, u += stride) {
-    typename S::Reg cols[NV];
-#pragma GCC unroll 4
-    for (std::size_t v = 0; v < NV; ++v) cols[v] = S::load(u + b0 + v * S::lanes);
-#pragma GCC unroll 16
-    for (std::size_t r = 0; r < R; ++r) {
-      const typename S::Reg ua = S::broadcast(u + a0 + r);
-#pragma GCC unroll 4
-      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = S::fma(cols[v], ua, acc[r][v]);
-    }
-  }
-#pragma GCC unroll 16
-  for (std::size_t r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (std::size_t v = 0; v < NV; ++v) S::store(out + r * s.stride + v * S::lanes, acc[r][v]);
-  }
-}
-
-template <class T, std::size_t NV, std::size_t... R>
-void tile_of(const Staged<T>& s, std::size_t rows, std::size_t a0, std::size_t b0,
-             std::index_sequence<R...>) {
-  ((rows == R + 1 ? tile<T, R + 1, NV>(s, a0, b0) : void()), ...);
-}
-
-// The panel's rows (from its first column to dim - 1) in as few tiles as the registers allow,
-// of even sizes.
-template <class T, std::size_t NV>
-void panel(const Staged<T>& s, std::size_t dim, std::size_t b0) {
-  constexpr std::size_t max_rows = NV == 1 ? max_rows_1 : max_rows_2;
-  const std::size_t n = dim - b0;
-  const std::size_t tiles = (n + max_rows - 1) / max_rows;
-  std::size_t a = b0;
-  for (std::size_t t = 0; t < tiles; ++t) {
-    const std::size_t rows = n / tiles + (t < n % tiles ? 1 : 0);
-    tile_of<T, NV>(s, rows, a, b0, std::make_index_sequence<max_rows>{});
-    a += rows;
-  }
-}
-
-template <class T>
-void accumulate(const T* X, std::size_t features, bool intercept, const T* weights,
-                const std::size_t* rows, std::size_t count, T* gram) {
-  using S = Simd<T>;
-  constexpr std::size_t L = S::lanes;
-  const std::size_t dim = features + (intercept ? 1 : 0);
-  const std::size_t stride = (dim + L - 1) / L * L;
-  const std::size_t vectors = stride / L;
-  // Sub-chunks of about 24 KiB of staged rows: they stay in L1 while every tile runs over them.
-  const std::size_t sub = std::max<std::size_t>(16, (24u << 10) / (stride * sizeof(T)));
-  // One thread-local scratch area aligned to cache lines (no vector access to it crosses a
-  // line): the staged rows, their roots, the accumulator square.
-  constexpr std::size_t line = 64 / sizeof(T);
-  const std::size_t roots_size = (sub + line - 1) / line * line;
-  thread_local std::vector<T> scratch;
-  const std::size_t need = sub * stride + roots_size + stride * stride + line;
-  if (scratch.size() < need) scratch.resize(need);
-  T* const staged = scratch.data() + (line - reinterpret_cast<std::uintptr_t>(scratch.data()) /
-                                                 sizeof(T) % line) % line;
-  T* const roots = staged + sub * stride;
-  T* const acc = roots + roots_size;
-  std::fill_n(acc, stride * stride, T{0});
-  for (std::size_t a = 0; a < dim; ++a) std::copy_n(gram + a * dim, a + 1, acc + a * stride);
-
-  const std::size_t full = features / L * L;  // features in whole vectors
-  const typename S::Mask tail = S::below(std::ptrdiff_t(full), std::ptrdiff_t(features));
-  const typename S::Reg one = S::unit(intercept ? std::ptrdiff_t(features - full) : -1);
-  const std::size_t row_bytes = features * sizeof(T);
-  for (std::size_t k0 = 0; k0 < count; k0 += sub) {
-    const std::size_t n = std::min(count, k0 + sub) - k0;
-    std::size_t k = 0;
-    for (; k + L <= n; k += L) {
-      alignas(32) T w[L];
-      for (std::size_t i = 0; i < L; ++i) w[i] = weights[rows[k0 + k + i]];
-      S::store(roots + k, S::sqrt(S::load(w)));
-    }
-    for (; k < n; ++k) roots[k] = std::sqrt(weights[rows[k0 + k]]);
-    const std::size_t next = std::min(count, k0 + 2 * sub) - std::min(count, k0 + sub);
-    T* u = staged;
-    for (k = 0; k < n; ++k, u += stride) {
-      if (k < next) {
-        const char* x = reinterpret_cast<const char*>(X + rows[k0 + sub + k] * features);
-        for (std::size_t b = 0; b < row_bytes; b += 64) _mm_prefetch(x + b, _MM_HINT_T1);
-      }
-      const T* x = X + rows[k0 + k] * features;
-      const typename S::Reg root = S::broadcast(roots + k);
-      std::size_t j = 0;
-      for (; j < full; j += L) S::store(u + j, S::mul(S::load(x + j), root));
-      // The last vector: the remaining features, the intercept's root, zeros (root * 1.0 =
-      // root and root * +0 = +0 exactly, so the bits of the scalar staging).
-      if (j < stride) {
-        S::store(u + j, S::bit_or(S::mul(S::load(x + j, tail), root), S::mul(one, root)));
-      }
-    }
-    const Staged<T> s{staged, n, acc, stride};
-    std::size_t v = 0;
-    if (vectors % 2 == 1) panel<T, 1>(s, dim, 0), v = 1;
-    for (; v < vectors; v += 2) panel<T, 2>(s, dim, v * L);
-  }
-  for (std::size_t a = 0; a < dim; ++a) std::copy_n(acc + a * stride, a + 1, gram + a * dim);
-}
 
 }  // namespace
 
 void accumulate_lower_avx2(const double* X, std::size_t features, bool intercept,
                            const double* weights, const std::size_t* rows, std::size_t count,
                            double* gram) {
-  accumulate(X, features, intercept, weights, rows, count, gram);
+  tiles::accumulate<Avx2<double>>(X, features, intercept, weights, rows, count, gram);
 }
 
 void accumulate_lower_avx2(const float* X, std::size_t features, bool intercept,
                            const float* weights, const std::size_t* rows, std::size_t count,
                            float* gram) {
-  accumulate(X, features, intercept, weights, rows, count, gram);
+  tiles::accumulate<Avx2<float>>(X, features, intercept, weights, rows, count, gram);
 }
 
 }  // namespace rh::cpu::gram::detail

@@ -27,6 +27,18 @@ template <std::floating_point T>
 void loss_change_rows(const T* residual, const T* projection, const T* weight, std::size_t rows,
                       T factor, double tau, double* terms);
 
+// Per row of the information pass (BatchOps::information), at bandwidth tau: the information
+// update's curvature c (smoothed: c_h = clip(1/2 + (tau - |r|) / two_h, 0, 1); else the indicator
+// 1{|r| <= tau}) and, in float64, the terms of the inference sums: score_sq = w psi^2,
+// curvature = w c, curvature_sq = w c^2. `kept` is the Newton Gram's w c (non-zero: the row is in
+// its set Q). With band_added (non-null) the smoothed J_b's row weights, w c off Q and w - w c on
+// it (0 elsewhere); with outlier_weights (non-null) G's and K's, w off Q and w psi^2 on it.
+template <std::floating_point T>
+void information_rows(const T* residual, const T* weight, const T* kept, std::size_t rows, T tau,
+                      T two_h, bool smoothed, double* score_sq, double* curvature,
+                      double* curvature_sq, T* band_added, T* band_removed, T* outlier_weights,
+                      T* score_sq_weights);
+
 // What the incremental Gram weighs before it corrects: of the rows whose weighted curvature
 // `now` differs from the Gram's `kept` (flipped), how many, how many of the new set (now != 0)
 // and of the kept set leaving it, and how many the Gram has with their whole weight (kept == w).

@@ -19,6 +19,7 @@ V* thread_rows(std::size_t size) {
 // The uses.
 struct LossTerms {};   // w rho(r) or its change, before the sum in row order
 struct Scores {};      // w psi(r) of a chunk
+struct InferenceTerms {};  // the inference sums' terms of a chunk's rows (three per row)
 struct GramRows {};    // the incremental Gram's entering rows of a block
 struct LeavingRows {};  // and its leaving rows
 struct ScaledRows {};  // the incremental Gram's staged scaled rows (SYRK)

@@ -30,6 +30,7 @@ struct ModeGuard {
 std::vector<gram::Isa> isas() {
   std::vector<gram::Isa> out{gram::Isa::scalar};
   if (gram::cpu_has_avx2_fma()) out.push_back(gram::Isa::avx2);
+  if (gram::cpu_has_avx512()) out.push_back(gram::Isa::avx512);
   return out;
 }
 
@@ -172,11 +173,11 @@ TEST(GramKernel, ResultDoesNotDependOnHowRowsAreCut) {
   expect_cut_invariant<float>();
 }
 
-// The AVX2 variant's exact order: every entry is acc = fma(u_b, u_a, acc) over the listed rows in
+// The AVX2 and AVX-512 variants' exact order: every entry is acc = fma(u_b, u_a, acc) over the listed rows in
 // order, from the Gram's value, u = sqrt(w) x~ rounded as the library path's scaled rows; so its
 // bits are those of this scalar loop, whatever its tiles, padding and sub-chunks.
 template <class T>
-void expect_fma_chain_bits() {
+void expect_fma_chain_bits(gram::Isa isa) {
   for (std::size_t features : {0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 47, 64, 95}) {
     for (bool intercept : {true, false}) {
       if (features == 0 && !intercept) continue;
@@ -195,15 +196,41 @@ void expect_fma_chain_bits() {
           }
         }
       }
-      EXPECT_EQ(kernel_gram(gram::Isa::avx2, c, 3), reference) << "d " << c.dim;  // bitwise
+      EXPECT_EQ(kernel_gram(isa, c, 3), reference) << "isa " << int(isa) << " d " << c.dim;  // bitwise
     }
   }
 }
 
 TEST(GramKernel, Avx2IsTheFmaChainInRowOrder) {
   if (!gram::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA";
-  expect_fma_chain_bits<double>();
-  expect_fma_chain_bits<float>();
+  expect_fma_chain_bits<double>(gram::Isa::avx2);
+  expect_fma_chain_bits<float>(gram::Isa::avx2);
+}
+
+// Same chain, twice the lanes and registers: the same bits as the AVX2 variant, so which of the
+// two a CPU runs never changes a result.
+TEST(GramKernel, Avx512IsTheSameFmaChainAsAvx2) {
+  if (!gram::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  expect_fma_chain_bits<double>(gram::Isa::avx512);
+  expect_fma_chain_bits<float>(gram::Isa::avx512);
+  for (std::size_t features : {1, 7, 16, 31, 64, 90, 95, 130}) {
+    const auto c = make_case<double>(300 + features, 1000, features, true);
+    EXPECT_EQ(kernel_gram(gram::Isa::avx512, c, 5), kernel_gram(gram::Isa::avx2, c, 2)) << features;
+    const auto f = make_case<float>(400 + features, 1000, features, features % 2 == 0);
+    EXPECT_EQ(kernel_gram(gram::Isa::avx512, f, 5), kernel_gram(gram::Isa::avx2, f, 2)) << features;
+  }
+}
+
+TEST(GramKernel, AutomaticModeRunsTheWidestIsaAndAForcedOneFallsBack) {
+  ModeGuard guard(gram::Mode::automatic);
+  const gram::Isa best = gram::cpu_has_avx512()     ? gram::Isa::avx512
+                         : gram::cpu_has_avx2_fma() ? gram::Isa::avx2
+                                                    : gram::Isa::scalar;
+  EXPECT_EQ(gram::kernel_isa(), best);
+  gram::set_mode(gram::Mode::avx2);
+  EXPECT_EQ(gram::kernel_isa(), gram::cpu_has_avx2_fma() ? gram::Isa::avx2 : gram::Isa::scalar);
+  gram::set_mode(gram::Mode::avx512);
+  EXPECT_EQ(gram::kernel_isa(), best);
 }
 
 TEST(GramKernel, DuplicatedColumnsGiveExactlyDuplicatedEntries) {
@@ -295,7 +322,7 @@ void expect_close_to_library(std::size_t features, double rtol) {
     ModeGuard guard(gram::Mode::library);
     library = fit(2, first, second, rh::cpu::GramStrategy::incremental, 0.0);
   }
-  for (gram::Mode mode : {gram::Mode::avx2, gram::Mode::scalar}) {
+  for (gram::Mode mode : {gram::Mode::avx2, gram::Mode::avx512, gram::Mode::scalar}) {
     ModeGuard guard(mode);
     kernel = fit(2, first, second, rh::cpu::GramStrategy::incremental, 0.0);
     ASSERT_EQ(kernel.state.coef.size(), library.state.coef.size());

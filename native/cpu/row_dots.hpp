@@ -1,0 +1,33 @@
+#pragma once
+// Row-by-row dot products x_i . v over the rows of a row-major X with few columns (the
+// residuals y - X beta, the projections X s): what a GEMV does, in an order of our own that
+// is the same on every CPU. OpenBLAS's GEMV on 16-32 columns ran at a quarter of the kernel
+// below on the engine's batches (a short dot product per row, then a reduction per row).
+//
+// The order, for every variant: the columns padded with zeros to a multiple of 8 (v too);
+// lane k (k < 8) sums its columns j = 8m + k by fused multiply-adds in order of m from +0;
+// then v_k = s_k + s_(k+4) (k < 4) and the row's dot is (v_0 + v_1) + (v_2 + v_3). The AVX2 + FMA
+// variant (row_dots_avx2.cpp) computes exactly this; the portable one spells it out with
+// std::fma, so the bits never depend on the CPU.
+
+#include <concepts>
+#include <cstddef>
+
+namespace rh::cpu {
+
+// out[i] = x_i . v for rows [0, rows) of X (row-major, `features` columns), v of `features`.
+template <std::floating_point T>
+void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T* out);
+
+namespace detail {
+// The portable variant (every CPU; the order spelled out with std::fma).
+template <std::floating_point T>
+void row_dots_portable(const T* X, std::size_t rows, std::size_t features, const T* v, T* out);
+// The AVX2 + FMA variant: call only where the CPU has both (gram::cpu_has_avx2_fma()).
+void row_dots_avx2(const double* X, std::size_t rows, std::size_t features, const double* v,
+                   double* out);
+void row_dots_avx2(const float* X, std::size_t rows, std::size_t features, const float* v,
+                   float* out);
+}  // namespace detail
+
+}  // namespace rh::cpu

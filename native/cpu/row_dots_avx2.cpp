@@ -1,0 +1,121 @@
+// Row dot products, the AVX2 + FMA variant (row_dots.hpp: the order it computes). This file alone
+// is compiled with -mavx2 -mfma (native/CMakeLists.txt); called only after a run-time check.
+// Four rows at a time: their lane sums in registers, then the lanes of the four reduced together
+// by horizontal adds, whose pairings are the order's.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "row_dots.hpp"
+
+namespace rh::cpu::detail {
+namespace {
+
+// v padded with zeros to whole blocks of 8, and the masks of the last block's columns.
+template <class T>
+const T* padded(const T* v, std::size_t features) {
+  thread_local std::vector<T> buffer;
+  const std::size_t size = (features + 7) / 8 * 8;
+  if (buffer.size() < size) buffer.resize(size);
+  std::copy_n(v, features, buffer.data());
+  std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(features),
+            buffer.begin() + static_cast<std::ptrdiff_t>(size), T{0});
+  return buffer.data();
+}
+
+__m256i lanes_below(std::int64_t n) {  // 64-bit lanes i < n set
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+// Lane sums of one row (lanes 0-3 in lo, 4-7 in hi): x's last block by masked loads.
+inline __m256d row_lanes(const double* x, const double* v, std::size_t full, bool tail,
+                         __m256i mask_lo, __m256i mask_hi) {
+  __m256d lo = _mm256_setzero_pd();
+  __m256d hi = _mm256_setzero_pd();
+  std::size_t j = 0;
+  for (; j < full; j += 8) {
+    lo = _mm256_fmadd_pd(_mm256_loadu_pd(x + j), _mm256_loadu_pd(v + j), lo);
+    hi = _mm256_fmadd_pd(_mm256_loadu_pd(x + j + 4), _mm256_loadu_pd(v + j + 4), hi);
+  }
+  if (tail) {
+    lo = _mm256_fmadd_pd(_mm256_maskload_pd(x + j, mask_lo), _mm256_loadu_pd(v + j), lo);
+    hi = _mm256_fmadd_pd(_mm256_maskload_pd(x + j + 4, mask_hi), _mm256_loadu_pd(v + j + 4), hi);
+  }
+  return _mm256_add_pd(lo, hi);  // v_k = s_k + s_(k+4)
+}
+
+inline __m128 row_lanes(const float* x, const float* v, std::size_t full, bool tail,
+                        __m256i mask, __m256i /*unused*/) {
+  __m256 s = _mm256_setzero_ps();
+  std::size_t j = 0;
+  for (; j < full; j += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(v + j), s);
+  if (tail) s = _mm256_fmadd_ps(_mm256_maskload_ps(x + j, mask), _mm256_loadu_ps(v + j), s);
+  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));  // s_k + s_(k+4)
+}
+
+inline double finish(__m256d v) {  // (v0 + v1) + (v2 + v3)
+  alignas(32) double l[4];
+  _mm256_store_pd(l, v);
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+inline float finish(__m128 v) {
+  alignas(16) float l[4];
+  _mm_store_ps(l, v);
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+}  // namespace
+
+void row_dots_avx2(const double* X, std::size_t rows, std::size_t features, const double* v,
+                   double* out) {
+  const double* w = padded(v, features);
+  const std::size_t full = features / 8 * 8;
+  const bool tail = full < features;
+  const auto rest = static_cast<std::int64_t>(features - full);
+  const __m256i mask_lo = lanes_below(rest);
+  const __m256i mask_hi = lanes_below(rest - 4);
+  std::size_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const double* x = X + i * features;
+    const __m256d a = row_lanes(x, w, full, tail, mask_lo, mask_hi);
+    const __m256d b = row_lanes(x + features, w, full, tail, mask_lo, mask_hi);
+    const __m256d c = row_lanes(x + 2 * features, w, full, tail, mask_lo, mask_hi);
+    const __m256d d = row_lanes(x + 3 * features, w, full, tail, mask_lo, mask_hi);
+    const __m256d ab = _mm256_hadd_pd(a, b);  // a0+a1, b0+b1, a2+a3, b2+b3
+    const __m256d cd = _mm256_hadd_pd(c, d);
+    const __m256d first = _mm256_permute2f128_pd(ab, cd, 0x20);   // (v0 + v1) of a, b, c, d
+    const __m256d second = _mm256_permute2f128_pd(ab, cd, 0x31);  // (v2 + v3)
+    _mm256_storeu_pd(out + i, _mm256_add_pd(first, second));
+  }
+  for (; i < rows; ++i) out[i] = finish(row_lanes(X + i * features, w, full, tail, mask_lo, mask_hi));
+}
+
+void row_dots_avx2(const float* X, std::size_t rows, std::size_t features, const float* v,
+                   float* out) {
+  const float* w = padded(v, features);
+  const std::size_t full = features / 8 * 8;
+  const bool tail = full < features;
+  const auto rest = static_cast<std::int32_t>(features - full);
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(rest), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  std::size_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* x = X + i * features;
+    const __m128 a = row_lanes(x, w, full, tail, mask, mask);
+    const __m128 b = row_lanes(x + features, w, full, tail, mask, mask);
+    const __m128 c = row_lanes(x + 2 * features, w, full, tail, mask, mask);
+    const __m128 d = row_lanes(x + 3 * features, w, full, tail, mask, mask);
+    const __m128 ab = _mm_hadd_ps(a, b);  // a0+a1, a2+a3, b0+b1, b2+b3
+    const __m128 cd = _mm_hadd_ps(c, d);
+    _mm_storeu_ps(out + i, _mm_hadd_ps(ab, cd));  // (v0 + v1) + (v2 + v3) of a, b, c, d
+  }
+  for (; i < rows; ++i) out[i] = finish(row_lanes(X + i * features, w, full, tail, mask, mask));
+}
+
+}  // namespace rh::cpu::detail
