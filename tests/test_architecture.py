@@ -63,7 +63,8 @@ NOT_IMPORTED = (
     "rhuber.tuner.online", "rhuber.tuner.local", "rhuber.tuner.store", "rhuber.tuner.hardware",
     "rhuber.tuner.probes", "rhuber.tuner.features", "rhuber.tuner.rules", "rhuber.tuner.paths",
     "rhuber.tuner.labels", "rhuber.lab",
-    "rhuber.cli", "rhuber.dask", "rhuber.io", "librhuber_cpu", "librh_cuda",
+    "rhuber.cli", "rhuber.dask", "rhuber.io", "rhuber._native.cuda", "librhuber_cpu",
+    "librh_cuda",
     "sqlite3", "pandas", "polars", "pyarrow", "dask", "distributed", "torch", "cupy",
     "safetensors", "threadpoolctl", "matplotlib", "tqdm",
 )
@@ -78,6 +79,7 @@ LAZY_IMPORTS = {
     "tuner/hardware.py": ("rhuber.tuner.probes",),
     "tuner/rules.py": ("rhuber.tuner.hardware", "rhuber.tuner.labels"),
     "estimator.py": ("rhuber.tuner.online",),
+    "_native/__init__.py": ("rhuber._native.cuda",),
 }
 
 
