@@ -1,11 +1,14 @@
 """What a process pays the first time it loads the CPU engine: its OpenBLAS (scipy-openblas32's,
 private to our libraries) starts no thread pool of its own, whose workers would spin beside the
-first fit's threads, and the user's OPENBLAS_NUM_THREADS is as it was for every other BLAS."""
+first fit's threads, the user's OPENBLAS_NUM_THREADS is as it was for every other BLAS, and the
+libraries bind their functions lazily."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +49,25 @@ def test_loading_the_engine_starts_no_blas_thread_and_keeps_the_users_setting(cp
     assert seen["new_threads"] == 0, seen
     assert seen["blas_threads"] == 1, seen
     assert seen["variable"] == variable, seen
+
+
+def test_a_library_opens_with_lazy_binding(tmp_path):
+    """open_lazily resolves a library's functions on their first call, not at load (ctypes.CDLL
+    resolves all of them: OpenBLAS's 2,168): a library whose one unused function needs a missing
+    symbol loads, and its other function runs."""
+    from rhuber._native.dl import open_lazily
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the probe library")
+    source = tmp_path / "probe.c"
+    source.write_text("int missing_everywhere(void);\n"
+                      "int unused(void) { return missing_everywhere(); }\n"
+                      "int answer(void) { return 42; }\n")
+    library = tmp_path / "libprobe.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    with pytest.raises(OSError, match="missing_everywhere"):
+        ctypes.CDLL(str(library))
+    assert open_lazily(library).answer() == 42
+    with pytest.raises(OSError, match="no_such_library"):
+        open_lazily(tmp_path / "no_such_library.so")

@@ -30,6 +30,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import EngineNotAvailableError, NativeVersionError
 from . import cpu
+from .dl import open_lazily
 
 # backend: (the directory in site-packages that holds its library, the distribution that installs
 # it): rhuber_native_cpu/librhuber_cpu.so and rhuber_native_cuda/librh_cuda.so.<ABI major>.
@@ -175,7 +176,7 @@ def _preload_scipy_openblas() -> ctypes.CDLL | None:
     for location in spec.submodule_search_locations:
         library = Path(location) / "lib" / "libscipy_openblas.so"
         if library.is_file():
-            return ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)  # held by the cache
+            return open_lazily(library, ctypes.RTLD_LOCAL)  # held by the cache
     return None
 
 
