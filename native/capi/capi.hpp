@@ -1,16 +1,18 @@
 #pragma once
-// What the source files of librhuber_cpu.so (rh_cpu.h) share: the one translation of C++
-// exceptions into status codes and the calling thread's last message. Each source file
+// What the source files of librhuber_cpu.so (rh_cpu.h) share: the translation of C++ exceptions
+// into status codes (rh/c_abi.hpp, with the classify below) and the calling thread's last message. Each source file
 // implements one part of the header: library.cpp the library's calls, engine.cpp the engine,
 // bricks.cpp the profiler, tuner.cpp the tuner's models, fault_hooks.cpp the test hooks.
 
 #include <cstring>
+#include <exception>
 #include <memory>
-#include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "rh/bricks/bricks.hpp"
+#include "rh/c_abi.hpp"
 #include "rh/error.hpp"
 #include "rh/tuner/safetensors.hpp"
 #include "rh_cpu.h"
@@ -24,42 +26,17 @@ namespace rh::capi {
 // The message of the last failed call on this thread (rh_cpu_last_error).
 std::string& last_error();
 
+// Which status code and message each exception becomes (library.cpp).
+std::pair<int, std::string> classify(const std::exception_ptr& failure);
+
 // Runs `body`; an exception becomes its status code and the thread's message. Never throws.
 template <class Body>
 int guarded(Body&& body) noexcept {
-  try {
-    body();
-    return RH_CPU_OK;
-  } catch (const rh::tuner::ModelFormatError& e) {
-    last_error() = e.what();
-    return RH_CPU_ERROR_MODEL_FORMAT;
-  } catch (const rh::InvalidArgument& e) {
-    last_error() = e.what();
-    return RH_CPU_ERROR_INVALID_ARGUMENT;
-  } catch (const rh::NumericalError& e) {
-    last_error() = e.what();
-    return RH_CPU_ERROR_NUMERICAL;
-  } catch (const std::bad_alloc&) {
-    last_error() = "out of memory";
-    return RH_CPU_ERROR_OUT_OF_MEMORY;
-  } catch (const std::invalid_argument& e) {
-    last_error() = e.what();
-    return RH_CPU_ERROR_INVALID_ARGUMENT;
-  } catch (const std::exception& e) {
-    last_error() = e.what();
-    return RH_CPU_ERROR_INTERNAL;
-  } catch (...) {
-    last_error() = "unknown C++ exception";
-    return RH_CPU_ERROR_INTERNAL;
-  }
+  return c_abi::guarded(classify, last_error(), RH_CPU_OK, RH_CPU_ERROR_INTERNAL,
+                        std::forward<Body>(body));
 }
 
-// A required pointer argument: InvalidArgument naming it when null.
-template <class P>
-P* need(P* pointer, const char* name) {
-  if (pointer == nullptr) fail(name, " must not be NULL");
-  return pointer;
-}
+using c_abi::need;
 
 // A copy the caller frees with rh_cpu_string_free.
 inline rh_cpu_string new_string(std::string_view text) {

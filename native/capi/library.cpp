@@ -1,6 +1,10 @@
 // rh_cpu.h: the library's own calls (version, errors, strings, BLAS).
 
+#include <exception>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "capi.hpp"
 #include "rh/cpu/engine.hpp"
@@ -10,6 +14,26 @@ namespace rh::capi {
 std::string& last_error() {
   thread_local std::string message;
   return message;
+}
+
+std::pair<int, std::string> classify(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const rh::tuner::ModelFormatError& e) {
+    return {RH_CPU_ERROR_MODEL_FORMAT, e.what()};
+  } catch (const rh::InvalidArgument& e) {
+    return {RH_CPU_ERROR_INVALID_ARGUMENT, e.what()};
+  } catch (const rh::NumericalError& e) {
+    return {RH_CPU_ERROR_NUMERICAL, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {RH_CPU_ERROR_OUT_OF_MEMORY, "out of memory"};
+  } catch (const std::invalid_argument& e) {
+    return {RH_CPU_ERROR_INVALID_ARGUMENT, e.what()};
+  } catch (const std::exception& e) {
+    return {RH_CPU_ERROR_INTERNAL, e.what()};
+  } catch (...) {
+    return {RH_CPU_ERROR_INTERNAL, "unknown C++ exception"};
+  }
 }
 
 }  // namespace rh::capi

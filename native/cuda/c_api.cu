@@ -1,6 +1,6 @@
 // The extern "C" entry points of rh_cuda.h. Each body runs between RH_API_BEGIN and RH_API_END:
-// any exception becomes a status code and the thread's last error message, so none crosses the
-// ABI (shared/conventions.md, after XGBoost's c_api).
+// any exception becomes a status code and the thread's last error message (rh/c_abi.hpp, with
+// rh::cuda::classify), so none crosses the ABI (shared/conventions.md, after XGBoost's c_api).
 
 #include <cstring>
 #include <exception>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine_internal.hpp"
+#include "rh/c_abi.hpp"
 #include "rh/error.hpp"
 #include "rh_cuda.h"
 
@@ -17,19 +18,12 @@ namespace {
 thread_local std::string last_error;
 
 int status_of(const std::exception_ptr& failure) noexcept {
-  try {
-    auto [status, message] = rh::cuda::classify(failure);
-    last_error = std::move(message);
-    return status;
-  } catch (...) {  // not even the message could be stored
-    return RH_CUDA_ERROR_INTERNAL;
-  }
+  return rh::c_abi::record(failure, rh::cuda::classify, last_error, RH_CUDA_ERROR_INTERNAL);
 }
 
 template <class T>
 T& require(T* pointer, const char* name) {
-  if (pointer == nullptr) throw rh::InvalidArgument(std::string(name) + " must not be NULL");
-  return *pointer;
+  return *rh::c_abi::need(pointer, name);
 }
 
 rh::Config to_config(const rh_cuda_config& c) {

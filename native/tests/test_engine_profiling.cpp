@@ -7,6 +7,7 @@
 #include <rh/bricks/bricks.hpp>
 #include <rh/cpu/engine.hpp>
 #include <rh/engine_bricks.hpp>
+#include <rh/engine_profiling.hpp>
 #include <rh/error.hpp>
 #include <set>
 #include <string>
@@ -108,6 +109,13 @@ TEST(EngineProfiling, DetachedOffOrFailedUpdatesBehave) {
                 config);
   EXPECT_EQ(count(*prof, rh::EngineBrick::validate), 1u);  // detached: nothing more recorded
   EXPECT_EQ(engine.profiler(), nullptr);
+}
+
+TEST(EngineProfiling, TheOffProfilerNeverCalibratesTheTsc) {
+  // An engine nobody profiles never reads its clock: a process's first update must not wait for
+  // the TSC's calibration (a 5 ms sleep).
+  EXPECT_FALSE(rh::off_engine_profiler().recording());
+  EXPECT_FALSE(rh::off_engine_profiler().cpu_clock().uses_tsc());
 }
 
 TEST(EngineProfiling, RefusesAProfilerOnAnotherTable) {

@@ -2,6 +2,12 @@
 
 from typing import Any
 
+# scikit-learn first, as `import sklearn.base` alone would: it is most of this import, and a
+# process that reaches it only from deep inside our modules, after NumPy, spends ~25 ms of CPU
+# and ~40 ms of wall more on the same modules (docs/perf/experiments.jsonl,
+# "import-rhuber-sklearn-first").
+import sklearn.base  # noqa: F401
+
 from ._version import __version__
 from .errors import (
     CheckpointError,

@@ -14,12 +14,14 @@ on a shared machine falls on all alike), medians over the runs:
   bare ``engine.update`` from no state on the same batch, twice (the A/A control), in rotating
   order; the estimator's cost above the engine is the median difference.
 
-    first_call.py [--trees PATH,PATH] [--runs 21] [--backend native_cpu] [--shape 4096x16]
-                  [--also-backend auto]
+    first_call.py [--trees PATH,PATH] [--libraries LIB,LIB] [--runs 21] [--backend native_cpu]
+                  [--shape 4096x16] [--also-backend auto]
                   [--dtype float64] [--rounds 200] [--experiments import,first_fit,fresh]
 
 A tree is a directory holding the ``rhuber`` package (put first on PYTHONPATH); "." is the
-installed one.
+installed one. ``--libraries`` gives each tree, in order, the ``librhuber_cpu.so`` its processes
+load (RH_NATIVE_CPU_LIBRARY; "." the installed one), so an old build runs beside the new one; a
+tree is then reported as ``TREE@LIBRARY``.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ print(*(statistics.median(times[n]) / 1e6 for n in names))
 
 def run(tree: str, code: str) -> list[float]:
     env = dict(os.environ)
+    tree, _, library = tree.partition("@")
+    if library and library != ".":
+        env["RH_NATIVE_CPU_LIBRARY"] = os.path.abspath(library)
     if tree != ".":
         env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, text=True,
@@ -102,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trees", default=".")
+    parser.add_argument("--libraries", default="",
+                        help="one librhuber_cpu.so per tree (\".\": the installed one)")
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--backend", default="native_cpu")
     parser.add_argument("--also-backend", default="",
@@ -116,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     fmt = {"rows": rows, "features": features, "dtype": args.dtype, "backend": args.backend,
            "rounds": args.rounds}
     trees = args.trees.split(",")
+    if args.libraries:
+        libraries = args.libraries.split(",")
+        if len(libraries) != len(trees):
+            parser.error("--libraries needs one library per tree")
+        trees = [f"{tree}@{library}" for tree, library in zip(trees, libraries, strict=True)]
     experiments = args.experiments.split(",")
     samples: dict[str, list] = {}
     for _ in range(args.runs):
@@ -141,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 samples.setdefault(f"fresh|{tree}", []).append(run(tree, FRESH.format(**fmt)))
     report: dict[str, dict] = {}
     for key, values in samples.items():
-        name, tree = key.split("|")
+        name, tree = key.split("|", 1)
         if name == "fresh":
             engine, again, est = (statistics.median(v[i] for v in values) for i in range(3))
             report.setdefault(tree, {})["fresh_first_partial_fit_ms"] = {

@@ -71,7 +71,9 @@ std::int64_t SteadyClockSource::resolve_ns(Token token) {
   return static_cast<std::int64_t>(token) - epoch_ns_;
 }
 
-CpuClock::CpuClock() noexcept {
+CpuClock::CpuClock(bool allow_tsc) noexcept {
+  use_tsc_ = false;
+  if (!allow_tsc) return;
   const TscCalibration& cal = tsc_calibration();
   use_tsc_ = cal.usable;
   if (use_tsc_) {

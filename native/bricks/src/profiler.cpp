@@ -48,6 +48,7 @@ Profiler::Profiler(BrickTable table, Options options, std::unique_ptr<ClockSourc
     : serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
       table_(std::move(table)),
       options_(options),
+      cpu_(options.tsc),
       epoch_ticks_(cpu_.ticks()),
       clock_(std::move(clock)),
       mode_(options.sync_mode),

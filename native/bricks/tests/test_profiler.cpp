@@ -293,6 +293,23 @@ TEST(CpuFeatures, CycleCounterIsMonotonic) {
   EXPECT_EQ(clock.uses_tsc(), f.tsc && f.invariant_tsc);
 }
 
+TEST(Profiler, WithoutTheTscItTimesOnTheSteadyClock) {
+  // A profiler told not to use the TSC never calibrates it (a 5 ms sleep) and still times.
+  Options o;
+  o.tsc = false;
+  Profiler p(test_table(), o);
+  EXPECT_FALSE(p.cpu_clock().uses_tsc());
+  EXPECT_EQ(p.clock_name(), "steady_clock");
+  {
+    RH_BRICK_SCOPE(p, B::gemm, 1, 8, 2);
+    spin_for(std::chrono::microseconds(100));
+  }
+  const BrickStats s = p.stats(static_cast<BrickId>(B::gemm));
+  EXPECT_EQ(s.count, 1u);
+  EXPECT_GE(s.total_ns, 100'000u);
+  EXPECT_EQ(s.cycles, 0u);
+}
+
 TEST(Profiler, ExternallyTimedScopesCountAndTraceLikeScopes) {
   Options o;
   o.trace_capacity = 64;

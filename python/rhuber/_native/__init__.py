@@ -4,8 +4,8 @@ status codes into exceptions.
 Each native distribution ships a plain shared object with a C ABI (``librhuber_cpu.so``:
 native/include/rh_cpu.h; ``librh_cuda.so.4``: rh_cuda.h), bound here with :mod:`ctypes`, which
 releases the GIL for the duration of every call; the submodules hold one library's binding each
-(:mod:`.cpu`, :mod:`.cuda`). No interpreter-specific module is built, so one ``py3-none`` wheel
-serves every CPython.
+(:mod:`.cpu`; :mod:`.cuda`, imported with its library on first use). No interpreter-specific
+module is built, so one ``py3-none`` wheel serves every CPython.
 
 The three distributions share one version (``_version.py``); each native one pins this package
 exactly, but an environment can still end up mixed (an old library left behind, a ``--no-deps``
@@ -16,18 +16,21 @@ mismatch is an error naming both versions, never a silent fallback to another en
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .._version import __version__
 from ..errors import EngineNotAvailableError, NativeVersionError
-from . import cpu, cuda
+from . import cpu
+from .dl import open_lazily
 
 # backend: (the directory in site-packages that holds its library, the distribution that installs
 # it): rhuber_native_cpu/librhuber_cpu.so and rhuber_native_cuda/librh_cuda.so.<ABI major>.
@@ -67,8 +70,9 @@ def _not_available(backend: str, exc: BaseException) -> EngineNotAvailableError:
 @functools.cache
 def _load_cpu() -> Any:
     try:
-        _preload_scipy_openblas()
-        library = cpu.open_library(cpu_library_path())
+        with _blas_without_thread_pool():
+            _preload_scipy_openblas()
+            library = cpu.open_library(cpu_library_path())
     except (ImportError, OSError, AttributeError) as exc:
         raise _not_available("native_cpu", exc) from exc
     check_version(library.version, MODULES["native_cpu"][1], f"library {library.path}")
@@ -78,12 +82,16 @@ def _load_cpu() -> Any:
 
 @functools.cache
 def _load_cuda() -> Any:
+    # The CUDA binding (it reads its contract file) loads with the library, on first use.
+    from . import cuda
+
     override = os.environ.get("RH_NATIVE_CUDA_LIBRARY")
     try:
-        _preload_scipy_openblas()
-        _preload_nvidia_libraries()
-        path = Path(override) if override else _installed("cuda", cuda.LIBRARY)
-        cuda.bind(cuda.open_library(path), path)
+        with _blas_without_thread_pool():
+            _preload_scipy_openblas()
+            _preload_nvidia_libraries()
+            path = Path(override) if override else _installed("cuda", cuda.LIBRARY)
+            cuda.bind(cuda.open_library(path), path)
     except (ImportError, OSError, AttributeError) as exc:
         raise _not_available("cuda", exc) from exc
     if not override:  # a development build (the override) has no distribution to compare
@@ -124,6 +132,32 @@ def check_version(native: str | None, distribution: str, where: str) -> None:
         )
 
 
+# OpenBLAS reads this once, when it loads; it outranks GOTO_NUM_THREADS and OMP_NUM_THREADS.
+_BLAS_THREADS_VARIABLE = "OPENBLAS_NUM_THREADS"
+
+
+@contextlib.contextmanager
+def _blas_without_thread_pool() -> Iterator[None]:
+    """The native libraries' OpenBLAS (scipy-openblas32's) loads without starting threads.
+
+    OpenBLAS starts a worker per core but one as it loads, and each spins for about 2**28 cycles
+    (~0.1 s) before it sleeps, beside the first fit's own threads on the same cores. The engines
+    never use those workers: they call BLAS from their own threads, one BLAS thread each
+    (openblas_set_num_threads(1)). So the variable is 1 while our libraries load and is then put
+    back as it was. It reaches only a BLAS that loads in that window: ours, loaded privately
+    (RTLD_LOCAL); NumPy's and SciPy's own copies loaded long before, with the user's setting.
+    """
+    before = os.environ.get(_BLAS_THREADS_VARIABLE)
+    os.environ[_BLAS_THREADS_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[_BLAS_THREADS_VARIABLE]
+        else:
+            os.environ[_BLAS_THREADS_VARIABLE] = before
+
+
 @functools.cache
 def _preload_scipy_openblas() -> ctypes.CDLL | None:
     """Load the OpenBLAS of the wheel scipy-openblas32, if installed, before a native library.
@@ -142,7 +176,7 @@ def _preload_scipy_openblas() -> ctypes.CDLL | None:
     for location in spec.submodule_search_locations:
         library = Path(location) / "lib" / "libscipy_openblas.so"
         if library.is_file():
-            return ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)  # held by the cache
+            return open_lazily(library, ctypes.RTLD_LOCAL)  # held by the cache
     return None
 
 

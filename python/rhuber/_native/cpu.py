@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFormatError, NumericalError
+from .dl import open_lazily
 
 ABI_VERSION_MAJOR = 2  # RH_CPU_ABI_VERSION_MAJOR of the header this binding mirrors
 
@@ -174,7 +175,7 @@ class Library:
 
 def open_library(path: Path) -> Library:
     """Load the library at ``path`` (OSError when it cannot load; ImportError for another ABI)."""
-    return Library(ctypes.CDLL(str(path)), path)
+    return Library(open_lazily(path), path)
 
 
 LIB: Any = None  # the loaded Library's CDLL (bind); None until rhuber._native.load

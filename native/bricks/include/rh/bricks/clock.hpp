@@ -60,13 +60,16 @@ CpuFeatures detect_cpu_features() noexcept;
 
 // The CPU timebase. With an invariant TSC it reads the time-stamp counter and converts ticks to ns
 // with a factor calibrated once against steady_clock; ticks are then also the reported "cycles".
-// Without one it reads steady_clock and reports 0 cycles. It reads with rdtsc, not rdtscp: rdtscp
+// Without one (or when told not to use it) it reads steady_clock and reports 0 cycles. The
+// calibration sleeps ~5 ms, once per process, so a clock that is never read (an off profiler's)
+// skips it. It reads with rdtsc, not rdtscp: rdtscp
 // waits for earlier instructions to retire, which doubles the read on the reference machine
 // (22.9 vs 11.4 ns; steady_clock is 29 ns), while the ordering error it removes, tens of cycles,
 // is noise against bricks of microseconds.
 class CpuClock {
  public:
-  CpuClock() noexcept;
+  // allow_tsc false: steady_clock, with no TSC calibration.
+  explicit CpuClock(bool allow_tsc = true) noexcept;
 
   bool uses_tsc() const noexcept { return use_tsc_; }
   double tsc_ghz() const noexcept { return use_tsc_ ? 1.0 / ns_per_tick_ : 0.0; }

@@ -59,6 +59,9 @@ struct Options {
   std::size_t pending_capacity = 16384;  // unresolved asynchronous scopes per thread
   bool track_page_faults = true;         // read /proc/self/stat at begin_batch()/end_batch()
   bool nvtx = false;                     // NVTX ranges too (only when built with RH_BRICKS_NVTX)
+  // false: the CPU clock reads steady_clock and the process never pays the TSC's ~5 ms
+  // calibration for this profiler (one that is meant never to record, like an engine's off one).
+  bool tsc = true;
 };
 
 namespace detail {
