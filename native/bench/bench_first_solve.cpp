@@ -4,7 +4,8 @@
 //   first/<rows>/<features>/<threads>   a fresh state: the first batch's whole solve
 //   steady/65536/32/<threads>           batch 2 of a stream (state after batch 1 fixed; on one
 //                                       thread its CPU time is the batch's whole work), and
-//   read/65536/32                       one read of that batch's X (the in-run bound's unit)
+//   read/65536/32/<threads>             one read of that batch's X on that many threads (the
+//                                       in-run bound's unit)
 //   later<T>/4096/16/<threads>          make bench's steady latency batch: the batch again on
 //                                       the state it left (tau fixed, smoothed curvature, as
 //                                       the seed-matched estimator row runs), float64/float32
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "rh/cpu/engine.hpp"
+#include "thread_pool.hpp"
 
 namespace {
 
@@ -111,12 +113,27 @@ void later_batch(benchmark::State& st) {
   }
 }
 
-// One read of X: the sum of its entries (what a pass over the batch costs at least).
+// One read of X: the sum of its entries in 16 independent lanes (so the adds vectorize and the
+// loop runs at memory speed, not at one add's latency), each thread summing its own slice on
+// the engine's pool: what a pass over the batch costs at least on that many threads.
 void read_once(benchmark::State& st) {
   const Batch<> b = make_batch(std::size_t(st.range(0)), std::size_t(st.range(1)), 2);
+  const std::size_t threads = std::size_t(st.range(2));
+  const auto pool = rh::cpu::shared_pool(threads);
+  std::vector<double> sums(threads);
+  const std::size_t slice = (b.X.size() / threads) & ~std::size_t(15);
   for (auto _ : st) {
-    double sum = std::accumulate(b.X.begin(), b.X.end(), 0.0);
-    benchmark::DoNotOptimize(sum);
+    pool->run(threads, [&](std::size_t t) {
+      const double* x = b.X.data() + t * slice;
+      const std::size_t n = t + 1 == threads ? b.X.size() - t * slice : slice;
+      double lanes[16] = {};
+      std::size_t i = 0;
+      for (; i + 16 <= n; i += 16)
+        for (std::size_t j = 0; j < 16; ++j) lanes[j] += x[i + j];
+      for (; i < n; ++i) lanes[0] += x[i];
+      sums[t] = std::accumulate(std::begin(lanes), std::end(lanes), 0.0);
+    });
+    benchmark::DoNotOptimize(sums.data());
   }
 }
 
@@ -141,5 +158,9 @@ BENCHMARK(later_batch<float>)
     ->ArgNames({"rows", "features", "threads"})
     ->Args({4096, 16, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(read_once)->ArgNames({"rows", "features"})->Args({65536, 32})->Unit(benchmark::kMillisecond);
+BENCHMARK(read_once)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({65536, 32, 1})
+    ->Args({65536, 32, 2})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
