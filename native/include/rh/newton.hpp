@@ -4,6 +4,7 @@
 // difference along the step.
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "rh/config.hpp"
@@ -21,15 +22,22 @@ inline constexpr int max_armijo_halvings = 30;
 
 namespace detail {
 
-// full = beta + step. A full step already below the tolerance changes Q by less than its
-// rounding, so Armijo would compare noise (and could refuse every halving at the optimum): such
-// a step is taken without a search (beta = full) and the solve has converged (true).
+// full = beta + step; whether the step is below the tolerance relative to it.
+template <SolverOps O>
+bool negligible_step(O& ops, const typename O::Vector& beta, const typename O::Vector& step,
+                     typename O::Vector& full, double tol) {
+  ops.copy(beta, full);
+  ops.axpy(1.0, step, full);
+  return ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full));
+}
+
+// A full step already below the tolerance changes Q by less than its rounding, so Armijo would
+// compare noise (and could refuse every halving at the optimum): such a step is taken without a
+// search (beta = full) and the solve has converged (true).
 template <SolverOps O>
 bool take_negligible_step(O& ops, typename O::Vector& beta, const typename O::Vector& step,
                           typename O::Vector& full, double tol) {
-  ops.copy(beta, full);
-  ops.axpy(1.0, step, full);
-  if (ops.norm_inf(step) > tol * std::max(1.0, ops.norm_inf(full))) return false;
+  if (!negligible_step(ops, beta, step, full, tol)) return false;
   ops.copy(full, beta);
   return true;
 }
@@ -144,19 +152,31 @@ bool reliable_cholesky_form(const LadderResult& ladder) {
   return ladder.rung == Solver::cholesky && ladder.rcond >= warning;
 }
 
+// The qr mode's step in Cholesky form (ladder_step), or nothing where it is not
+// reliable_cholesky_form or its Newton matrix overflows (the rows may not): a QR step is due.
+template <SolverOps O>
+std::optional<LadderResult> cholesky_form_step(O& ops, const typename O::Vector& gradient,
+                                               typename O::Vector& rhs, typename O::Vector& step,
+                                               LadderScratch<typename O::Scalar>& scratch,
+                                               double ridge, IterationTrace* record,
+                                               DriftProbe* probe) {
+  try {
+    const LadderResult ladder = ladder_step(ops, gradient, rhs, step, scratch, ridge, record, probe);
+    if (reliable_cholesky_form<typename O::Scalar>(ladder)) return ladder;
+  } catch (const NumericalError&) {
+  }
+  return std::nullopt;
+}
+
 // The Newton step of a caller outside the solve (the first batch's start): through the ladder;
-// in the qr mode a QR step where the ladder's is not reliable_cholesky_form or its matrix is
-// not finite.
+// in the qr mode a QR step where the Cholesky form's is not to be had.
 template <SolverOps O>
 LadderResult newton_step(O& ops, const typename O::Vector& gradient, typename O::Vector& rhs,
                          typename O::Vector& step, LadderScratch<typename O::Scalar>& scratch,
                          double ridge, IterationTrace* record, DriftProbe* probe) {
   if (!square_root(ops)) return ladder_step(ops, gradient, rhs, step, scratch, ridge, record, probe);
-  try {
-    const LadderResult ladder = ladder_step(ops, gradient, rhs, step, scratch, ridge, record, probe);
-    if (reliable_cholesky_form<typename O::Scalar>(ladder)) return ladder;
-  } catch (const NumericalError&) {  // the Newton matrix overflows: the rows may not
-  }
+  if (const auto ladder = cholesky_form_step(ops, gradient, rhs, step, scratch, ridge, record, probe))
+    return *ladder;
   return square_root_newton_step(ops, gradient, step, ridge, nullptr);
 }
 
@@ -230,18 +250,13 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
       }
       bool qr_step = !phase.cholesky_form || (settled && finish_with_qr);
       if (!qr_step) {
-        try {
-          ladder = detail::ladder_step(ops, gradient, rhs, step, scratch, config.ridge, record,
-                                       point_probe);
-          ops.copy(beta, full);
-          ops.axpy(1.0, step, full);
-          qr_step = !detail::reliable_cholesky_form<typename O::Scalar>(ladder) ||
-                    (finish_with_qr &&
-                     ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full)));
-        } catch (const NumericalError&) {  // the Newton matrix overflows: the rows may not
-          qr_step = true;
-        }
+        const auto cholesky = detail::cholesky_form_step(ops, gradient, rhs, step, scratch,
+                                                         config.ridge, record, point_probe);
         point_probe = nullptr;  // captured at this point
+        if (cholesky) ladder = *cholesky;
+        // A negligible Cholesky-form step leaves convergence to a QR step.
+        qr_step = !cholesky ||
+                  (finish_with_qr && detail::negligible_step(ops, beta, step, full, tol));
       }
       if (qr_step) {
         phase.cholesky_form = false;
