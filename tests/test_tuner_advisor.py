@@ -36,8 +36,7 @@ def shipped(models):
 
 
 #: The shipped rule with the model trusted in every region: the model's own decisions below.
-TRUSTING = dataclasses.replace(rules.load(default_models_dir()),
-                               model_regions=validate.ALL_REGIONS)
+TRUSTING = rules.load(default_models_dir()).replace(model_regions=validate.ALL_REGIONS)
 
 
 def advise(advisor, workload):

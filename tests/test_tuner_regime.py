@@ -279,3 +279,62 @@ def test_the_collectors_sparse_workloads_are_sparse_by_the_screen(point):
 def test_the_screens_median_is_numpys(n):
     v = np.random.default_rng(n).normal(size=n)
     assert regime._median(v) == np.median(v)
+
+
+def _counting_starts(monkeypatch):
+    calls = []
+    make = dispatch._start
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(dispatch, "_start", counting)
+    return calls
+
+
+def test_a_later_stream_of_a_workload_starts_on_the_session_found_for_the_first(monkeypatch):
+    """A stream's start finds its session once per workload (~15 µs a stream otherwise, a few
+    per cent of a stream of small batches): the next stream of the same workload and settings
+    takes it as found, and another workload, dtype or setting finds its own."""
+    require_module(*NATIVE_CPU)
+    _unloaded(monkeypatch)
+    starts = _counting_starts(monkeypatch)
+    X, y = wide_batch()
+    first = RenewableHuberRegressor().partial_fit(X, y)
+    second = RenewableHuberRegressor().partial_fit(X, y)
+    assert len(starts) == 1 and second._session is not None
+    assert second.plan_.plan == first.plan_.plan and second.plan_.reason == first.plan_.reason
+    RenewableHuberRegressor(n_jobs=1).partial_fit(X, y)
+    RenewableHuberRegressor().partial_fit(X.astype(np.float32), y.astype(np.float32))
+    RenewableHuberRegressor(fit_intercept=False).partial_fit(X, y)
+    RenewableHuberRegressor(batch_size=2048).fit(X, y)
+    dispatch._ANSWERS.clear()
+    assert len(starts) == 5
+
+
+def test_a_session_found_from_the_batch_s_regime_is_found_again_for_each_stream(monkeypatch):
+    """Where the first plan depends on the penalty's regime, the regime is the batch's data:
+    each stream reads its own (the rule's sparse and dense plans differ here)."""
+    require_module(*NATIVE_CPU)
+    _unloaded(monkeypatch, rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0))
+    starts = _counting_starts(monkeypatch)
+    X, y = wide_batch()
+    solvers = [RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)._plan().l1_solver
+               for c in (0.5, 3.0, 0.5)]
+    dispatch._ANSWERS.clear()
+    assert solvers == ["prox_newton", "lamm", "prox_newton"] and len(starts) == 3
+
+
+def test_recording_or_forgetting_a_trial_s_winner_makes_streams_find_their_session_again(
+        monkeypatch, tmp_path):
+    """The found sessions are keyed by the trials' generation: after a trial's winner is
+    recorded (or the recorded ones forgotten) the next stream finds its session again, so it
+    starts on the winner (through the estimator: test_tuner_trials.py)."""
+    monkeypatch.setenv("RHUBER_CACHE_DIR", str(tmp_path))
+    before = current.trials_generation()
+    adv.remember(Workload(4096, 256, "float64"), (Plan("native_cpu", threads=1),),
+                 Plan("native_cpu", threads=1), "a test's trial")
+    assert current.trials_generation() == before + 1
+    adv.reset_shared()
+    assert current.trials_generation() == before + 2

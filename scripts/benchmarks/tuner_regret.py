@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=12, help="batches per stream")
     parser.add_argument("--repetitions", type=int, default=11)
     parser.add_argument("--limit", type=int, default=None, help="only the first N workloads")
+    parser.add_argument("--only", action="append", default=[], metavar="ID",
+                        help="only the workloads whose id contains ID (repeatable), e.g. "
+                             "n600/p24/float32")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--models", default=None, metavar="DIR",
@@ -206,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.models:
         adv.use_models(args.models)
 
-    chosen = list(WORKLOADS)[:args.limit]
+    chosen = [w for w in WORKLOADS if not args.only or any(o in w.id for o in args.only)]
+    chosen = chosen[:args.limit]
     rows = []
     began = time.perf_counter()
     load = os.getloadavg()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 from collections import Counter, defaultdict
@@ -239,7 +238,7 @@ def _run_train(args: argparse.Namespace) -> int:
                                   "description": rule.describe()}
     if len(machines) >= 2 and not args.no_lomo:
         lomo = validate.leave_one_machine_out(measurements, fingerprints, simulated=simulated)
-        rule = dataclasses.replace(rule, model_regions=tuple(lomo["model_regions"]))
+        rule = rule.replace(model_regions=tuple(lomo["model_regions"]))
         provenance["leave_one_machine_out"] = {f["held_out"]: f["summary"]
                                                for f in lomo["folds"]}
     rules.save(rule, args.out, **provenance)

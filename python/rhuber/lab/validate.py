@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -355,7 +354,7 @@ def fold(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str, 
                                      params=FOLD_PARAMS if params is None else params))
 
     def replay_in(regions: Sequence[str]) -> list[dict[str, Any]]:
-        gated = replace(rule, model_regions=tuple(regions))
+        gated = rule.replace(model_regions=tuple(regions))
         advisor = Advisor(ensemble, hardware[held], source="fold", model_id=f"fold-{held}",
                           rule=gated)
         return replay(advisor, measurements, hardware[held], gated)

@@ -49,7 +49,7 @@ from ..engines.workload import Workload
 from . import local
 from .current import LOCK as _SHARED_LOCK
 from .current import SHARED as _SHARED
-from .current import loaded
+from .current import loaded, trials_changed
 from .hardware import Hardware, cache_dir, cached_limits, identified
 from .models import MODEL_FILES, Ensemble, Ranked, default_models_dir, load
 from .reasons import (
@@ -287,6 +287,7 @@ def use_models(directory: str | Path) -> Advisor:
     with _SHARED_LOCK:
         _SHARED.clear()
         _TRIED.clear()
+        trials_changed()
         loaded()["advisor"] = advisor
     return advisor
 
@@ -298,6 +299,7 @@ def reset_shared() -> None:
         _SHARED.clear()
         _TRIED.clear()
         _TRIAL_FILE.clear()
+        trials_changed()
 
 
 # ----------------------------------------------------------------------- what trials measured
@@ -378,6 +380,7 @@ def remember(workload: Workload, trials: tuple[Plan, ...], winner: Plan, detail:
         if len(_TRIED) >= _MAX_ANSWERS:
             _TRIED.clear()
         _TRIED[trial_key(workload, trials)] = (winner, detail)
+        trials_changed()
         key = _trial_file_key(trial_key(workload, trials))
         if key is None:
             return

@@ -28,6 +28,20 @@ def generation() -> int:
     return _GENERATION[0]
 
 
+#: How many times this process recorded or forgot trials' winners: a session made before
+#: (:func:`rhuber.dispatch.start` remembers them) may no longer be what a stream starts on.
+_TRIALS_GENERATION = [0]
+
+
+def trials_generation() -> int:
+    return _TRIALS_GENERATION[0]
+
+
+def trials_changed() -> None:
+    """A trial's winner was recorded, or the recorded ones forgotten."""
+    _TRIALS_GENERATION[0] += 1
+
+
 def models_changed() -> None:
     """Local models were written or removed: the next stream reads the advisor and the rule
     again."""

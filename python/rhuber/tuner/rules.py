@@ -23,18 +23,16 @@ bytecode files, compiles) only this.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..engines.plans import Plan
 from ..engines.workload import Workload
 from .current import LOCK, loaded
-from .paths import default_models_dir, has_models, local_models_root, models_dir
+from .paths import has_models, local_models_root, models_dir
 
 RULE_FILE = "rule.json"
 RULE_FORMAT = 1
@@ -85,26 +83,66 @@ def describe_region(key: str) -> str:
     return f"{kind} batches of {span} elements (rows × coefficients)"
 
 
-@dataclass(frozen=True)
 class Rule:
     """One default plan per workload (module docstring). ``model_regions``: the regions where
     the model measured better than this rule on machines held out of its training (the advisor
-    uses the model only there)."""
+    uses the model only there). Immutable; equal rules have equal fields.
 
-    prox_newton_max_bytes: int | None = 4 << 20
-    work_per_thread: int = 1 << 15
-    gram: str = "incremental"
-    chunk_kib: int = 256
-    model_regions: tuple[str, ...] = ()
-    sparse_prox_newton_max_bytes: int | None = 4 << 20
-    thread_work: str = "elements"
+    Not a dataclass: making a frozen dataclass (~0.5 ms of generated code compiled) would be
+    paid by the first auto stream of every process, which imports this module for the rule's
+    plan."""
 
-    def __post_init__(self) -> None:
-        if self.thread_work not in THREAD_WORK:
-            raise ValueError(f"thread_work {self.thread_work!r}: not one of "
-                             f"{sorted(THREAD_WORK)}")
-        if self.work_per_thread < 1:
-            raise ValueError(f"work_per_thread {self.work_per_thread!r}: must be at least 1")
+    FIELDS = ("prox_newton_max_bytes", "work_per_thread", "gram", "chunk_kib", "model_regions",
+              "sparse_prox_newton_max_bytes", "thread_work")
+    __slots__ = FIELDS
+
+    prox_newton_max_bytes: int | None
+    work_per_thread: int
+    gram: str
+    chunk_kib: int
+    model_regions: tuple[str, ...]
+    sparse_prox_newton_max_bytes: int | None
+    thread_work: str
+
+    def __init__(self, prox_newton_max_bytes: int | None = 4 << 20,
+                 work_per_thread: int = 1 << 15, gram: str = "incremental",
+                 chunk_kib: int = 256, model_regions: tuple[str, ...] = (),
+                 sparse_prox_newton_max_bytes: int | None = 4 << 20,
+                 thread_work: str = "elements") -> None:
+        if thread_work not in THREAD_WORK:
+            raise ValueError(f"thread_work {thread_work!r}: not one of {sorted(THREAD_WORK)}")
+        if work_per_thread < 1:
+            raise ValueError(f"work_per_thread {work_per_thread!r}: must be at least 1")
+        for name, value in zip(self.FIELDS, (
+                prox_newton_max_bytes, work_per_thread, gram, chunk_kib, tuple(model_regions),
+                sparse_prox_newton_max_bytes, thread_work), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Rule is immutable: use rule.replace({name}=...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a Rule is immutable")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Rule and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Rule(" + ", ".join(f"{n}={v!r}" for n, v in zip(self.FIELDS, self._values(),
+                                                               strict=True)) + ")"
+
+    def replace(self, **changes: Any) -> Rule:
+        """This rule with ``changes`` (field names), validated as a new one."""
+        unknown = set(changes) - set(self.FIELDS)
+        if unknown:
+            raise TypeError(f"unknown rule fields {sorted(unknown)}")
+        return Rule(**{**dict(zip(self.FIELDS, self._values(), strict=True)), **changes})
 
     def solver(self, workload: Workload) -> str:
         """The L1 solver of ``workload`` (lamm for an unpenalized one: the engines ignore it)."""
@@ -156,11 +194,12 @@ class Rule:
                 "of a batch, 1 … all cores")
 
     def as_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "model_regions": list(self.model_regions)}
+        return {**dict(zip(self.FIELDS, self._values(), strict=True)),
+                "model_regions": list(self.model_regions)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rule:
-        fields = {f.name for f in dataclasses.fields(cls)}
+        fields = set(cls.FIELDS)
         unknown = set(data) - fields - {"one_thread_below"}
         if unknown:
             raise ValueError(f"unknown rule fields {sorted(unknown)}")
@@ -210,8 +249,8 @@ def current_rule() -> Rule:
     """The rule this process's ``backend="auto"`` runs before (and beside) its advisor: the
     local models' ``rule.json`` when this machine's identity is known already
     (:func:`.hardware.peek_identity`, a file read) and it has local models, else the shipped
-    one — read once per generation of the local models, loading no model (and, where no
-    machine has local models, not the fingerprint's code either)."""
+    one (:data:`DEFAULT_RULE`) — read once per generation of the local models, loading no
+    model (and, where no machine has local models, not the fingerprint's code either)."""
     with LOCK:
         shared = loaded()
         if "rule" not in shared:
@@ -220,8 +259,7 @@ def current_rule() -> Rule:
                 from .hardware import peek_identity
 
                 hw = peek_identity()
-            directory = (models_dir(hw.hardware_id)
-                         if hw is not None and has_models(hw.hardware_id)
-                         else default_models_dir())
-            shared["rule"] = load(directory)
+            # The shipped rule.json is DEFAULT_RULE (a test holds them equal): not read again.
+            shared["rule"] = (load(models_dir(hw.hardware_id))
+                              if hw is not None and has_models(hw.hardware_id) else DEFAULT_RULE)
         return shared["rule"]
