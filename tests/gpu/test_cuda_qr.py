@@ -74,12 +74,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("case", CASES)
-def test_differential_against_the_reference_in_qr_mode(engine, dtype, case):
+def check_against_the_reference(engine_update, dtype, case):
     config = Config(factorization="qr", **CASES[case])
     batches = batches_of(7, dtype)
-    got, got_diag = stream_updates(engine.update, batches, config)
+    got, got_diag = stream_updates(engine_update, batches, config)
     want, want_diag = stream_updates(update, batches, config)
     rtol = RTOL[np.dtype(dtype).name]
     assert_states_agree(got, want, rtol)
@@ -93,6 +91,29 @@ def test_differential_against_the_reference_in_qr_mode(engine, dtype, case):
         assert g.solver == w.solver
         assert_close(g.objective, w.objective, rtol, "objective")
         assert_close(g.bandwidth, w.bandwidth, rtol, "bandwidth")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", CASES)
+def test_differential_against_the_reference_in_qr_mode(engine, dtype, case):
+    check_against_the_reference(engine.update, dtype, case)
+
+
+@pytest.mark.without_gpu
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_differential_tolerances_hold_for_native_cpu(dtype):
+    """The premise of the differential test: the CPU engine, whose QR is LAPACK's tpqrt and
+    whose triangle work the CUDA engine shares, meets the reference at these tolerances."""
+    from rhuber import _native
+    from rhuber.engines import NativeCpuEngine
+    from rhuber.errors import EngineNotAvailableError
+
+    try:
+        cpu = NativeCpuEngine(_native.load("native_cpu"))
+    except EngineNotAvailableError as exc:
+        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
+    for case in CASES:
+        check_against_the_reference(cpu.update, dtype, case)
 
 
 def test_differential_against_native_cpu_in_qr_mode(engine):
@@ -189,10 +210,8 @@ def test_a_qr_checkpoint_continues_on_the_device(engine, tmp_path):
     model.save_checkpoint(tmp_path / "m.npz")
     with np.load(tmp_path / "m.npz") as raw:
         assert int(raw["format_version"]) == 4 and str(raw["factorization"]) == "qr"
-    loaded = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz")
-    loaded.set_params(backend="cuda")
-    reference = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz")
-    reference.set_params(backend="numpy")
+    loaded = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz", backend="cuda")
+    reference = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz", backend="numpy")
     X, y, _ = batches[2]
     model.partial_fit(X, y)
     loaded.partial_fit(X, y)
