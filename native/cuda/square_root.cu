@@ -9,6 +9,7 @@
 // is O(d^3) work on that triangle: the CPU engine's own code (square_root_triangle.hpp), so the
 // rung, rcond and the new (R~, z~) are decided by one implementation for both engines.
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -113,12 +114,14 @@ std::size_t DeviceOps<T>::stack_rows(bool step, double bandwidth, std::vector<T>
     RH_CUDA_CHECK(cudaMemcpyAsync(root.scales.data(), scales.data(), d * sizeof(T),
                                   cudaMemcpyHostToDevice, stream_));
     kernels::scale_columns(stream_, rows, d, root.scales.data(), A, m);
-    // The history's rows under the batch's, then the two zero rows.
+    // The history's rows and the two zero rows under the batch's, in one copy.
+    const std::size_t below = d + 2;
+    T* history = root.host_rows.data();
+    std::fill_n(history, below * n, T{0});
     rh::cpu::history_rows(factor_, vector_, step ? root.host_history.data() : nullptr,
-                          scales.data(), d, n, root.host_rows.data(), d);
-    RH_CUDA_CHECK(cudaMemcpy2DAsync(A + rows, m * sizeof(T), root.host_rows.data(), d * sizeof(T),
-                                    d * sizeof(T), n, cudaMemcpyHostToDevice, stream_));
-    RH_CUDA_CHECK(cudaMemset2DAsync(A + rows + d, m * sizeof(T), 0, 2 * sizeof(T), n, stream_));
+                          scales.data(), d, n, history, below);
+    RH_CUDA_CHECK(cudaMemcpy2DAsync(A + rows, m * sizeof(T), history, below * sizeof(T),
+                                    below * sizeof(T), n, cudaMemcpyHostToDevice, stream_));
     RH_CUSOLVER_CHECK(cusolverDnXgeqrf(
         core_.cusolver(), core_.cusolver_params(), static_cast<std::int64_t>(m),
         static_cast<std::int64_t>(n), cuda_type<T>, A, static_cast<std::int64_t>(m), cuda_type<T>,

@@ -123,7 +123,7 @@ void SquareRootWorkspace<T>::reserve(std::size_t d, std::size_t features, std::s
   pattern.reserve(n, stats);
   step_pattern.reserve(n, stats);
   host_triangle.reserve(columns * columns, stats);
-  host_rows.reserve(d * columns, stats);
+  host_rows.reserve(columns * columns, stats);
   host_linear.reserve(std::max<std::size_t>(features, 1), stats);
   host_squares.reserve(d, stats);
   host_history.reserve(d, stats);

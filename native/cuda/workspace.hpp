@@ -155,7 +155,7 @@ struct SquareRootWorkspace {
   DeviceBuffer<std::uint8_t> pattern;       // the rows' pattern where pattern_repeats() last was
   DeviceBuffer<std::uint8_t> step_pattern;  // ... and where the kept Newton step was made
   PinnedBuffer<T> host_triangle;          // (dim + 2)^2: the top of geqrf's result
-  PinnedBuffer<T> host_rows;              // the history's rows, dim x (dim + 2)
+  PinnedBuffer<T> host_rows;              // the history's rows and two zero rows, (dim + 2)^2
   PinnedBuffer<T> host_linear;            // features
   PinnedBuffer<double> host_squares;      // dim
   PinnedBuffer<double> host_history;      // dim: R~ beta - z~ at the current point
