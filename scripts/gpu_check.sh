@@ -295,14 +295,16 @@ tests=1
 if (( build_only )); then
   (( build == 0 )) && { step abi_build 240 abi_build || build=1; }
   (( build == 0 )) && { step collect 60 "$python" -m pytest -q --collect-only -p no:cacheprovider \
-    tests/gpu tests/test_cuda_abi.py tests/test_dlpack_ownership.py || build=1; }
+    tests/gpu tests/test_cuda_abi.py tests/test_cuda_qr_binding.py tests/test_dlpack_ownership.py \
+    || build=1; }
   tests=0
 elif (( build == 0 )); then
   step abi_build 240 abi_build &
   abi_pid=$!
   (( dry_run )) && wait "$abi_pid"
   step tests 180 env RH_REQUIRE_GPU=1 "$python" -m pytest -q -rs -p no:cacheprovider tests/gpu \
-    tests/test_cuda_abi.py tests/test_dlpack_ownership.py --junitxml "$out/tests.xml"
+    tests/test_cuda_abi.py tests/test_cuda_qr_binding.py tests/test_dlpack_ownership.py \
+    --junitxml "$out/tests.xml"
   tests=$?
   wait "$abi_pid" \
     && step abi_consumer 30 build-cuda-check/rh_cuda_abi_consumer \

@@ -211,22 +211,22 @@ def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
 
 def test_config_carries_every_parameter_of_the_python_config(contract):
     """rh_cuda_config has a field for every key of Config.native_dict but l1_solver (the CUDA
-    engine solves L1 batches with LAMM only; CudaEngine refuses another solver) and
-    factorization (the CUDA engine runs the Cholesky mode only: its CONTRACT_FEATURES lack "qr",
-    so the estimator refuses factorization="qr" there)."""
+    engine solves L1 batches with LAMM only; CudaEngine refuses another solver); the state info
+    says whether the state holds square-root information (factorization="qr", ABI 4.1)."""
     import numpy as np
 
     from rhuber.core import Config
 
     fields = {f["name"] for f in next(s for s in contract["structs"]
                                       if s["name"] == "rh_cuda_config")["fields"]}
-    keys = set(Config().native_dict(np.dtype(np.float64))) - {"l1_solver", "factorization"}
+    keys = set(Config().native_dict(np.dtype(np.float64))) - {"l1_solver"}
     assert keys <= fields, keys - fields
     info = {f["name"] for f in next(s for s in contract["structs"]
                                     if s["name"] == "rh_cuda_state_info")["fields"]}
     sums = {"score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight",
             "inference_batches"}
     assert sums <= info
+    assert "has_factor" in info
 
 
 def _installed_library():

@@ -292,17 +292,18 @@ class _FakeNative:
             def __init__(self, dtype, dim):
                 self.dtype, self.dim = dtype, dim
 
-            def load(self, scalars, coef, information, gram, score_gram):
+            def load(self, scalars, coef, information, gram, score_gram, factor=None,
+                     vector=None):
                 outer.loads += 1
 
-            def read(self, coef, information, gram, score_gram):
+            def read(self, coef, information, gram, score_gram, factor=None, vector=None):
                 coef[:] = 1.0
                 information[:] = 0.0
                 return {"n_samples_seen": 4, "effective_weight": 4.0, "batch_count": 1,
                         "previous_lambda": 0.0, "scale": 1.0, "score_sq_sum": 1.0,
                         "curvature_sum": 4.0, "curvature_sq_sum": 4.0,
                         "inference_weight": 4.0, "inference_batches": 1,
-                        "has_matrices": False}
+                        "has_matrices": False, "has_factor": False}
 
         class FakeEngine:
             stream = 0xABC

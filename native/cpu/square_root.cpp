@@ -13,98 +13,15 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "batch_ops.hpp"
 #include "blas.hpp"
 #include "rh/bricks/scope.hpp"
 #include "rh/error.hpp"
-#include "rh/ladder.hpp"
+#include "square_root_triangle.hpp"
 
 namespace rh::cpu {
-namespace {
-
-// tpqrt's block size. Its panel (level-2) work grows with nb but so does the blocked update's
-// reuse; on a cache-sized chunk of rows (a few hundred) under a 91-column triangle, OpenBLAS's
-// tpqrt ran 1.5x faster with nb = 8 than with 32 (docs/perf/experiments.jsonl, qr-tpqrt-block).
-std::size_t reflector_block(std::size_t columns) { return std::min<std::size_t>(8, columns); }
-
-void check_info(blas::lapack_index info, const char* routine) {
-  if (info < 0) {
-    throw std::logic_error(std::string("internal error: LAPACK ") + routine +
-                           " rejected argument " + std::to_string(-info));
-  }
-}
-
-// The triangle of the stacked rows in equilibrated units: F = R_H S, s_j = 1/||column j|| of
-// the stacked rows (the ladder's 1/sqrt(H_jj): H_jj is that squared norm; 1 where it is not a
-// finite positive normal number), and the contract's rank test.
-template <std::floating_point T>
-struct EquilibratedFactor {
-  std::size_t d;
-  std::vector<T> scales;  // s: the columns were scaled by these before the QR
-  std::vector<T> factor;  // F = R_H S, d x d column-major
-  bool deficient;         // a diagonal entry of F at or below eps(T) d max|diag F|
-
-  // `stacked` is the QR's n x n result (n = ld: d + 1 or d + 2 columns) of rows whose columns
-  // were scaled by `scales`.
-  EquilibratedFactor(const T* stacked, std::size_t d_, std::size_t ld, std::vector<T> scales_)
-      : d(d_), scales(std::move(scales_)), factor(d_ * d_, T{0}) {
-    const std::size_t n = ld;
-    double largest = 0.0;
-    for (std::size_t j = 0; j < d; ++j) {
-      for (std::size_t i = 0; i <= j; ++i) factor[j * d + i] = stacked[j * n + i];
-      largest = std::max(largest, std::fabs(static_cast<double>(factor[j * d + j])));
-    }
-    const double cut = std::numeric_limits<T>::epsilon() * static_cast<double>(d) * largest;
-    deficient = !(largest > 0.0);
-    for (std::size_t j = 0; j < d && !deficient; ++j) {
-      deficient = std::fabs(static_cast<double>(factor[j * d + j])) <= cut;
-    }
-  }
-};
-
-// s_j = 1/sqrt(sum of squares of column j), as the ladder's equilibration_scales takes H_jj.
-template <std::floating_point T>
-std::vector<T> column_scales(const std::vector<double>& squares) {
-  std::vector<T> scales(squares.size());
-  for (std::size_t j = 0; j < squares.size(); ++j) scales[j] = static_cast<T>(squares[j]);
-  equilibration_scales(std::span<T>(scales));
-  return scales;
-}
-
-// The SVD F = U diag(sigma) V^T of a rank-deficient F, singular values at most eps(T) d sigma_max
-// cut: the minimum-norm solutions of the model, through its pseudo-inverse.
-template <std::floating_point T>
-struct FactorSvd {
-  std::size_t d;
-  std::vector<T> u, vt, sigma;
-  std::size_t rank = 0;
-
-  FactorSvd(const std::vector<T>& factor, std::size_t d_, SquareRootBuffers<T>& buffers)
-      : d(d_), u(d_ * d_), vt(d_ * d_), sigma(d_) {
-    std::vector<T> a = factor;
-    const auto n = static_cast<blas::lapack_index>(d);
-    T size = 0;
-    check_info(blas::gesvd(n, a.data(), sigma.data(), u.data(), vt.data(), &size, -1), "gesvd");
-    buffers.svd_work.resize(std::max<std::size_t>(1, static_cast<std::size_t>(size)));
-    const blas::lapack_index info =
-        blas::gesvd(n, a.data(), sigma.data(), u.data(), vt.data(), buffers.svd_work.data(),
-                    static_cast<blas::lapack_index>(buffers.svd_work.size()));
-    check_info(info, "gesvd");
-    if (info > 0) throw NumericalError("the SVD of the square-root Newton system did not converge");
-    const double cut = std::numeric_limits<T>::epsilon() * static_cast<double>(d) *
-                       static_cast<double>(sigma[0]);
-    while (rank < d && static_cast<double>(sigma[rank]) > cut) ++rank;
-  }
-  double U(std::size_t i, std::size_t k) const { return u[k * d + i]; }
-  double V(std::size_t i, std::size_t k) const { return vt[i * d + k]; }  // V = (V^T)^T
-};
-
-}  // namespace
 
 template <std::floating_point T>
 void BatchOps<T>::square_root_history() {
@@ -167,12 +84,7 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   for (std::size_t b = 0; b < blocks; ++b) {
     for (std::size_t j = 0; j < dim_; ++j) squares[j] += root.column_partials[b * dim_ + j];
   }
-  for (std::size_t i = 0; i < dim_; ++i) {
-    for (std::size_t j = i; j < dim_; ++j) {
-      const auto value = static_cast<double>(factor_[i * dim_ + j]);
-      squares[j] += value * value;
-    }
-  }
+  add_history_squares(factor_, dim_, squares);
   root.scales = column_scales<T>(squares);
   const T* scales = root.scales.data();
   for_each_block([&](std::size_t b) {
@@ -213,7 +125,7 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
         }
       }
       if (m > 0) {
-        check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
+        check_lapack(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
                                static_cast<blas::lapack_index>(nb), triangle,
                                static_cast<blas::lapack_index>(n), rows,
                                static_cast<blas::lapack_index>(ld), reflectors,
@@ -229,25 +141,10 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   for (std::size_t b = 1; b < blocks; ++b) stack_below(root.block_triangles.data() + b * n * n, n);
   // The history [R~ | z~] last (the batch's rows first, as the reference stacks them).
   root.below_rows.assign(n * n, T{0});
-  for (std::size_t i = 0; i < dim_; ++i) {
-    for (std::size_t j = i; j < dim_; ++j) {
-      root.below_rows[j * n + i] = factor_[i * dim_ + j] * scales[j];
-    }
-    root.below_rows[dim_ * n + i] =
-        residual_rhs ? static_cast<T>(-root.history_residual[i]) : vector_[i];
-    if (second) root.below_rows[(dim_ + 1) * n + i] = vector_[i];
-  }
+  history_rows(factor_, vector_, residual_rhs ? root.history_residual.data() : nullptr, scales,
+               dim_, n, root.below_rows.data(), n);
   stack_below(root.below_rows.data(), n);
-  // A non-finite triangle has no usable step, and LAPACK's SVD must not see it (it can loop
-  // forever on one: rh/ladder.hpp).
-  for (const T value : root.stacked) {
-    if (!std::isfinite(value)) {
-      throw NumericalError(std::string("the stacked rows of the square-root information are not "
-                                       "finite in ") +
-                           (sizeof(T) == 4 ? "float32" : "float64") +
-                           ": rescale the columns of X, y or the sample weights");
-    }
-  }
+  require_finite_triangle(std::span<const T>(root.stacked));
   linear.assign(dim_, 0.0);
   for (std::size_t b = 0; b < blocks; ++b) {
     for (std::size_t j = 0; j < dim_; ++j) linear[j] += root.linear_partials[b * dim_ + j];
@@ -256,14 +153,8 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
 
 template <std::floating_point T>
 void BatchOps<T>::stack_below(T* rows, std::size_t m) {
-  const std::size_t n = ws_.root.stacked_columns;
-  const std::size_t nb = reflector_block(n);
-  check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
-                         static_cast<blas::lapack_index>(nb), ws_.root.stacked.data(),
-                         static_cast<blas::lapack_index>(n), rows,
-                         static_cast<blas::lapack_index>(m), ws_.root.reflectors.data(),
-                         static_cast<blas::lapack_index>(nb), ws_.root.work.data()),
-             "tpqrt");
+  rh::cpu::stack_below(ws_.root.stacked.data(), ws_.root.stacked_columns, rows, m,
+                       ws_.root.reflectors.data(), ws_.root.work.data());
 }
 
 template <std::floating_point T>
@@ -319,86 +210,9 @@ SquareRootStep BatchOps<T>::square_root_step(double ridge, Vector& out) {
   stack_rows([tau](T r) { return std::abs(r) <= tau ? T{1} : T{0}; }, /*residual_rhs=*/true,
              linear);
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, dim_ * dim_, dim_ * dim_ * sizeof(T), 2 * dim_ * dim_);
-  const std::size_t d = dim_;
-  const std::size_t n = ws_.root.stacked_columns;
-  const T* q = ws_.root.stacked.data() + d * n;
-  EquilibratedFactor<T> f(ws_.root.stacked.data(), d, n, ws_.root.scales);
   keep_step_factorization(linear);
-  // With a ridge, as in the Cholesky mode (rh/newton.hpp), the undamped factor decides first:
-  // a rank-deficient one takes its minimum-norm step undamped; otherwise the rows
-  // sqrt(ridge) [I | beta] join it, one more QR of d rows.
-  if (ridge > 0.0 && !f.deficient) {
-    // In equilibrated units: sqrt(ridge) s_j on the diagonal; then the damped columns'
-    // equilibration composed with the first.
-    const auto root_ridge = static_cast<T>(std::sqrt(ridge));
-    ws_.root.below_rows.assign(d * n, T{0});
-    for (std::size_t j = 0; j < d; ++j) {
-      ws_.root.below_rows[j * d + j] = root_ridge * f.scales[j];
-      // (right-hand side sqrt(ridge) (beta - beta) = 0)
-    }
-    stack_below(ws_.root.below_rows.data(), d);
-    std::vector<double> squares(d, 0.0);
-    T* stacked = ws_.root.stacked.data();
-    for (std::size_t j = 0; j < d; ++j) {
-      for (std::size_t i = 0; i <= j; ++i) {
-        const auto value = static_cast<double>(stacked[j * n + i]);
-        squares[j] += value * value;
-      }
-    }
-    const std::vector<T> damped = column_scales<T>(squares);
-    std::vector<T> composed(d);
-    for (std::size_t j = 0; j < d; ++j) {
-      for (std::size_t i = 0; i <= j; ++i) stacked[j * n + i] *= damped[j];
-      composed[j] = f.scales[j] * damped[j];
-    }
-    f = EquilibratedFactor<T>(stacked, d, n, std::move(composed));
-  }
-  const auto ld = static_cast<blas::lapack_index>(d);
-  std::vector<T> scaled_linear(d);
-  for (std::size_t j = 0; j < d; ++j) {
-    scaled_linear[j] = static_cast<T>(static_cast<double>(f.scales[j]) * linear[j]);
-  }
-  if (!f.deficient) {
-    // The model's minimizer, as a step u: F^T v = S c, then F u = q + v; the step S u.
-    std::vector<T> u = scaled_linear;
-    bool solved = blas::trtrs(true, ld, f.factor.data(), ld, u.data()) == 0;
-    if (solved) {
-      for (std::size_t j = 0; j < d; ++j) u[j] += q[j];
-      solved = blas::trtrs(false, ld, f.factor.data(), ld, u.data()) == 0;
-    }
-    bool finite = solved;
-    for (std::size_t j = 0; j < d && finite; ++j) {
-      out[j] = f.scales[j] * u[j];
-      finite = std::isfinite(out[j]);
-    }
-    if (finite) {
-      T rcond = 0;
-      ws_.root.condition_work.resize(3 * d);
-      ws_.root.condition_iwork.resize(d);
-      check_info(blas::trcon(ld, f.factor.data(), ld, &rcond, ws_.root.condition_work.data(),
-                             ws_.root.condition_iwork.data()),
-                 "trcon");
-      const auto r = static_cast<double>(rcond);
-      return {.rung = Solver::qr, .rcond = r * r, .rank = d};
-    }
-  }
-  // The minimum-norm step of the model (as the ladder's SVD rung takes it):
-  // min 1/2 ||F t - q||^2 - (S c)^T t, t = V Sigma+ (U^T q + Sigma+ V^T S c), the step S t.
-  const FactorSvd<T> svd(f.factor, d, ws_.root);
-  std::vector<double> t(d, 0.0);
-  for (std::size_t k = 0; k < svd.rank; ++k) {
-    double left = 0.0;
-    double right = 0.0;
-    for (std::size_t i = 0; i < d; ++i) {
-      left += svd.U(i, k) * static_cast<double>(q[i]);
-      right += svd.V(i, k) * static_cast<double>(scaled_linear[i]);
-    }
-    const auto sigma = static_cast<double>(svd.sigma[k]);
-    const double coefficient = (left + right / sigma) / sigma;
-    for (std::size_t i = 0; i < d; ++i) t[i] += svd.V(i, k) * coefficient;
-  }
-  for (std::size_t j = 0; j < d; ++j) out[j] = static_cast<T>(static_cast<double>(f.scales[j]) * t[j]);
-  return {.rung = Solver::svd, .rcond = 0.0, .rank = svd.rank};
+  return triangle_step(ws_.root.stacked.data(), ws_.root.stacked_columns, dim_, ws_.root.scales,
+                       linear, ridge, out.data());
 }
 
 template <std::floating_point T>
@@ -469,45 +283,8 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
   }
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, dim_ * dim_, dim_ * dim_ * sizeof(T),
                  2 * dim_ * dim_);
-  const EquilibratedFactor<T> f(stacked, d, n, std::move(scales));
-  // z~ = q + R_H^-T c, so that 1/2 ||R~ beta - z~||^2 = 1/2 ||R_H beta - q||^2 - c^T beta + const:
-  // R_H^T v = c is F^T v = S c (a rank-deficient F: the minimum-norm v).
-  std::vector<double> v(d, 0.0);
-  bool solved = false;
-  if (!f.deficient) {
-    std::vector<T> solution(d);
-    for (std::size_t j = 0; j < d; ++j) {
-      solution[j] = static_cast<T>(static_cast<double>(f.scales[j]) * linear[j]);
-    }
-    const auto ld = static_cast<blas::lapack_index>(d);
-    solved = blas::trtrs(true, ld, f.factor.data(), ld, solution.data()) == 0;
-    for (std::size_t j = 0; j < d && solved; ++j) {
-      v[j] = static_cast<double>(solution[j]);
-      solved = std::isfinite(v[j]);
-    }
-  }
-  if (!solved) {  // v = (F^T)+ S c = U Sigma+ V^T S c
-    const FactorSvd<T> svd(f.factor, d, ws_.root);
-    std::fill(v.begin(), v.end(), 0.0);
-    for (std::size_t k = 0; k < svd.rank; ++k) {
-      double right = 0.0;
-      for (std::size_t i = 0; i < d; ++i) {
-        right += svd.V(i, k) * static_cast<double>(f.scales[i]) * linear[i];
-      }
-      const double coefficient = right / static_cast<double>(svd.sigma[k]);
-      for (std::size_t i = 0; i < d; ++i) v[i] += svd.U(i, k) * coefficient;
-    }
-  }
-  // In the data's units (F S^-1), the rows of a negative diagonal entry negated (R~ and z~
-  // together): diagonal >= 0.
-  for (std::size_t i = 0; i < d; ++i) {
-    const T sign = stacked[i * n + i] < T{0} ? T{-1} : T{1};
-    for (std::size_t j = 0; j < i; ++j) out.factor[i * d + j] = T{0};
-    for (std::size_t j = i; j < d; ++j) {
-      out.factor[i * d + j] = sign * (stacked[j * n + i] / f.scales[j]);
-    }
-    out.vector[i] = sign * static_cast<T>(static_cast<double>(stacked[rhs * n + i]) + v[i]);
-  }
+  triangle_information(stacked, n, rhs, d, std::move(scales), linear, out.factor.data(),
+                       out.vector.data());
   return batch;
 }
 

@@ -58,10 +58,6 @@ struct SquareRootBuffers {
   std::vector<std::uint8_t> step_pattern;
   std::vector<std::uint8_t> pattern;  // the pattern at the point pattern_repeats() saw last
   std::vector<T> below_rows;  // rows stacked below the triangle: the history, the ridge rows
-  std::vector<T> factor;      // d x d, column-major: R_H with its columns equilibrated
-  std::vector<T> svd_u, svd_vt, svd_values, svd_work;
-  std::vector<T> condition_work;
-  std::vector<blas::lapack_index> condition_iwork;
   std::vector<double> history_residual;  // R~ beta - z~ at the current point
 };
 

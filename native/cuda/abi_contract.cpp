@@ -14,7 +14,7 @@ constexpr bool has_type = std::is_same_v<Field, Expected>;
 
 }  // namespace
 
-static_assert(RH_CUDA_ABI_VERSION == (4 << 16 | 0));
+static_assert(RH_CUDA_ABI_VERSION == (4 << 16 | 1));
 
 static_assert(RH_CUDA_OK == 0);
 static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
@@ -35,6 +35,7 @@ static_assert(RH_CUDA_SOLVER_CHOLESKY == 0);
 static_assert(RH_CUDA_SOLVER_LU == 1);
 static_assert(RH_CUDA_SOLVER_SVD == 2);
 static_assert(RH_CUDA_SOLVER_LAMM == 3);
+static_assert(RH_CUDA_SOLVER_QR == 4);
 static_assert(RH_CUDA_PROFILE_OFF == 0);
 static_assert(RH_CUDA_PROFILE_PER_BATCH == 1);
 static_assert(RH_CUDA_PROFILE_DEFERRED == 2);
@@ -42,6 +43,8 @@ static_assert(RH_CUDA_PROFILE_FORMAT_REPORT == 0);
 static_assert(RH_CUDA_PROFILE_FORMAT_TRACE == 1);
 static_assert(RH_CUDA_CURVATURE_INDICATOR == 0);
 static_assert(RH_CUDA_CURVATURE_SMOOTHED == 1);
+static_assert(RH_CUDA_FACTORIZATION_CHOLESKY == 0);
+static_assert(RH_CUDA_FACTORIZATION_QR == 1);
 
 static_assert(std::is_same_v<rh_cuda_engine_t, struct rh_cuda_engine_s*>);
 static_assert(std::is_same_v<rh_cuda_state_t, struct rh_cuda_state_s*>);
@@ -115,8 +118,8 @@ static_assert(offsetof(rh_cuda_config, bandwidth_scale) == 88);
 static_assert(has_type<decltype(rh_cuda_config::bandwidth_scale), double>);
 static_assert(offsetof(rh_cuda_config, has_half_life) == 96);
 static_assert(has_type<decltype(rh_cuda_config::has_half_life), int32_t>);
-static_assert(offsetof(rh_cuda_config, reserved3) == 100);
-static_assert(has_type<decltype(rh_cuda_config::reserved3), int32_t>);
+static_assert(offsetof(rh_cuda_config, factorization) == 100);
+static_assert(has_type<decltype(rh_cuda_config::factorization), int32_t>);
 static_assert(offsetof(rh_cuda_config, half_life) == 104);
 static_assert(has_type<decltype(rh_cuda_config::half_life), double>);
 
@@ -125,8 +128,8 @@ static_assert(sizeof(rh_cuda_state_info) == 104);
 static_assert(alignof(rh_cuda_state_info) == 8);
 static_assert(offsetof(rh_cuda_state_info, dtype) == 0);
 static_assert(has_type<decltype(rh_cuda_state_info::dtype), int32_t>);
-static_assert(offsetof(rh_cuda_state_info, reserved) == 4);
-static_assert(has_type<decltype(rh_cuda_state_info::reserved), int32_t>);
+static_assert(offsetof(rh_cuda_state_info, has_factor) == 4);
+static_assert(has_type<decltype(rh_cuda_state_info::has_factor), int32_t>);
 static_assert(offsetof(rh_cuda_state_info, dim) == 8);
 static_assert(has_type<decltype(rh_cuda_state_info::dim), int64_t>);
 static_assert(offsetof(rh_cuda_state_info, n_samples_seen) == 16);

@@ -54,8 +54,17 @@ rh::Config to_config(const rh_cuda_config& c) {
   }
   config.bandwidth_scale = c.bandwidth_scale;
   config.inference_matrices = c.inference_matrices != 0;
-  if (c.reserved3 != 0) {
-    throw rh::InvalidArgument("the reserved3 field of rh_cuda_config must be 0");
+  switch (c.factorization) {
+    case RH_CUDA_FACTORIZATION_CHOLESKY:
+      config.factorization = rh::Factorization::cholesky;
+      break;
+    case RH_CUDA_FACTORIZATION_QR:
+      config.factorization = rh::Factorization::qr;
+      break;
+    default:
+      throw rh::InvalidArgument("config.factorization must be RH_CUDA_FACTORIZATION_CHOLESKY (0) "
+                                "or RH_CUDA_FACTORIZATION_QR (1), got " +
+                                std::to_string(c.factorization));
   }
   if (c.has_half_life != 0) config.half_life = c.half_life;
   return config;
@@ -71,9 +80,10 @@ std::int32_t solver_code(rh::Solver solver) {
       return RH_CUDA_SOLVER_SVD;
     case rh::Solver::lamm:
       return RH_CUDA_SOLVER_LAMM;
-    case rh::Solver::prox_newton:
     case rh::Solver::qr:
-      break;  // CPU-only: the CUDA engine never runs them
+      return RH_CUDA_SOLVER_QR;
+    case rh::Solver::prox_newton:
+      break;  // CPU-only: the CUDA engine never runs it
   }
   throw rh::Error("internal error: an unknown solver rung");
 }
@@ -96,6 +106,57 @@ void check_host_array(const rh_cuda_array& array, const char* name, std::int32_t
                               " with row stride " + std::to_string(array.row_stride));
   }
   if (array.data == nullptr) throw rh::InvalidArgument(std::string(name) + " has no data");
+}
+
+void load_state(rh_cuda_state_t state, const rh_cuda_state_info* info, const rh_cuda_array* coef,
+                const rh_cuda_array* information, const rh_cuda_array* gram,
+                const rh_cuda_array* score_gram, const rh_cuda_array* factor,
+                const rh_cuda_array* vector) {
+  rh::cuda::DeviceState& s = *require(state, "state").state;
+  const rh_cuda_state_info& i = require(info, "info");
+  if (i.dim < 1) throw rh::InvalidArgument("info.dim must be >= 1");
+  check_host_array(require(coef, "coef"), "coef", i.dtype, i.dim, 1);
+  check_host_array(require(information, "information"), "information", i.dtype, i.dim, i.dim);
+  if (i.reserved2 != 0) {
+    throw rh::InvalidArgument("the reserved2 field of rh_cuda_state_info must be 0");
+  }
+  rh::cuda::DeviceState::Arrays arrays{.coef = coef->data, .information = information->data};
+  if (i.has_matrices != 0) {
+    check_host_array(require(gram, "gram"), "gram", i.dtype, i.dim, i.dim);
+    check_host_array(require(score_gram, "score_gram"), "score_gram", i.dtype, i.dim, i.dim);
+    arrays.gram = gram->data;
+    arrays.score_gram = score_gram->data;
+  }
+  if (i.has_factor != 0) {
+    check_host_array(require(factor, "factor"), "factor", i.dtype, i.dim, i.dim);
+    check_host_array(require(vector, "vector"), "vector", i.dtype, i.dim, 1);
+    arrays.factor = factor->data;
+    arrays.vector = vector->data;
+  }
+  s.load(i, arrays);
+}
+
+void read_state(rh_cuda_state_t state, rh_cuda_state_info* info, const rh_cuda_array* coef,
+                const rh_cuda_array* information, const rh_cuda_array* gram,
+                const rh_cuda_array* score_gram, const rh_cuda_array* factor,
+                const rh_cuda_array* vector) {
+  const rh::cuda::DeviceState& s = *require(state, "state").state;
+  rh_cuda_state_info& i = require(info, "info");
+  std::lock_guard lock(s.core().mutex());  // an update or load may be replacing the state
+  const auto dim = static_cast<std::int64_t>(s.dim());
+  check_host_array(require(coef, "coef"), "coef", s.dtype(), dim, 1);
+  check_host_array(require(information, "information"), "information", s.dtype(), dim, dim);
+  const auto optional = [&](const rh_cuda_array* array, const char* name, std::int64_t cols) {
+    if (array == nullptr) return static_cast<void*>(nullptr);
+    check_host_array(*array, name, s.dtype(), dim, cols);
+    return array->data;
+  };
+  s.read(i, {.coef = coef->data,
+             .information = information->data,
+             .gram = optional(gram, "gram", dim),
+             .score_gram = optional(score_gram, "score_gram", dim),
+             .factor = optional(factor, "factor", dim),
+             .vector = optional(vector, "vector", 1)});
 }
 
 }  // namespace
@@ -243,23 +304,20 @@ int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
                        const rh_cuda_array* coef, const rh_cuda_array* information,
                        const rh_cuda_array* gram, const rh_cuda_array* score_gram) {
   RH_API_BEGIN
-  rh::cuda::DeviceState& s = *require(state, "state").state;
-  const rh_cuda_state_info& i = require(info, "info");
-  if (i.reserved != 0) {
-    throw rh::InvalidArgument("the reserved field of rh_cuda_state_info must be 0");
+  if (require(info, "info").has_factor != 0) {
+    throw rh::InvalidArgument("info.has_factor is set: a state with square-root information "
+                              "(R~, z~) loads through rh_cuda_state_load_factor");
   }
-  if (i.dim < 1) throw rh::InvalidArgument("info.dim must be >= 1");
-  check_host_array(require(coef, "coef"), "coef", i.dtype, i.dim, 1);
-  check_host_array(require(information, "information"), "information", i.dtype, i.dim, i.dim);
-  if (i.reserved2 != 0) {
-    throw rh::InvalidArgument("the reserved2 field of rh_cuda_state_info must be 0");
-  }
-  if (i.has_matrices != 0) {
-    check_host_array(require(gram, "gram"), "gram", i.dtype, i.dim, i.dim);
-    check_host_array(require(score_gram, "score_gram"), "score_gram", i.dtype, i.dim, i.dim);
-  }
-  s.load(i, coef->data, information->data, i.has_matrices != 0 ? gram->data : nullptr,
-         i.has_matrices != 0 ? score_gram->data : nullptr);
+  load_state(state, info, coef, information, gram, score_gram, nullptr, nullptr);
+  RH_API_END
+}
+
+int rh_cuda_state_load_factor(rh_cuda_state_t state, const rh_cuda_state_info* info,
+                              const rh_cuda_array* coef, const rh_cuda_array* information,
+                              const rh_cuda_array* gram, const rh_cuda_array* score_gram,
+                              const rh_cuda_array* factor, const rh_cuda_array* vector) {
+  RH_API_BEGIN
+  load_state(state, info, coef, information, gram, score_gram, factor, vector);
   RH_API_END
 }
 
@@ -267,16 +325,16 @@ int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
                        const rh_cuda_array* coef, const rh_cuda_array* information,
                        const rh_cuda_array* gram, const rh_cuda_array* score_gram) {
   RH_API_BEGIN
-  const rh::cuda::DeviceState& s = *require(state, "state").state;
-  rh_cuda_state_info& i = require(info, "info");
-  std::lock_guard lock(s.core().mutex());  // an update or load may be replacing the state
-  const auto dim = static_cast<std::int64_t>(s.dim());
-  check_host_array(require(coef, "coef"), "coef", s.dtype(), dim, 1);
-  check_host_array(require(information, "information"), "information", s.dtype(), dim, dim);
-  if (gram != nullptr) check_host_array(*gram, "gram", s.dtype(), dim, dim);
-  if (score_gram != nullptr) check_host_array(*score_gram, "score_gram", s.dtype(), dim, dim);
-  s.read(i, coef->data, information->data, gram != nullptr ? gram->data : nullptr,
-         score_gram != nullptr ? score_gram->data : nullptr);
+  read_state(state, info, coef, information, gram, score_gram, nullptr, nullptr);
+  RH_API_END
+}
+
+int rh_cuda_state_read_factor(rh_cuda_state_t state, rh_cuda_state_info* info,
+                              const rh_cuda_array* coef, const rh_cuda_array* information,
+                              const rh_cuda_array* gram, const rh_cuda_array* score_gram,
+                              const rh_cuda_array* factor, const rh_cuda_array* vector) {
+  RH_API_BEGIN
+  read_state(state, info, coef, information, gram, score_gram, factor, vector);
   RH_API_END
 }
 

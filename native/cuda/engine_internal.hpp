@@ -123,15 +123,31 @@ class DeviceState {
     return information<T>().data();
   }
 
+  // The host arrays of a state, in and out: G and K when the state keeps the inference matrices,
+  // R~ and z~ when it holds square-root information (factorization="qr").
+  struct Arrays {
+    const void* coef = nullptr;
+    const void* information = nullptr;
+    const void* gram = nullptr;
+    const void* score_gram = nullptr;
+    const void* factor = nullptr;
+    const void* vector = nullptr;
+  };
+  struct Outputs {
+    void* coef = nullptr;
+    void* information = nullptr;
+    void* gram = nullptr;
+    void* score_gram = nullptr;
+    void* factor = nullptr;
+    void* vector = nullptr;
+  };
+
   // Host arrays in; uploads the information matrix. The inference matrices (read when
-  // info.has_matrices) stay in the host state, beside the coefficients.
-  void load(const rh_cuda_state_info& info, const void* coef_values,
-            const void* information_values, const void* gram_values,
-            const void* score_gram_values);
-  // gram_values and score_gram_values are written when the state keeps the matrices and they
-  // are not null.
-  void read(rh_cuda_state_info& info, void* coef_values, void* information_values,
-            void* gram_values, void* score_gram_values) const;
+  // info.has_matrices) and R~, z~ (read when info.has_factor) stay in the host state, beside the
+  // coefficients.
+  void load(const rh_cuda_state_info& info, const Arrays& arrays);
+  // The optional outputs are written when the state has them and they are not null.
+  void read(rh_cuda_state_info& info, const Outputs& out) const;
 
   // Adopts an update's result: the new host state, and the device buffer that holds its
   // information matrix (swapped, not copied: the workspace gets this state's old buffer).
@@ -154,9 +170,7 @@ class DeviceState {
     return const_cast<DeviceState*>(this)->information<T>();
   }
   template <std::floating_point T>
-  void load_as(const rh_cuda_state_info& info, const void* coef_values,
-               const void* information_values, const void* gram_values,
-               const void* score_gram_values);
+  void load_as(const rh_cuda_state_info& info, const Arrays& arrays);
 
   std::variant<State<float>, State<double>> host_;
   DeviceBuffer<float> information32_;   // the one of the state's dtype is used

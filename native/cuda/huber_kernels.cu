@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "errors.hpp"
+#include "kernel_support.cuh"
 #include "kernels.hpp"
 #include "workspace.hpp"
 
@@ -19,44 +20,6 @@ std::size_t reduction_blocks(std::size_t rows) {
 
 namespace rh::cuda::kernels {
 namespace {
-
-constexpr int threads = reduction_threads;
-constexpr std::size_t max_elementwise_blocks = 4096;
-
-unsigned elementwise_blocks(std::size_t count) {
-  const std::size_t blocks = (count + threads - 1) / threads;
-  return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, max_elementwise_blocks));
-}
-
-__device__ std::size_t global_index() {
-  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ std::size_t grid_stride() {
-  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
-}
-
-// Sum (or maximum) over the block in a fixed tree order; every thread gets the result. The
-// trailing barrier lets a caller reduce again with the same shared array.
-template <bool Max>
-__device__ double block_reduce(double value) {
-  __shared__ double shared[threads];
-  shared[threadIdx.x] = value;
-  __syncthreads();
-  for (int half = threads / 2; half > 0; half /= 2) {
-    if (static_cast<int>(threadIdx.x) < half) {
-      const double other = shared[threadIdx.x + half];
-      shared[threadIdx.x] = Max ? fmax(shared[threadIdx.x], other) : shared[threadIdx.x] + other;
-    }
-    __syncthreads();
-  }
-  const double result = shared[0];
-  __syncthreads();
-  return result;
-}
-
-__device__ double block_sum(double value) { return block_reduce<false>(value); }
-__device__ double block_max(double value) { return block_reduce<true>(value); }
 
 // rho and the cancellation-free difference h(r, a) = rho(r - a) - rho(r), in float64: the device
 // twins of rh::huber_rho and rh::huber_rho_change (rh/huber.hpp), which are host-only.

@@ -11,6 +11,7 @@
 #include "profiling.hpp"
 #include "rh/drift.hpp"
 #include "rh/ops.hpp"
+#include "square_root_kernels.hpp"
 
 namespace rh::cuda {
 
@@ -49,6 +50,12 @@ DeviceOps<T>::DeviceOps(EngineCore& core, Workspace<T>& workspace, const StateVi
   } else {
     kernels::to_double(stream_, dim_ * dim_, information_, ws_.information64.data());
     information64_ = ws_.information64.data();
+  }
+  if (previous.square_root()) {
+    square_root_ = true;
+    factor_ = previous.information_factor;
+    vector_ = previous.information_vector;
+    upload_history(previous);
   }
 }
 
@@ -196,6 +203,22 @@ void DeviceOps<T>::evaluate(const Vector& beta, double tau) {
   const auto d = static_cast<std::int64_t>(dim_);
   kernels::delta(stream_, dim_, ws_.current.data(), ws_.previous_coef.data(), ws_.delta.data(),
                  ws_.delta64.data());
+  if (square_root_) {
+    // The history's gradient R~^T (R~ beta - z~) from the factor in float64 (R~^T R~ formed would
+    // square its condition): a = R~ (beta - beta~), R~ beta - z~ = a + u0. R~ is row-major, i.e.
+    // the column-major R~^T: R~ v is the transposed product, R~^T v the plain one.
+    SquareRootWorkspace<T>& root = ws_.root;
+    blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, 1.0, root.factor64.data(), d,
+               ws_.delta64.data(), 1, 0.0, root.history_a64.data(), 1);
+    RH_CUDA_CHECK(cudaMemcpyAsync(root.history_residual64.data(), root.history_offset64.data(),
+                                  dim_ * sizeof(double), cudaMemcpyDeviceToDevice, stream_));
+    kernels::axpy(stream_, dim_, 1.0, root.history_a64.data(), root.history_residual64.data());
+    blas::gemv(core_.cublas(), CUBLAS_OP_N, d, d, 1.0, root.factor64.data(), d,
+               root.history_residual64.data(), 1, 0.0, ws_.information_delta64.data(), 1);
+    kernels::from_double(stream_, dim_, ws_.information_delta64.data(),
+                         ws_.information_delta.data());
+    return;
+  }
   // J~ is row-major, i.e. the column-major J~^T: J~ v is the transposed product.
   blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, T{1}, information_, d, ws_.delta.data(), 1, T{0},
              ws_.information_delta.data(), 1);
@@ -217,8 +240,18 @@ double DeviceOps<T>::objective(double lambda) {
   kernels::objective_terms(stream_, dim_, features_, ws_.delta64.data(),
                            ws_.information_delta64.data(), ws_.history_sign.data(),
                            ws_.current.data(), &ws_.scalars.data()->sums[quadratic]);
+  if (square_root_) {
+    kernels::dot(stream_, dim_, ws_.root.history_a64.data(), ws_.root.history_a64.data(),
+                 &ws_.scalars.data()->sums[history_square]);
+  }
   const DeviceScalars& s = fetch();
-  return s.sums[loss] + 0.5 * s.sums[quadratic] - history_weight_ * s.sums[history] +
+  // factorization="qr": the history's h(beta) - h(beta~), h = 1/2 ||R~ beta - z~||^2, doubled
+  // (as delta^T J~ delta): with a = R~ (beta - beta~) and u0 = R~ beta~ - z~ it is
+  // 2 u0^T a + a^T a = 2 delta^T R~^T (R~ beta - z~) - a^T a, without the cancellation of the
+  // difference of the two squares.
+  const double quadratic_term =
+      square_root_ ? 2.0 * s.sums[quadratic] - s.sums[history_square] : s.sums[quadratic];
+  return s.sums[loss] + 0.5 * quadratic_term - history_weight_ * s.sums[history] +
          (effective_weight_ + batch_.weight_sum) * lambda * s.sums[l1];
 }
 
@@ -358,12 +391,26 @@ double DeviceOps<T>::objective_change(const Vector& step, double t) {
                         batch_.w, factor, static_cast<double>(tau_), ws_.partials.data());
   kernels::sum_partials(stream_, ws_.partials.data(), blocks_, 1, &scalars->sums[change]);
   kernels::trial(stream_, dim_, step.data(), factor, ws_.trial64.data());
-  blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, 1.0, information64_, d, ws_.trial64.data(), 1,
-             0.0, ws_.information_trial64.data(), 1);
+  if (square_root_) {
+    // R~^T (R~ s) from the factor: then s^T R~^T (R~ beta - z~) = u^T (R~ beta - z~) and
+    // s^T R~^T u = u^T u with u = R~ s, and the history's change is the first plus half the
+    // second.
+    blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, 1.0, ws_.root.factor64.data(), d,
+               ws_.trial64.data(), 1, 0.0, ws_.root.step_u64.data(), 1);
+    blas::gemv(core_.cublas(), CUBLAS_OP_N, d, d, 1.0, ws_.root.factor64.data(), d,
+               ws_.root.step_u64.data(), 1, 0.0, ws_.information_trial64.data(), 1);
+  } else {
+    blas::gemv(core_.cublas(), CUBLAS_OP_T, d, d, 1.0, information64_, d, ws_.trial64.data(), 1,
+               0.0, ws_.information_trial64.data(), 1);
+  }
   kernels::change_terms(stream_, dim_, ws_.delta64.data(), ws_.information_trial64.data(),
                         ws_.trial64.data(), ws_.information_delta64.data(),
                         ws_.history_sign.data(), &scalars->sums[delta_j_step]);
   const DeviceScalars& s = fetch();
+  if (square_root_) {
+    return s.sums[change] + s.sums[step_j_delta] + 0.5 * s.sums[step_j_step] -
+           history_weight_ * s.sums[step_history];
+  }
   return s.sums[change] +
          0.5 * (s.sums[delta_j_step] + s.sums[step_j_delta] + s.sums[step_j_step]) -
          history_weight_ * s.sums[step_history];
@@ -436,6 +483,15 @@ void DeviceOps<T>::batch_gram_to_host(std::span<double> out) {
       out[j * dim_ + i] = value;
     }
   }
+}
+
+template <std::floating_point T>
+void DeviceOps<T>::score_to_host(std::span<T> out) {
+  RH_CUDA_BRICK(prof_, transfer, dim_, dim_ * sizeof(T), 0);
+  RH_CUDA_CHECK(cudaMemcpyAsync(ws_.host_vector.data(), ws_.score.data(), dim_ * sizeof(T),
+                                cudaMemcpyDeviceToHost, stream_));
+  core_.synchronize();
+  std::copy_n(ws_.host_vector.data(), dim_, out.begin());
 }
 
 template <std::floating_point T>

@@ -85,12 +85,26 @@ class DeviceOps {
   // reduced on the device and read with the one synchronization of the pass.
   InferenceSums information(const InformationRequest& request, InformationOutputs<T> out);
 
+  // rh::SquareRootOps (factorization="qr", square_root.cu): the history is (R~, z~) when the
+  // state before the batch holds them. The rows are stacked and reduced by cuSOLVER's geqrf on
+  // the device; the (d+2) x (d+2) triangle comes back, and the d x d work on it is the CPU
+  // engine's own (native/cpu/square_root_triangle.hpp), on the host.
+  bool square_root() const { return square_root_; }
+  SquareRootStep square_root_step(double ridge, Vector& out);
+  bool pattern_repeats();
+  InferenceSums square_root_information(const InformationRequest& request,
+                                        SquareRootOutputs<T> out);
+
   // rh::DriftOps (rh/drift.hpp), at the current point after form_hessian(): its Gram (the
   // Newton matrix less J~ and ridge) brought to the host in float64, its sums of w psi^2 and
   // w c from the residuals brought to the host (n values, no pass over X), and the float64 host
   // solver of the test's d x d systems.
   void batch_gram_to_host(std::span<double> out);
   InferenceSums point_sums();
+  // The score X~^T (w psi) of the current point itself: in factorization="qr" the gradient at
+  // beta~ also holds the last solve's remainder R~^T (R~ beta~ - z~), which the test's score
+  // does not.
+  void score_to_host(std::span<T> out);
   HostSolver64& drift_solver() {
     drift_solver_.resize(dim_);
     return drift_solver_;
@@ -105,6 +119,15 @@ class DeviceOps {
   // Symmetry and ||H||_1 of the Newton matrix as it now is (H, or Ĥ once equilibrated): the
   // one-norm and one fetch, once per matrix.
   const DeviceScalars& hessian_facts();
+  // factorization="qr": R~ and u0 = R~ beta~ - z~ up in float64 (the constructor).
+  void upload_history(const StateView<T>& previous);
+  // The QR of the stacked rows at the current point (a Newton step's, or the information
+  // update's with its curvature): the n x n top of the result into ws_.root.host_triangle, the
+  // columns' equilibration into `scales`, the linear term into `linear`; returns n.
+  std::size_t stack_rows(bool step, double bandwidth, std::vector<T>& scales,
+                         std::vector<double>& linear);
+  // Whether every row's pattern matches `pattern`'s (and, with write, records the current one).
+  bool pattern_matches(std::uint8_t* pattern, bool write);
 
   EngineCore& core_;
   rh::bricks::Profiler& prof_;      // the engine's, or an off one (profiling.hpp)
@@ -126,6 +149,18 @@ class DeviceOps {
   std::optional<double> diagonal_mean_;  // diagonal_mean(), once formed
   DeviceScalars facts_{};
   HostSolver64 drift_solver_;
+  // factorization="qr".
+  bool square_root_ = false;
+  std::span<const T> factor_;  // R~ (row-major) and z~ on the host
+  std::span<const T> vector_;
+  bool pattern_known_ = false;
+  // The last Newton step's triangle [R_H | q | q_y], scales, linear term and bandwidth, kept for
+  // an information update at a point of the same pattern.
+  bool step_kept_ = false;
+  T step_tau_ = 0;
+  std::vector<T> step_triangle_;
+  std::vector<T> step_scales_;
+  std::vector<double> step_linear_;
 };
 
 extern template class DeviceOps<float>;

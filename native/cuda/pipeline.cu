@@ -12,6 +12,7 @@
 #include "objective.hpp"
 #include "profiling.hpp"
 #include "rh/engine_profiling.hpp"
+#include "rh/square_root.hpp"
 #include "rh/update.hpp"
 #include "rh/validation.hpp"
 
@@ -71,11 +72,15 @@ Diagnostics update_as(EngineCore& core, const DeviceState& previous, const rh_cu
                                   core.stream()));
     information = ws.empty_information.data();
   }
-  // With half_life, the batch sees the discounted history (rh/drift.hpp), formed on the host as
-  // on the CPU and its J~ uploaded into the scratch the first batch's zeros use.
+  // The history in the configured factorization (rh/square_root.hpp: a Cholesky state continued
+  // in qr mode gets R~ = chol(J~), a qr state continued in Cholesky mode J~ = R~^T R~), then, with
+  // half_life, discounted (rh/drift.hpp), both formed on the host as on the CPU; a J~ that differs
+  // from the device's is uploaded into the scratch the first batch's zeros use.
+  State<T> factorized_storage;
+  const StateView<T> factorized = history_for_factorization(stored, config, factorized_storage);
   State<T> discounted_storage;
   const StateView<T> view =
-      history_for_batch(stored, config, batch.weight_sum, discounted_storage);
+      history_for_batch(factorized, config, batch.weight_sum, discounted_storage);
   if (view.information.data() != stored.information.data()) {
     RH_CUDA_BRICK(prof, stage, d * d, d * d * sizeof(T), 0);
     RH_CUDA_CHECK(cudaMemcpyAsync(ws.empty_information.data(), view.information.data(),
@@ -88,6 +93,13 @@ Diagnostics update_as(EngineCore& core, const DeviceState& previous, const rh_cu
     DeviceOps<T> ops(core, ws, view, information, batch, config.fit_intercept);
     return renewable_update(ops, view, config);
   }();
+  if (!result.first.information_factor.empty()) {
+    // The qr mode's J~ is R~^T R~ of the new factor (formed on the host): the device's copy too.
+    RH_CUDA_BRICK(prof, transfer, d * d, d * d * sizeof(T), 0);
+    RH_CUDA_CHECK(cudaMemcpyAsync(ws.next_information.data(), result.first.information.data(),
+                                  d * d * sizeof(T), cudaMemcpyHostToDevice, core.stream()));
+    core.synchronize();
+  }
   next.commit(std::move(result.first), ws.next_information);
   core.count_update();
   iterations = result.second.n_iter;

@@ -108,6 +108,53 @@ void Workspace<T>::reserve(std::size_t d, std::size_t features, std::size_t rows
 template struct Workspace<float>;
 template struct Workspace<double>;
 
+template <std::floating_point T>
+void SquareRootWorkspace<T>::reserve(std::size_t d, std::size_t features, std::size_t n,
+                                     AllocationStats& stats, cusolverDnHandle_t handle,
+                                     cusolverDnParams_t params) {
+  const std::size_t columns = d + 2;
+  const std::size_t m = n + d + 2;
+  stacked.reserve(m * columns, stats);
+  reflectors.reserve(columns, stats);
+  linear_rows.reserve(n, stats);
+  linear.reserve(std::max<std::size_t>(features, 1), stats);
+  column_squares.reserve(d, stats);
+  scales.reserve(d, stats);
+  pattern.reserve(n, stats);
+  step_pattern.reserve(n, stats);
+  host_triangle.reserve(columns * columns, stats);
+  host_rows.reserve(columns * columns, stats);
+  host_linear.reserve(std::max<std::size_t>(features, 1), stats);
+  host_squares.reserve(d, stats);
+  host_history.reserve(d, stats);
+  factor64.reserve(d * d, stats);
+  for (DeviceBuffer<double>* buffer :
+       {&history_offset64, &history_a64, &history_residual64, &step_u64}) {
+    buffer->reserve(d, stats);
+  }
+  if (d == dim && n == rows) return;
+  // geqrf's work for either column count (a Newton step's d + 2, the update's d + 1).
+  std::size_t device_bytes = 0;
+  std::size_t host_bytes = 0;
+  for (const std::size_t k : {columns - 1, columns}) {
+    std::size_t device = 0;
+    std::size_t host = 0;
+    RH_CUSOLVER_CHECK(cusolverDnXgeqrf_bufferSize(
+        handle, params, static_cast<std::int64_t>(m), static_cast<std::int64_t>(k), cuda_type<T>,
+        stacked.data(), static_cast<std::int64_t>(m), cuda_type<T>, reflectors.data(),
+        cuda_type<T>, &device, &host));
+    device_bytes = std::max(device_bytes, device);
+    host_bytes = std::max(host_bytes, host);
+  }
+  device_work.reserve(device_bytes, stats);
+  host_work.resize(host_bytes);
+  dim = d;  // recorded once every buffer is sized
+  rows = n;
+}
+
+template struct SquareRootWorkspace<float>;
+template struct SquareRootWorkspace<double>;
+
 // --- the device state --------------------------------------------------------------------------
 
 const char* dtype_name(std::int32_t dtype) {
@@ -175,14 +222,15 @@ std::size_t DeviceState::dim() const noexcept {
 }
 
 template <std::floating_point T>
-void DeviceState::load_as(const rh_cuda_state_info& info, const void* coef_values,
-                          const void* information_values, const void* gram_values,
-                          const void* score_gram_values) {
+void DeviceState::load_as(const rh_cuda_state_info& info, const Arrays& arrays) {
   const std::size_t d = checked_dim(info.dim);
+  const auto values = [](const void* pointer, std::size_t count) {
+    const auto* first = static_cast<const T*>(pointer);
+    return std::vector<T>(first, first + count);
+  };
   State<T> loaded;
-  loaded.coef.assign(static_cast<const T*>(coef_values), static_cast<const T*>(coef_values) + d);
-  loaded.information.assign(static_cast<const T*>(information_values),
-                            static_cast<const T*>(information_values) + d * d);
+  loaded.coef = values(arrays.coef, d);
+  loaded.information = values(arrays.information, d * d);
   loaded.n_samples_seen = info.n_samples_seen;
   loaded.effective_weight = info.effective_weight;
   loaded.batch_count = info.batch_count;
@@ -194,10 +242,12 @@ void DeviceState::load_as(const rh_cuda_state_info& info, const void* coef_value
                       .inference_weight = info.inference_weight,
                       .inference_batches = info.inference_batches};
   if (info.has_matrices != 0) {
-    loaded.gram.assign(static_cast<const T*>(gram_values),
-                       static_cast<const T*>(gram_values) + d * d);
-    loaded.score_gram.assign(static_cast<const T*>(score_gram_values),
-                             static_cast<const T*>(score_gram_values) + d * d);
+    loaded.gram = values(arrays.gram, d * d);
+    loaded.score_gram = values(arrays.score_gram, d * d);
+  }
+  if (info.has_factor != 0) {
+    loaded.information_factor = values(arrays.factor, d * d);
+    loaded.information_vector = values(arrays.vector, d);
   }
 
   // Upload into a fresh buffer first, so a failure leaves this state as it was.
@@ -211,38 +261,36 @@ void DeviceState::load_as(const rh_cuda_state_info& info, const void* coef_value
   host_ = std::move(loaded);
 }
 
-void DeviceState::load(const rh_cuda_state_info& info, const void* coef_values,
-                       const void* information_values, const void* gram_values,
-                       const void* score_gram_values) {
+void DeviceState::load(const rh_cuda_state_info& info, const Arrays& arrays) {
   std::lock_guard lock(core_->mutex());
   DeviceGuard guard(core_->device());
   if (checked_dtype(info.dtype) == RH_CUDA_FLOAT32) {
-    load_as<float>(info, coef_values, information_values, gram_values, score_gram_values);
+    load_as<float>(info, arrays);
     information64_ = {};
   } else {
-    load_as<double>(info, coef_values, information_values, gram_values, score_gram_values);
+    load_as<double>(info, arrays);
     information32_ = {};
   }
 }
 
-void DeviceState::read(rh_cuda_state_info& info, void* coef_values, void* information_values,
-                       void* gram_values, void* score_gram_values) const {
+void DeviceState::read(rh_cuda_state_info& info, const Outputs& out) const {
   std::visit(
       [&](const auto& state) {
         using Coef = std::decay_t<decltype(state.coef)>;
         using T = typename Coef::value_type;
-        std::memcpy(coef_values, state.coef.data(), state.coef.size() * sizeof(T));
-        std::memcpy(information_values, state.information.data(), state.information.size() * sizeof(T));
-        const bool matrices = !state.gram.empty();
-        if (matrices && gram_values != nullptr) {
-          std::memcpy(gram_values, state.gram.data(), state.gram.size() * sizeof(T));
-        }
-        if (matrices && score_gram_values != nullptr) {
-          std::memcpy(score_gram_values, state.score_gram.data(),
-                      state.score_gram.size() * sizeof(T));
-        }
+        const auto write = [](void* target, const std::vector<T>& values) {
+          if (target != nullptr && !values.empty()) {
+            std::memcpy(target, values.data(), values.size() * sizeof(T));
+          }
+        };
+        write(out.coef, state.coef);
+        write(out.information, state.information);
+        write(out.gram, state.gram);
+        write(out.score_gram, state.score_gram);
+        write(out.factor, state.information_factor);
+        write(out.vector, state.information_vector);
         info = rh_cuda_state_info{.dtype = dtype_,
-                                  .reserved = 0,
+                                  .has_factor = state.information_factor.empty() ? 0 : 1,
                                   .dim = static_cast<std::int64_t>(state.dim()),
                                   .n_samples_seen = state.n_samples_seen,
                                   .effective_weight = state.effective_weight,
@@ -254,7 +302,7 @@ void DeviceState::read(rh_cuda_state_info& info, void* coef_values, void* inform
                                   .curvature_sq_sum = state.inference.curvature_sq_sum,
                                   .inference_weight = state.inference.inference_weight,
                                   .inference_batches = state.inference.inference_batches,
-                                  .has_matrices = matrices ? 1 : 0,
+                                  .has_matrices = state.gram.empty() ? 0 : 1,
                                   .reserved2 = 0};
       },
       host_);

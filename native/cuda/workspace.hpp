@@ -15,7 +15,7 @@ namespace rh::cuda {
 // Scalars the device hands to the host, gathered so that one copy and one synchronization bring
 // back everything a decision of the solver driver needs.
 struct DeviceScalars {
-  double sums[16];                       // float64 reductions, indexed by Sum
+  double sums[18];                       // float64 reductions, indexed by Sum
   unsigned long long first_invalid[4];   // validation, indexed by Check; ~0ull: none
   double one_norm;                       // ||H||_1 (of Ĥ once equilibrated), in the dtype
   unsigned long long rank;               // singular values kept by the last minimum-norm solve
@@ -23,6 +23,7 @@ struct DeviceScalars {
   int solve_info;                        // cuSOLVER info of the last triangular solve
   int asymmetric;                        // H != H^T somewhere
   int nonfinite;                         // the last solution has a non-finite entry
+  int pattern_changed;                   // factorization="qr": a row left its Huber pattern
 };
 
 enum Sum : int {
@@ -42,6 +43,8 @@ enum Sum : int {
   curvature_sq,    // sum w c^2,
   weight_total,    // sum w
   design_trace,    // sum w ||x||^2 + trace(J~): LAMM's first phi, once per batch
+  linear_total,    // factorization="qr": sum (w psi - w c r), the intercept's linear term
+  history_square,  // factorization="qr": ||R~ (beta - beta~)||^2 (float64)
 };
 
 enum Check : int { x_values = 0, y_values, weight_values, weight_signs };
@@ -129,6 +132,40 @@ struct SolverWorkspace {
   std::vector<std::byte> svd_host_work;
 };
 
+// factorization="qr" (square_root.cu): sized the first time a batch runs the mode, so the Cholesky
+// mode holds none of it.
+template <std::floating_point T>
+struct SquareRootWorkspace {
+  // Sizes the buffers, and geqrf's for (rows + dim + 2) x (dim + 2) stacked rows.
+  void reserve(std::size_t dim, std::size_t features, std::size_t rows, AllocationStats& stats,
+               cusolverDnHandle_t solver, cusolverDnParams_t params);
+
+  std::size_t dim = 0;   // the shape geqrf's buffers were sized for
+  std::size_t rows = 0;
+  // The stacked rows, column-major with leading dimension rows + dim + 2: the batch's rows, the
+  // history's dim rows, two zero rows (so that geqrf always has as many rows as columns).
+  DeviceBuffer<T> stacked;
+  DeviceBuffer<T> reflectors;             // geqrf's tau
+  DeviceBuffer<std::byte> device_work;
+  std::vector<std::byte> host_work;
+  DeviceBuffer<T> linear_rows;            // w psi - w c r per row
+  DeviceBuffer<T> linear;                 // X^T of them (features)
+  DeviceBuffer<double> column_squares;    // the batch rows' columns' sums of squares (dim)
+  DeviceBuffer<T> scales;                 // the columns' equilibration (dim)
+  DeviceBuffer<std::uint8_t> pattern;       // the rows' pattern where pattern_repeats() last was
+  DeviceBuffer<std::uint8_t> step_pattern;  // ... and where the kept Newton step was made
+  PinnedBuffer<T> host_triangle;          // (dim + 2)^2: the top of geqrf's result
+  PinnedBuffer<T> host_rows;              // the history's rows and two zero rows, (dim + 2)^2
+  PinnedBuffer<T> host_linear;            // features
+  PinnedBuffer<double> host_squares;      // dim
+  PinnedBuffer<double> host_history;      // dim: R~ beta - z~ at the current point
+  // The history of the batch: R~ (row-major) and u0 = R~ beta~ - z~ in float64, and per point
+  // a = R~ (beta - beta~), R~ beta - z~ = a + u0, and u = R~ s along a step.
+  DeviceBuffer<double> factor64;
+  DeviceBuffer<double> history_offset64, history_a64, history_residual64, step_u64;
+  std::vector<double> host_factor64, host_offset64;  // their uploads' sources
+};
+
 template <std::floating_point T>
 struct Workspace {
   // Sizes every buffer for a batch; allocates only when the shape outgrows what is held.
@@ -168,6 +205,7 @@ struct Workspace {
   PinnedBuffer<DeviceScalars> host_scalars;
   VectorPool<T> vectors;
   SolverWorkspace<T> solver;
+  SquareRootWorkspace<T> root;
 };
 
 extern template struct Workspace<float>;

@@ -25,9 +25,10 @@ extern "C" {
 /* ABI version: the major changes when a struct or signature changes incompatibly (2.0: a field
  * appended to rh_cuda_diagnostics, which the caller allocates; 4.0: contract v4's forgetting in
  * rh_cuda_config and drift test in rh_cuda_diagnostics), and with it the library's soname
- * (librh_cuda.so.<major>). */
+ * (librh_cuda.so.<major>). The minor counts compatible additions (4.1: factorization="qr" in
+ * fields that were reserved, must-be-0, and rh_cuda_state_load_factor / rh_cuda_state_read_factor). */
 #define RH_CUDA_ABI_VERSION_MAJOR 4
-#define RH_CUDA_ABI_VERSION_MINOR 0
+#define RH_CUDA_ABI_VERSION_MINOR 1
 #define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -53,11 +54,13 @@ extern "C" {
 #define RH_CUDA_STREAM_LEGACY 1         /* the legacy default stream */
 #define RH_CUDA_STREAM_PER_THREAD 2     /* the per-thread default stream */
 
-/* The linear-solver rung of the last Newton step, or LAMM for a penalized batch. */
+/* The linear-solver rung of the last Newton step, or LAMM for a penalized batch; QR (since ABI
+ * 4.1) for a step of factorization="qr" solved by its triangle (SVD when it is rank-deficient). */
 #define RH_CUDA_SOLVER_CHOLESKY 0
 #define RH_CUDA_SOLVER_LU 1
 #define RH_CUDA_SOLVER_SVD 2
 #define RH_CUDA_SOLVER_LAMM 3
+#define RH_CUDA_SOLVER_QR 4
 
 /* rh_cuda_engine_set_profiling: how the bricks are timed (since ABI 1.1). */
 #define RH_CUDA_PROFILE_OFF 0       /* nothing recorded: one branch per brick */
@@ -71,6 +74,12 @@ extern "C" {
 /* The curvature of the information update (rh_cuda_config.curvature; contract v3). */
 #define RH_CUDA_CURVATURE_INDICATOR 0 /* 1{|r| <= tau}, as in the Newton matrix */
 #define RH_CUDA_CURVATURE_SMOOTHED 1  /* the paper's c_h with the scheduled bandwidth h_b */
+
+/* How the history is held and each Newton step solved (rh_cuda_config.factorization; contract v4,
+ * since ABI 4.1): the information matrix J~ and the equilibrated ladder, or the square-root
+ * information (R~, z~) and Householder QR of stacked rows (cuSOLVER's geqrf). */
+#define RH_CUDA_FACTORIZATION_CHOLESKY 0
+#define RH_CUDA_FACTORIZATION_QR 1
 
 typedef struct rh_cuda_engine_s* rh_cuda_engine_t;
 typedef struct rh_cuda_state_s* rh_cuda_state_t;
@@ -120,16 +129,19 @@ typedef struct rh_cuda_config {
   /* Contract v4 (since ABI 4.0): forgetting. has_half_life = 0 means None; otherwise the history
    * is discounted by 2^(-batch weight / half_life) (> 0, finite) before each batch. */
   int32_t has_half_life;
-  int32_t reserved3; /* must be 0 */
+  int32_t factorization; /* RH_CUDA_FACTORIZATION_* (since ABI 4.1; before it a reserved 0) */
   double half_life;
 } rh_cuda_config;
 
 /* The scalar part of a state; coef (dim) and information (dim x dim, row-major) travel as
  * arrays, and so do the inference matrices G and K (dim x dim) when has_matrices. The inference
- * sums (contract v3, since ABI 3.0) cover inference_batches batches. */
+ * sums (contract v3, since ABI 3.0) cover inference_batches batches. has_factor (since ABI 4.1;
+ * before it a reserved 0): the state holds factorization="qr"'s square-root information, R~
+ * (dim x dim, row-major, upper triangular, diagonal >= 0) and z~ (dim), which travel through
+ * rh_cuda_state_load_factor / rh_cuda_state_read_factor; information is then R~^T R~. */
 typedef struct rh_cuda_state_info {
   int32_t dtype;
-  int32_t reserved; /* must be 0 */
+  int32_t has_factor;
   int64_t dim;
   int64_t n_samples_seen;
   double effective_weight;
@@ -211,16 +223,35 @@ RH_CUDA_API int rh_cuda_state_create(rh_cuda_engine_t engine, int32_t dtype, int
                                      rh_cuda_state_t* out);
 RH_CUDA_API int rh_cuda_state_free(rh_cuda_state_t state);
 /* Replaces the state with host arrays (a checkpoint, or a state from another engine). gram and
- * score_gram (G and K) are read when info->has_matrices, and may be NULL otherwise. */
+ * score_gram (G and K) are read when info->has_matrices, and may be NULL otherwise. A state with
+ * info->has_factor needs rh_cuda_state_load_factor. */
 RH_CUDA_API int rh_cuda_state_load(rh_cuda_state_t state, const rh_cuda_state_info* info,
                                    const rh_cuda_array* coef, const rh_cuda_array* information,
                                    const rh_cuda_array* gram, const rh_cuda_array* score_gram);
 /* Writes the state into host arrays of its dtype and shape, and its scalars into *info; G and K
  * into gram and score_gram when the state keeps them (info->has_matrices), which may be NULL to
- * skip them. */
+ * skip them. A state with info->has_factor keeps R~ and z~ for rh_cuda_state_read_factor. */
 RH_CUDA_API int rh_cuda_state_read(rh_cuda_state_t state, rh_cuda_state_info* info,
                                    const rh_cuda_array* coef, const rh_cuda_array* information,
                                    const rh_cuda_array* gram, const rh_cuda_array* score_gram);
+/* As rh_cuda_state_load, and R~ (factor, dim x dim) and z~ (vector, dim x 1) when
+ * info->has_factor (NULL otherwise). Since ABI 4.1. */
+RH_CUDA_API int rh_cuda_state_load_factor(rh_cuda_state_t state, const rh_cuda_state_info* info,
+                                          const rh_cuda_array* coef,
+                                          const rh_cuda_array* information,
+                                          const rh_cuda_array* gram,
+                                          const rh_cuda_array* score_gram,
+                                          const rh_cuda_array* factor,
+                                          const rh_cuda_array* vector);
+/* As rh_cuda_state_read, and R~ and z~ into factor and vector when the state holds them
+ * (info->has_factor); either may be NULL to skip it. Since ABI 4.1. */
+RH_CUDA_API int rh_cuda_state_read_factor(rh_cuda_state_t state, rh_cuda_state_info* info,
+                                          const rh_cuda_array* coef,
+                                          const rh_cuda_array* information,
+                                          const rh_cuda_array* gram,
+                                          const rh_cuda_array* score_gram,
+                                          const rh_cuda_array* factor,
+                                          const rh_cuda_array* vector);
 
 /* One batch transition: next = update(previous, X, y, sample_weight, config). X (n x p), y
  * (n x 1) and sample_weight (n x 1, or NULL for unit weights) are all on the host (staged) or

@@ -19,6 +19,8 @@ int main(void) {
   double y[n];
   double coef[d];
   double information[d * d];
+  double factor[d * d];
+  double vector[d];
   for (int i = 0; i < n; ++i) {
     X[2 * i] = i;
     X[2 * i + 1] = (i * 7) % 5;
@@ -48,15 +50,33 @@ int main(void) {
     status = report(rh_cuda_update(engine, state, &Xa, &ya, NULL, &config, state, &diagnostics),
                     "rh_cuda_update");
   }
+  /* A third batch in factorization="qr" (ABI 4.1): the Cholesky state continues from chol(J~). */
+  rh_cuda_config qr = config;
+  qr.factorization = RH_CUDA_FACTORIZATION_QR;
+  if (status == RH_CUDA_OK) {
+    status = report(rh_cuda_update(engine, state, &Xa, &ya, NULL, &qr, state, &diagnostics),
+                    "rh_cuda_update (qr)");
+  }
   rh_cuda_state_info info;
   const rh_cuda_array coef_a = {coef, d, 1, 1, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
   const rh_cuda_array info_a = {information, d, d, d, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
+  const rh_cuda_array factor_a = {factor, d, d, d, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
+  const rh_cuda_array vector_a = {vector, d, 1, 1, RH_CUDA_FLOAT64, RH_CUDA_DEVICE_CPU, 0, 0, 0};
   if (status == RH_CUDA_OK) {
-    status = report(rh_cuda_state_read(state, &info, &coef_a, &info_a, NULL, NULL), "rh_cuda_state_read");
+    status = report(rh_cuda_state_read_factor(state, &info, &coef_a, &info_a, NULL, NULL,
+                                              &factor_a, &vector_a),
+                    "rh_cuda_state_read_factor");
   }
   if (status == RH_CUDA_OK) {
-    printf("batches %lld, coef %.6f %.6f %.6f, converged %d\n", (long long)info.batch_count,
-           coef[0], coef[1], coef[2], diagnostics.converged);
+    int triangular = info.has_factor == 1;
+    for (int i = 0; i < d; ++i) {
+      triangular = triangular && factor[i * d + i] >= 0.0;
+      for (int j = 0; j < i; ++j) triangular = triangular && factor[i * d + j] == 0.0;
+    }
+    printf("batches %lld, coef %.6f %.6f %.6f, converged %d, rung %d, factor %s\n",
+           (long long)info.batch_count, coef[0], coef[1], coef[2], diagnostics.converged,
+           (int)diagnostics.solver, triangular ? "upper triangular" : "NOT upper triangular");
+    if (!triangular) status = RH_CUDA_ERROR_INTERNAL;
   }
   rh_cuda_state_free(state);
   rh_cuda_engine_free(engine);

@@ -35,24 +35,27 @@ import numpy as np
 from ..errors import EngineNotAvailableError, NumericalError
 
 CONSTANTS = {
-    "RH_CUDA_ABI_VERSION_MAJOR": 4, "RH_CUDA_ABI_VERSION_MINOR": 0,
+    "RH_CUDA_ABI_VERSION_MAJOR": 4, "RH_CUDA_ABI_VERSION_MINOR": 1,
     "RH_CUDA_OK": 0, "RH_CUDA_ERROR_INVALID_ARGUMENT": 1, "RH_CUDA_ERROR_NUMERICAL": 2,
     "RH_CUDA_ERROR_NO_DEVICE": 3, "RH_CUDA_ERROR_OUT_OF_MEMORY": 4,
     "RH_CUDA_ERROR_UNSUPPORTED": 5, "RH_CUDA_ERROR_CUDA": 6, "RH_CUDA_ERROR_INTERNAL": 7,
     "RH_CUDA_FLOAT32": 1, "RH_CUDA_FLOAT64": 2, "RH_CUDA_DEVICE_CPU": 1, "RH_CUDA_DEVICE_CUDA": 2,
     "RH_CUDA_STREAM_NONE": 0, "RH_CUDA_STREAM_LEGACY": 1, "RH_CUDA_STREAM_PER_THREAD": 2,
     "RH_CUDA_SOLVER_CHOLESKY": 0, "RH_CUDA_SOLVER_LU": 1, "RH_CUDA_SOLVER_SVD": 2,
-    "RH_CUDA_SOLVER_LAMM": 3, "RH_CUDA_PROFILE_OFF": 0, "RH_CUDA_PROFILE_PER_BATCH": 1,
+    "RH_CUDA_SOLVER_LAMM": 3, "RH_CUDA_SOLVER_QR": 4, "RH_CUDA_PROFILE_OFF": 0,
+    "RH_CUDA_PROFILE_PER_BATCH": 1,
     "RH_CUDA_PROFILE_DEFERRED": 2, "RH_CUDA_PROFILE_FORMAT_REPORT": 0,
     "RH_CUDA_PROFILE_FORMAT_TRACE": 1, "RH_CUDA_CURVATURE_INDICATOR": 0,
-    "RH_CUDA_CURVATURE_SMOOTHED": 1,
+    "RH_CUDA_CURVATURE_SMOOTHED": 1, "RH_CUDA_FACTORIZATION_CHOLESKY": 0,
+    "RH_CUDA_FACTORIZATION_QR": 1,
 }
 ABI_VERSION = CONSTANTS["RH_CUDA_ABI_VERSION_MAJOR"] << 16 | CONSTANTS["RH_CUDA_ABI_VERSION_MINOR"]
 LIBRARY = f"librh_cuda.so.{CONSTANTS['RH_CUDA_ABI_VERSION_MAJOR']}"
 # What of contracts v3 and v4 the engine implements (rhuber.core.types.CONTRACT_FEATURES).
 CONTRACT_FEATURES = ("lambda_schedule", "smoothed_curvature", "inference_sums",
-                     "inference_matrices", "forgetting", "drift_test")
-SOLVERS = ("cholesky", "lu", "svd", "lamm")  # RH_CUDA_SOLVER_* by value
+                     "inference_matrices", "forgetting", "drift_test", "qr")
+SOLVERS = ("cholesky", "lu", "svd", "lamm", "qr")  # RH_CUDA_SOLVER_* by value
+FACTORIZATIONS = ("cholesky", "qr")  # RH_CUDA_FACTORIZATION_* by value
 _DTYPES = {"float32": CONSTANTS["RH_CUDA_FLOAT32"], "float64": CONSTANTS["RH_CUDA_FLOAT64"]}
 
 
@@ -73,11 +76,12 @@ class Config(ctypes.Structure):
                 ("max_iter", c_int64), ("has_lambda_scale", c_int32), ("curvature", c_int32),
                 ("inference_matrices", c_int32), ("reserved2", c_int32),
                 ("lambda_scale", c_double), ("bandwidth_scale", c_double),
-                ("has_half_life", c_int32), ("reserved3", c_int32), ("half_life", c_double)]
+                ("has_half_life", c_int32), ("factorization", c_int32),
+                ("half_life", c_double)]
 
 
 class StateInfo(ctypes.Structure):
-    _fields_ = [("dtype", c_int32), ("reserved", c_int32), ("dim", c_int64),
+    _fields_ = [("dtype", c_int32), ("has_factor", c_int32), ("dim", c_int64),
                 ("n_samples_seen", c_int64), ("effective_weight", c_double),
                 ("batch_count", c_int64), ("previous_lambda", c_double), ("scale", c_double),
                 ("score_sq_sum", c_double), ("curvature_sum", c_double),
@@ -120,6 +124,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "rh_cuda_state_free": (c_int, [_P]),
     "rh_cuda_state_load": (c_int, [_P, POINTER(StateInfo), _A, _A, _A, _A]),
     "rh_cuda_state_read": (c_int, [_P, POINTER(StateInfo), _A, _A, _A, _A]),
+    "rh_cuda_state_load_factor": (c_int, [_P, POINTER(StateInfo), _A, _A, _A, _A, _A, _A]),
+    "rh_cuda_state_read_factor": (c_int, [_P, POINTER(StateInfo), _A, _A, _A, _A, _A, _A]),
     "rh_cuda_update": (c_int, [_P, _P, _A, _A, _A, POINTER(Config), _P, POINTER(Diagnostics)]),
     "rh_cuda_predict": (c_int, [_P, _P, _A, _A]),
 }
@@ -130,16 +136,21 @@ LIBRARY_PATH: Path | None = None
 
 def open_library(path: Path) -> ctypes.CDLL:
     """Load librh_cuda at ``path`` and declare its calls (OSError when it cannot load, ImportError
-    for another ABI major)."""
+    for another ABI major, or an older minor that lacks calls this binding makes)."""
     dll = ctypes.CDLL(str(path))
+    dll.rh_cuda_abi_version.restype = c_uint32
+    dll.rh_cuda_abi_version.argtypes = []
+    version = dll.rh_cuda_abi_version()
+    major, minor = version >> 16, version & 0xFFFF
+    if major != CONSTANTS["RH_CUDA_ABI_VERSION_MAJOR"] or minor < CONSTANTS[
+            "RH_CUDA_ABI_VERSION_MINOR"]:
+        raise ImportError(f"{path} speaks the CUDA C ABI {major}.{minor}; this rhuber binds "
+                          f"{CONSTANTS['RH_CUDA_ABI_VERSION_MAJOR']}."
+                          f"{CONSTANTS['RH_CUDA_ABI_VERSION_MINOR']} or a later minor")
     for name, (restype, argtypes) in _SIGNATURES.items():
         function = getattr(dll, name)
         function.restype = restype
         function.argtypes = argtypes
-    major = dll.rh_cuda_abi_version() >> 16
-    if major != CONSTANTS["RH_CUDA_ABI_VERSION_MAJOR"]:
-        raise ImportError(f"{path} speaks the CUDA C ABI {major}; this rhuber binds "
-                          f"{CONSTANTS['RH_CUDA_ABI_VERSION_MAJOR']}")
     return dll
 
 
@@ -214,6 +225,10 @@ def config_struct(config: dict) -> Config:
     if config["curvature"] not in curvatures:
         raise ValueError(f"config['curvature'] must be one of {curvatures}, "
                          f"got {config['curvature']!r}")
+    factorization = config.get("factorization", "cholesky")
+    if factorization not in FACTORIZATIONS:
+        raise ValueError(f"config['factorization'] must be one of {FACTORIZATIONS}, "
+                         f"got {factorization!r}")
 
     def optional(key: str) -> tuple[int, float]:
         value = config.get(key)
@@ -230,7 +245,8 @@ def config_struct(config: dict) -> Config:
                   curvature=curvatures.index(config["curvature"]),
                   inference_matrices=int(bool(config["inference_matrices"])),
                   lambda_scale=lambda_scale, bandwidth_scale=float(config["bandwidth_scale"]),
-                  has_half_life=has_half_life, half_life=half_life)
+                  has_half_life=has_half_life, half_life=half_life,
+                  factorization=FACTORIZATIONS.index(factorization))
 
 
 class State:
@@ -245,11 +261,15 @@ class State:
             self._free(self._handle)
 
     def load(self, scalars: dict, coef: np.ndarray, information: np.ndarray,
-             gram: np.ndarray | None, score_gram: np.ndarray | None) -> None:
+             gram: np.ndarray | None, score_gram: np.ndarray | None,
+             factor: np.ndarray | None = None, vector: np.ndarray | None = None) -> None:
         """Replace the state with host arrays (read-only ones too) and scalars; gram and
-        score_gram None when the state keeps no inference matrices."""
+        score_gram None when the state keeps no inference matrices, factor (R̃) and vector (z̃)
+        None when it holds no square-root information."""
         if (gram is None) != (score_gram is None):
             raise ValueError("gram and score_gram come together: pass both or neither")
+        if (factor is None) != (vector is None):
+            raise ValueError("factor and vector (R̃ and z̃) come together: pass both or neither")
         if scalars["dtype"] not in _DTYPES:
             raise ValueError(f"dtype must be 'float32' or 'float64', got {scalars['dtype']!r}")
         info = StateInfo(
@@ -263,24 +283,28 @@ class State:
             curvature_sq_sum=float(scalars["curvature_sq_sum"]),
             inference_weight=float(scalars["inference_weight"]),
             inference_batches=int(scalars["inference_batches"]),
-            has_matrices=int(gram is not None))
-        check(LIB.rh_cuda_state_load(self._handle, ctypes.byref(info), host_array(coef),
-                                     host_array(information), host_array(gram),
-                                     host_array(score_gram)))
+            has_matrices=int(gram is not None), has_factor=int(factor is not None))
+        check(LIB.rh_cuda_state_load_factor(self._handle, ctypes.byref(info), host_array(coef),
+                                            host_array(information), host_array(gram),
+                                            host_array(score_gram), host_array(factor),
+                                            host_array(vector)))
 
     def read(self, coef_out: np.ndarray, information_out: np.ndarray, gram_out: np.ndarray,
-             score_gram_out: np.ndarray) -> dict:
-        """Write coef, information and (when the state keeps them) the inference matrices into
-        host arrays; return the scalars, has_matrices among them."""
+             score_gram_out: np.ndarray, factor_out: np.ndarray | None = None,
+             vector_out: np.ndarray | None = None) -> dict:
+        """Write coef, information and (when the state keeps them) the inference matrices and
+        R̃, z̃ into host arrays; return the scalars, has_matrices and has_factor among them."""
         info = StateInfo()
-        check(LIB.rh_cuda_state_read(self._handle, ctypes.byref(info),
-                                     *(host_array(a, writable=True) for a in
-                                       (coef_out, information_out, gram_out, score_gram_out))))
+        check(LIB.rh_cuda_state_read_factor(
+            self._handle, ctypes.byref(info),
+            *(host_array(a, writable=True) for a in
+              (coef_out, information_out, gram_out, score_gram_out, factor_out, vector_out))))
         names = ("n_samples_seen", "effective_weight", "batch_count", "previous_lambda", "scale",
                  "score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight",
                  "inference_batches")
         out = {name: getattr(info, name) for name in names}
         out["has_matrices"] = bool(info.has_matrices)
+        out["has_factor"] = bool(info.has_factor)
         return out
 
 

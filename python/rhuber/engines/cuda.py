@@ -215,11 +215,14 @@ class CudaEngine:
         if state is None or state.batch_count == 0:
             state = State.empty(d, np.dtype(dtype))  # a new stream: forget the resident one
         if self._resident[key] is not state:
-            matrices = [None if m is None else np.ascontiguousarray(m, dtype=dtype)
-                        for m in (state.gram, state.score_gram)]
+            # G and K when kept, R̃ and z̃ of a qr-mode state (the engine converts between the
+            # modes as the configuration asks: rh::history_for_factorization).
+            optional = [None if m is None else np.ascontiguousarray(m, dtype=dtype)
+                        for m in (state.gram, state.score_gram, state.information_factor,
+                                  state.information_vector)]
             handle.load(self._scalars(state, dtype),
                         np.ascontiguousarray(state.coef, dtype=dtype),
-                        np.ascontiguousarray(state.information, dtype=dtype), *matrices)
+                        np.ascontiguousarray(state.information, dtype=dtype), *optional)
             self._resident[key] = state
         return handle, handle
 
@@ -240,10 +243,14 @@ class CudaEngine:
         information = np.empty((d, d), dtype=dtype)
         gram = np.empty((d, d), dtype=dtype)
         score_gram = np.empty((d, d), dtype=dtype)
-        scalars = handle.read(coef, information, gram, score_gram)
+        factor = np.empty((d, d), dtype=dtype)
+        vector = np.empty(d, dtype=dtype)
+        scalars = handle.read(coef, information, gram, score_gram, factor, vector)
         arrays = {"coef": coef, "information": information}
         if scalars.pop("has_matrices"):
             arrays.update(gram=gram, score_gram=score_gram)
+        if scalars.pop("has_factor"):
+            arrays.update(information_factor=factor, information_vector=vector)
         for a in arrays.values():
             a.flags.writeable = False
         state = State(**arrays, **scalars)
