@@ -1,7 +1,8 @@
 #pragma once
-// rh::SolverOps on the CPU: BLAS for the products, fused loops for the per-row work, row blocks
+// rh::SolverOps on the CPU: kernels of our own for the row products (row_dots.hpp) and thin Grams,
+// BLAS/LAPACK for wide Grams and the d x d work, fused loops for the per-row work, row blocks
 // on the engine's thread pool. The intercept column of X~ is never materialized: it is the last
-// coefficient, handled beside the BLAS calls on X.
+// coefficient, handled beside the products with X.
 
 #include <algorithm>
 #include <concepts>
@@ -166,6 +167,9 @@ class BatchOps {
   // as the validate brick), and the end of the scan after the first pass: throws X's validation
   // error if one was found.
   bool scan_design_rows(std::size_t lo, std::size_t hi) const;
+  // The same from rows [lo, hi)'s residuals, just formed as products with X~ at a finite point:
+  // only a chunk with a non-finite residual is scanned.
+  bool product_rows_non_finite(std::size_t lo, std::size_t hi, const T* residual) const;
   void finish_design_scan(bool found);
   // For the passes that never come first: throws std::logic_error if X is still unscanned.
   void require_design_scanned() const;
