@@ -274,7 +274,7 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::score, rows * dim_, rows * sizeof(T),
                       2 * rows * dim_);
-  add_weighted_rows(X_.row(lo), rows, features_, scores, partial);
+  blas::gemv(true, rows, features_, T{1}, X_.row(lo), features_, scores, T{1}, partial);
 }
 
 template <std::floating_point T>

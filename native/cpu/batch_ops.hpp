@@ -1,6 +1,5 @@
 #pragma once
-// rh::SolverOps on the CPU: kernels of our own for the row products (row_dots.hpp) and thin Grams,
-// BLAS/LAPACK for wide Grams and the d x d work, fused loops for the per-row work, row blocks
+// rh::SolverOps on the CPU: BLAS for the products, fused loops for the per-row work, row blocks
 // on the engine's thread pool. The intercept column of X~ is never materialized: it is the last
 // coefficient, handled beside the products with X.
 
