@@ -59,18 +59,22 @@ V order_statistic(std::size_t n, std::size_t k, Value&& value) {
   const V hi = sample[hi_rank];
   // The pass, without a branch per value: each value is stored at the window's end and kept
   // there only if it is inside [lo, hi]. NaN (anywhere, or as a bound) is none of below, inside
-  // and above.
+  // and above. The window's room is checked once per block of values.
+  constexpr std::size_t block = 1024;
   const std::size_t capacity = n / 4;
-  std::vector<V> between(capacity + 1);
+  std::vector<V> between(capacity + block);
   std::size_t below = 0;
   std::size_t count = 0;
   std::size_t above = 0;
-  for (std::size_t i = 0; i < n && count < capacity; ++i) {
-    const V v = value(i);
-    below += static_cast<std::size_t>(v < lo);
-    above += static_cast<std::size_t>(v > hi);
-    between[count] = v;
-    count += static_cast<std::size_t>(v >= lo && v <= hi);
+  for (std::size_t start = 0; start < n && count <= capacity; start += block) {
+    const std::size_t end = std::min(n, start + block);
+    for (std::size_t i = start; i < end; ++i) {
+      const V v = value(i);
+      below += static_cast<std::size_t>(v < lo);
+      above += static_cast<std::size_t>(v > hi);
+      between[count] = v;
+      count += static_cast<std::size_t>(v >= lo) & static_cast<std::size_t>(v <= hi);
+    }
   }
   const bool complete = below + count + above == n;  // every value ordered, none left unread
   if (complete && below <= k && k < below + count) {
