@@ -132,8 +132,8 @@ bool BatchOps<T>::scan_design_rows(std::size_t lo, std::size_t hi) const {
 // A non-finite x_ij makes its row's product x~ . beta non-finite at a finite beta (inf times a
 // non-zero coefficient is inf, times zero NaN; NaN stays NaN; no sum of those is finite), and so
 // the row's residual: X's values need a scan only on the rows of a chunk whose residual is not
-// finite (an overflow of finite values too, which the scan then clears). The product has read
-// the chunk anyway; the scan read all of it a second time (~7 % of a steady batch).
+// finite (an overflow of finite values too, which the scan then clears). The product reads the
+// chunk anyway; a scan of every chunk would read it once more (~7 % of a steady batch).
 template <std::floating_point T>
 bool BatchOps<T>::product_rows_non_finite(std::size_t lo, std::size_t hi, const T* residual) const {
   return any_non_finite_rows(residual + lo, hi - lo) && scan_design_rows(lo, hi);

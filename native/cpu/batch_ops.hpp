@@ -34,9 +34,9 @@ class BatchOps {
   // Views must outlive the object; the workspace must be reserved for this batch. Bricks are
   // timed on `profiler` (an off profiler when nobody profiles: one branch per scope).
   // scan_design: X's values were validated with rh::DesignValues::deferred, and the first pass
-  // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them, chunk
-  // by chunk just before reading it, throwing X's validation error before anything is computed
-  // from a non-finite value. gram and chunk_bytes (resolved, not 0) are the engine's options
+  // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them chunk
+  // by chunk (by the residuals where it forms them as products: product_rows_non_finite),
+  // throwing X's validation error at the end of that pass, before any of its results is used. gram and chunk_bytes (resolved, not 0) are the engine's options
   // (EngineOptions). diagonal_in_pass: the first evaluation pass also forms diagonal_mean()
   // (an L1 batch, whose LAMM solve asks for it), from cache.
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
