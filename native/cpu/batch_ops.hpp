@@ -1,7 +1,7 @@
 #pragma once
 // rh::SolverOps on the CPU: BLAS for the products, fused loops for the per-row work, row blocks
 // on the engine's thread pool. The intercept column of X~ is never materialized: it is the last
-// coefficient, handled beside the BLAS calls on X.
+// coefficient, handled beside the products with X.
 
 #include <algorithm>
 #include <concepts>
@@ -34,9 +34,9 @@ class BatchOps {
   // Views must outlive the object; the workspace must be reserved for this batch. Bricks are
   // timed on `profiler` (an off profiler when nobody profiles: one branch per scope).
   // scan_design: X's values were validated with rh::DesignValues::deferred, and the first pass
-  // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them, chunk
-  // by chunk just before reading it, throwing X's validation error before anything is computed
-  // from a non-finite value. gram and chunk_bytes (resolved, not 0) are the engine's options
+  // over X (residuals_to_host or evaluate: the drivers start with one of them) scans them chunk
+  // by chunk (by the residuals where it forms them as products: product_rows_non_finite),
+  // throwing X's validation error at the end of that pass, before any of its results is used. gram and chunk_bytes (resolved, not 0) are the engine's options
   // (EngineOptions). diagonal_in_pass: the first evaluation pass also forms diagonal_mean()
   // (an L1 batch, whose LAMM solve asks for it), from cache.
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
@@ -166,6 +166,9 @@ class BatchOps {
   // as the validate brick), and the end of the scan after the first pass: throws X's validation
   // error if one was found.
   bool scan_design_rows(std::size_t lo, std::size_t hi) const;
+  // The same from rows [lo, hi)'s residuals, just formed as products with X~ at a finite point:
+  // only a chunk with a non-finite residual is scanned.
+  bool product_rows_non_finite(std::size_t lo, std::size_t hi, const T* residual) const;
   void finish_design_scan(bool found);
   // For the passes that never come first: throws std::logic_error if X is still unscanned.
   void require_design_scanned() const;

@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <rh/order_statistic.hpp>
 #include <rh/weighted_stats.hpp>
 #include <vector>
 
@@ -88,6 +92,86 @@ TEST(WeightedMedian, SelectionAndSortAgreeWithTheDefinition) {
     EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(units)),
               wmedian_by_definition(deviations, units));
   }
+}
+
+// order_statistic against nth_element on all the values, bit for bit, on sets above the sampled
+// selection's threshold: continuous values, heavy ties, signed zeros at rank k, NaN, infinities,
+// and a set whose strided sample sees other values than the rest (its bounds miss rank k).
+template <class V>
+void expect_same_order_statistic(const std::vector<V>& values, std::size_t k) {
+  const auto value = [&](std::size_t i) { return values[i]; };
+  const V fast = rh::detail::order_statistic<V>(values.size(), k, value);
+  const V full = rh::detail::order_statistic_full<V>(values.size(), k, value);
+  using Bits = std::conditional_t<sizeof(V) == 8, std::uint64_t, std::uint32_t>;
+  EXPECT_EQ(std::bit_cast<Bits>(fast), std::bit_cast<Bits>(full)) << "n " << values.size() << " k " << k;
+}
+
+TEST(OrderStatistic, IsNthElementsValueBitForBit) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (const std::size_t n : {std::size_t{100}, std::size_t{8191}, std::size_t{8192},
+                              std::size_t{20001}, std::size_t{65536}}) {
+    std::vector<double> continuous(n);
+    std::vector<double> ties(n);
+    std::vector<float> single(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      continuous[i] = normal(rng) / std::sqrt(std::max(1e-3, std::fabs(normal(rng))));
+      ties[i] = static_cast<double>(static_cast<int>(rng() % 7) - 3);
+      single[i] = static_cast<float>(continuous[i]);
+    }
+    for (const std::size_t k : {std::size_t{0}, (n - 1) / 2, n / 3, n - 1}) {
+      expect_same_order_statistic(continuous, k);
+      expect_same_order_statistic(ties, k);  // rank (n - 1) / 2 is a zero: the full selection
+      expect_same_order_statistic(single, k);
+    }
+  }
+}
+
+TEST(OrderStatistic, SignedZerosNaNAndInfinitiesTakeTheFullSelection) {
+  const std::size_t n = 30000;
+  std::vector<double> zeros(n);
+  for (std::size_t i = 0; i < n; ++i) zeros[i] = i % 3 == 0 ? -0.0 : (i % 3 == 1 ? 0.0 : 1.0 + i);
+  expect_same_order_statistic(zeros, (n - 1) / 2);
+  expect_same_order_statistic(zeros, n / 4);
+  std::vector<double> with_nan(n);
+  for (std::size_t i = 0; i < n; ++i) with_nan[i] = static_cast<double>((i * 7919) % n);
+  with_nan[12345] = std::numeric_limits<double>::quiet_NaN();
+  expect_same_order_statistic(with_nan, (n - 1) / 2);
+  std::vector<double> infinite(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    infinite[i] = i % 2 == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(i);
+  }
+  expect_same_order_statistic(infinite, (n - 1) / 2);
+  expect_same_order_statistic(infinite, n - 1);
+}
+
+TEST(OrderStatistic, ASampleThatMissesRankKStillGivesItExactly) {
+  // Every value the strided sample reads (i = j n / m) is large, the others small: the sample's
+  // bounds say nothing about rank k, and the full selection answers.
+  const std::size_t n = 65536;
+  const std::size_t m = rh::detail::selection_sample;
+  std::vector<double> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = 1.0 + static_cast<double>((i * 2654435761u) % 1000);
+  for (std::size_t j = 0; j < m; ++j) values[j * n / m] = 1e6 + static_cast<double>(j);
+  expect_same_order_statistic(values, (n - 1) / 2);
+}
+
+TEST(WeightedMad, UnitWeightsOnALargeSetMatchTheDefinitionsMedians) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  const std::size_t n = 50001;
+  std::vector<double> v(n);
+  for (double& x : v) x = 3.0 + normal(rng) * 2.0;
+  const std::vector<double> units(n, 1.0);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const double center = sorted[(n - 1) / 2];
+  EXPECT_EQ(wmedian(v, units), center);
+  std::vector<double> deviations(n);
+  for (std::size_t i = 0; i < n; ++i) deviations[i] = std::fabs(v[i] - center);
+  std::sort(deviations.begin(), deviations.end());
+  EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(units)),
+            deviations[(n - 1) / 2]);
 }
 
 TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {

@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "rh/order_statistic.hpp"
+
 namespace rh {
 
 // Consistency constant of the MAD at the Gaussian: 1 / Phi^-1(3/4).
@@ -104,20 +106,15 @@ WeightKind weight_kind(std::span<const W> weights, double& total) {
 }
 
 // Unit weights: the first sorted value whose count reaches n / 2 is the order statistic of rank
-// ceil(n / 2) - 1, the same number the stable sort gives; found in place in `values`, reordered.
-template <class V>
-double unit_median_in_place(std::span<V> values) {
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return static_cast<double>(*middle);
-}
+// ceil(n / 2) - 1, the same number the stable sort gives (order_statistic.hpp finds it).
+inline std::size_t unit_median_rank(std::size_t n) { return (n - 1) / 2; }
 
 template <class V, class W>
 double weighted_median_of(std::span<const V> values, std::span<const W> weights,
                           WeightKind kind, double total) {
   if (kind == WeightKind::units) {
-    std::vector<V> copy(values.begin(), values.end());
-    return unit_median_in_place(std::span<V>(copy));
+    return static_cast<double>(order_statistic<V>(
+        values.size(), unit_median_rank(values.size()), [&](std::size_t i) { return values[i]; }));
   }
   if (kind == WeightKind::integers) return weighted_median_exact_sums(values, weights, total);
   return weighted_median_sorted(values, weights);
@@ -137,20 +134,24 @@ double weighted_median(std::span<const V> values, std::span<const W> weights) {
   return detail::weighted_median_of(values, weights, kind, total);
 }
 
-// wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64. With unit weights its
-// only buffer is the deviations' (the center's copy freed first): one row-length vector, where
-// the general path holds a (value, weight) pair per row besides (docs/native.md, "Memory").
+// wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64. With unit weights both
+// medians are order statistics, and the deviations are formed as the selection reads them (no
+// row-length buffer unless its sample misses); the general path holds a (value, weight) pair per
+// row (docs/native.md, "Memory").
 template <class V, class W>
 double weighted_mad(std::span<const V> values, std::span<const W> weights) {
   double total = 0.0;
   const detail::WeightKind kind = detail::weight_kind(weights, total);
   const double center = detail::weighted_median_of(values, weights, kind, total);
-  std::vector<double> deviations(values.size());
-  std::transform(values.begin(), values.end(), deviations.begin(),
-                 [&](V v) { return std::fabs(static_cast<double>(v) - center); });
+  const auto deviation = [&](std::size_t i) {
+    return std::fabs(static_cast<double>(values[i]) - center);
+  };
   if (kind == detail::WeightKind::units) {
-    return detail::unit_median_in_place(std::span<double>(deviations));
+    return detail::order_statistic<double>(values.size(), detail::unit_median_rank(values.size()),
+                                           deviation);
   }
+  std::vector<double> deviations(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = deviation(i);
   return detail::weighted_median_of(std::span<const double>(deviations), weights, kind, total);
 }
 
