@@ -141,6 +141,8 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   root.reflectors.resize(blocks * nb * n);
   root.work.resize(blocks * nb * n);
   root.linear_partials.resize(blocks * dim_);
+  root.kept_rows.resize(blocks * chunk_);
+  root.row_scales.resize(blocks * chunk_);
   const T* residual = ws_.point.residual.data();
   const T tau = tau_;
   // The columns' squared norms over the rows and the history, so the QR sees equilibrated
@@ -183,10 +185,13 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
     T* work = root.work.data() + b * nb * n;
     double* partial = root.linear_partials.data() + b * dim_;
     std::fill_n(partial, dim_, 0.0);
+    std::size_t* kept = root.kept_rows.data() + b * chunk_;
+    T* row_scales = root.row_scales.data() + b * chunk_;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       RH_BRICK_SCOPE(prof_, EngineBrick::gram, (hi - lo) * n, (hi - lo) * n * sizeof(T),
                      2 * (hi - lo) * n * n);
       const std::size_t ld = chunk_;
+      // The rows of non-zero curvature with their scales sqrt(w c), and every row's linear term.
       std::size_t m = 0;
       for (std::size_t i = lo; i < hi; ++i) {
         const T w = weights_[i];
@@ -194,22 +199,40 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
         const T r = residual[i];
         const T c = curvature(r);
         const T psi = std::clamp(r, -tau, tau);
-        const T* x = X_.row(i);
         const T wc = w * c;
         if (wc > T{0}) {
-          const T scale = std::sqrt(wc);
-          for (std::size_t j = 0; j < features_; ++j) rows[j * ld + m] = scale * x[j] * scales[j];
-          if (intercept_) rows[features_ * ld + m] = scale * scales[features_];
-          rows[dim_ * ld + m] = scale * (residual_rhs ? r : y_[i]);
-          if (second) rows[(dim_ + 1) * ld + m] = scale * y_[i];
+          kept[m] = i;
+          row_scales[m] = std::sqrt(wc);
           ++m;
         }
         // The row's linear term: w psi - w c r (0 inside the quadratic zone of the indicator).
         const double a = static_cast<double>(w) * static_cast<double>(psi) -
                          static_cast<double>(wc) * static_cast<double>(r);
         if (a != 0.0) {
+          const T* x = X_.row(i);
           for (std::size_t j = 0; j < features_; ++j) partial[j] += a * static_cast<double>(x[j]);
           if (intercept_) partial[features_] += a;
+        }
+      }
+      // The kept rows into the column-major chunk, a tile of rows at a time: each column's
+      // entries of the tile are one contiguous run (row by row, every entry would be a store to
+      // another column, n cache lines apart).
+      constexpr std::size_t tile = 8;
+      for (std::size_t k0 = 0; k0 < m; k0 += tile) {
+        const std::size_t k1 = std::min(m, k0 + tile);
+        for (std::size_t j = 0; j < features_; ++j) {
+          T* column = rows + j * ld;
+          const T scale_j = scales[j];
+          for (std::size_t k = k0; k < k1; ++k) {
+            column[k] = row_scales[k] * X_.row(kept[k])[j] * scale_j;
+          }
+        }
+        for (std::size_t k = k0; k < k1; ++k) {
+          const std::size_t i = kept[k];
+          const T scale = row_scales[k];
+          if (intercept_) rows[features_ * ld + k] = scale * scales[features_];
+          rows[dim_ * ld + k] = scale * (residual_rhs ? residual[i] : y_[i]);
+          if (second) rows[(dim_ + 1) * ld + k] = scale * y_[i];
         }
       }
       if (m > 0) {
