@@ -3,11 +3,11 @@
 // stacked rows instead of normal equations.
 //
 // One pass over X per factorization: each row block QR-updates its own (d+1) x (d+1) triangle
-// chunk by chunk with the chunk's weighted rows sqrt(w c) [x~ | y] (LAPACK's tpqrt, made for a
-// triangle over a block of rows), so memory stays O(chunk d) and the blocks run on the pool; the
-// first block's triangle starts as the history [R~ | z~], and the others' triangles are stacked
-// under it in block order (then the ridge rows). The last column carries the right-hand side, so
-// the top of the result is [R_H | q].
+// with its weighted rows sqrt(w c) [x~ | y], a group of chunks at a time (LAPACK's tpqrt, made
+// for a triangle over a block of rows), so memory stays O(chunk d) and the blocks run on the
+// pool; the blocks' triangles are merged pairwise in a fixed tree (its levels on the pool), then
+// the history [R~ | z~] is stacked under the result (then the ridge rows). The last column
+// carries the right-hand side, so the top of the result is [R_H | q].
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +31,20 @@ namespace {
 // reuse; on a cache-sized chunk of rows (a few hundred) under a 91-column triangle, OpenBLAS's
 // tpqrt ran 1.5x faster with nb = 8 than with 32 (docs/perf/experiments.jsonl, qr-tpqrt-block).
 std::size_t reflector_block(std::size_t columns) { return std::min<std::size_t>(8, columns); }
+
+// A block's rows go to tpqrt in groups of up to this many chunks: the panel's level-2 work per
+// call and tpqrt's own overheads amortize over more rows, while its blocked update on a few
+// hundred rows stays in the per-core cache (on the reference shape tpqrt ran 7 % faster on
+// 728-row groups than on 364-row chunks, and slower again beyond 1,000 rows:
+// docs/perf/experiments.jsonl, qr-tpqrt-row-groups).
+constexpr std::size_t qr_chunks = 2;
+
+// The leading dimension of a block's rows buffer: not a multiple of 4 KiB, where the columns
+// would share cache sets (tpqrt ran 1.5x slower with 2048 rows than with 2056).
+template <std::floating_point T>
+std::size_t rows_stride(std::size_t rows) {
+  return (rows * sizeof(T)) % 4096 == 0 ? rows + 64 / sizeof(T) : rows;
+}
 
 void check_info(blas::lapack_index info, const char* routine) {
   if (info < 0) {
@@ -137,7 +151,9 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   SquareRootBuffers<T>& root = ws_.root;
   root.stacked_columns = n;
   root.block_triangles.resize(blocks * n * n);
-  root.chunk_rows.resize(blocks * chunk_ * n);
+  const std::size_t capacity = qr_chunks * chunk_;
+  const std::size_t ld = rows_stride<T>(capacity);
+  root.chunk_rows.resize(blocks * ld * n);
   root.reflectors.resize(blocks * nb * n);
   root.work.resize(blocks * nb * n);
   root.linear_partials.resize(blocks * dim_);
@@ -180,17 +196,17 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   for_each_block([&](std::size_t b) {
     T* triangle = root.block_triangles.data() + b * n * n;
     std::fill_n(triangle, n * n, T{0});
-    T* rows = root.chunk_rows.data() + b * chunk_ * n;
+    T* rows = root.chunk_rows.data() + b * ld * n;
     T* reflectors = root.reflectors.data() + b * nb * n;
     T* work = root.work.data() + b * nb * n;
     double* partial = root.linear_partials.data() + b * dim_;
     std::fill_n(partial, dim_, 0.0);
     std::size_t* kept = root.kept_rows.data() + b * chunk_;
     T* row_scales = root.row_scales.data() + b * chunk_;
+    std::size_t buffered = 0;  // rows in the QR buffer, from this and earlier chunks
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       RH_BRICK_SCOPE(prof_, EngineBrick::gram, (hi - lo) * n, (hi - lo) * n * sizeof(T),
                      2 * (hi - lo) * n * n);
-      const std::size_t ld = chunk_;
       // The rows of non-zero curvature with their scales sqrt(w c), and every row's linear term.
       std::size_t m = 0;
       for (std::size_t i = lo; i < hi; ++i) {
@@ -218,10 +234,11 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
       // entries of the tile are one contiguous run (row by row, every entry would be a store to
       // another column, n cache lines apart).
       constexpr std::size_t tile = 8;
+      T* chunk_rows = rows + buffered;
       for (std::size_t k0 = 0; k0 < m; k0 += tile) {
         const std::size_t k1 = std::min(m, k0 + tile);
         for (std::size_t j = 0; j < features_; ++j) {
-          T* column = rows + j * ld;
+          T* column = chunk_rows + j * ld;
           const T scale_j = scales[j];
           for (std::size_t k = k0; k < k1; ++k) {
             column[k] = row_scales[k] * X_.row(kept[k])[j] * scale_j;
@@ -230,26 +247,50 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
         for (std::size_t k = k0; k < k1; ++k) {
           const std::size_t i = kept[k];
           const T scale = row_scales[k];
-          if (intercept_) rows[features_ * ld + k] = scale * scales[features_];
-          rows[dim_ * ld + k] = scale * (residual_rhs ? residual[i] : y_[i]);
-          if (second) rows[(dim_ + 1) * ld + k] = scale * y_[i];
+          if (intercept_) chunk_rows[features_ * ld + k] = scale * scales[features_];
+          chunk_rows[dim_ * ld + k] = scale * (residual_rhs ? residual[i] : y_[i]);
+          if (second) chunk_rows[(dim_ + 1) * ld + k] = scale * y_[i];
         }
       }
-      if (m > 0) {
-        check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
-                               static_cast<blas::lapack_index>(nb), triangle,
+      buffered += m;
+      // The QR once the next chunk might not fit, and at the block's end.
+      if (buffered > 0 && (buffered + chunk_ > capacity || hi == blocks_.end(b))) {
+        check_info(blas::tpqrt(static_cast<blas::lapack_index>(buffered), static_cast<blas::lapack_index>(n),
+                               0, static_cast<blas::lapack_index>(nb), triangle,
                                static_cast<blas::lapack_index>(n), rows,
                                static_cast<blas::lapack_index>(ld), reflectors,
                                static_cast<blas::lapack_index>(nb), work),
                    "tpqrt");
+        buffered = 0;
       }
     });
   });
 
   RH_BRICK_SCOPE(prof_, EngineBrick::solve, (blocks + 1) * n * n, (blocks + 1) * n * n * sizeof(T),
                  2 * (blocks + 1) * n * n * n);
+  // The blocks' triangles merged pairwise, a tree's level at a time on the pool: block b's
+  // triangle takes in block b + step's (both upper triangular: tpqrt's l = n). The tree depends
+  // on the number of blocks only, so the result does not depend on the threads.
+  for (std::size_t step = 1; step < blocks; step *= 2) {
+    const std::size_t pairs = (blocks - step + 2 * step - 1) / (2 * step);
+    const auto merge = [&](std::size_t pair) {
+      const std::size_t b = pair * 2 * step;
+      check_info(blas::tpqrt(static_cast<blas::lapack_index>(n), static_cast<blas::lapack_index>(n),
+                             static_cast<blas::lapack_index>(n), static_cast<blas::lapack_index>(nb),
+                             root.block_triangles.data() + b * n * n,
+                             static_cast<blas::lapack_index>(n),
+                             root.block_triangles.data() + (b + step) * n * n,
+                             static_cast<blas::lapack_index>(n), root.reflectors.data() + b * nb * n,
+                             static_cast<blas::lapack_index>(nb), root.work.data() + b * nb * n),
+                 "tpqrt");
+    };
+    if (parallel_ && pairs > 1) {
+      pool_.run(pairs, merge);
+    } else {
+      for (std::size_t pair = 0; pair < pairs; ++pair) merge(pair);
+    }
+  }
   root.stacked.assign(root.block_triangles.begin(), root.block_triangles.begin() + n * n);
-  for (std::size_t b = 1; b < blocks; ++b) stack_below(root.block_triangles.data() + b * n * n, n);
   // The history [R~ | z~] last (the batch's rows first, as the reference stacks them).
   root.below_rows.assign(n * n, T{0});
   for (std::size_t i = 0; i < dim_; ++i) {
@@ -282,7 +323,7 @@ void BatchOps<T>::stack_below(T* rows, std::size_t m) {
   const std::size_t n = ws_.root.stacked_columns;
   const std::size_t nb = reflector_block(n);
   check_info(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
-                         static_cast<blas::lapack_index>(nb), ws_.root.stacked.data(),
+                         0, static_cast<blas::lapack_index>(nb), ws_.root.stacked.data(),
                          static_cast<blas::lapack_index>(n), rows,
                          static_cast<blas::lapack_index>(m), ws_.root.reflectors.data(),
                          static_cast<blas::lapack_index>(nb), ws_.root.work.data()),
