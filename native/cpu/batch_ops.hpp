@@ -303,7 +303,7 @@ class BatchOps {
   // with its linear term, and the point's pattern and bandwidth, for the information update.
   void keep_step_factorization(const std::vector<double>& linear);
   // Whether the current point has the kept step factorization's pattern and bandwidth.
-  bool at_step_pattern() const;
+  bool at_step_pattern();
   // The history terms at the current point: R~ beta - z~ (float64), and R~^T of it into
   // information_delta(64) (what J~ (beta - beta~) is in the Cholesky mode).
   void square_root_history();

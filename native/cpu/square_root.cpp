@@ -338,17 +338,26 @@ std::uint8_t BatchOps<T>::pattern_class(std::size_t i) const {
   return r > T{0} ? 2 : 3;
 }
 
+// The per-row passes below run over the row blocks on the pool (when the batch is parallel):
+// each block's share of a pass touches only its rows, so the result is the same either way.
 template <std::floating_point T>
 bool BatchOps<T>::pattern_repeats() {
   RH_BRICK_SCOPE(prof_, EngineBrick::huber, X_.rows, 2 * X_.rows * sizeof(T), X_.rows);
   auto& pattern = ws_.root.pattern;
   pattern.resize(X_.rows);
-  bool same = pattern_known_;
-  for (std::size_t i = 0; i < X_.rows; ++i) {
-    const std::uint8_t c = pattern_class(i);
-    same = same && pattern[i] == c;
-    pattern[i] = c;
-  }
+  auto& repeats = ws_.root.block_flags;
+  repeats.assign(blocks_.count(), 1);
+  for_each_block([&](std::size_t b) {
+    bool same = true;
+    for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
+      const std::uint8_t c = pattern_class(i);
+      same = same && pattern[i] == c;
+      pattern[i] = c;
+    }
+    repeats[b] = same ? 1 : 0;
+  });
+  const bool same = pattern_known_ && std::all_of(repeats.begin(), repeats.end(),
+                                                  [](std::uint8_t flag) { return flag != 0; });
   pattern_known_ = true;
   return same;
 }
@@ -361,19 +370,30 @@ void BatchOps<T>::keep_step_factorization(const std::vector<double>& linear) {
   root.step_scales = root.scales;
   root.step_linear = linear;
   root.step_pattern.resize(X_.rows);
-  for (std::size_t i = 0; i < X_.rows; ++i) root.step_pattern[i] = pattern_class(i);
+  for_each_block([&](std::size_t b) {
+    for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
+      root.step_pattern[i] = pattern_class(i);
+    }
+  });
   step_tau_ = tau_;
   step_kept_ = true;
 }
 
 template <std::floating_point T>
-bool BatchOps<T>::at_step_pattern() const {
+bool BatchOps<T>::at_step_pattern() {
   if (!step_kept_ || tau_ != step_tau_) return false;
   RH_BRICK_SCOPE(prof_, EngineBrick::huber, X_.rows, 2 * X_.rows * sizeof(T), X_.rows);
-  for (std::size_t i = 0; i < X_.rows; ++i) {
-    if (ws_.root.step_pattern[i] != pattern_class(i)) return false;
-  }
-  return true;
+  auto& matches = ws_.root.block_flags;
+  matches.assign(blocks_.count(), 1);
+  for_each_block([&](std::size_t b) {
+    for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
+      if (ws_.root.step_pattern[i] != pattern_class(i)) {
+        matches[b] = 0;
+        return;
+      }
+    }
+  });
+  return std::all_of(matches.begin(), matches.end(), [](std::uint8_t flag) { return flag != 0; });
 }
 
 template <std::floating_point T>
@@ -483,8 +503,11 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
     batch = information(request, InformationOutputs<T>{ws_.hessian, out.gram, out.score_gram});
   } else {
     const T* residual = ws_.point.residual.data();
-    for (std::size_t b = 0; b < blocks_.count(); ++b) {
-      double sums[4] = {0.0, 0.0, 0.0, 0.0};
+    // Each block's sums on the pool, added in block order.
+    auto& partials = ws_.root.block_sums;
+    partials.assign(4 * blocks_.count(), 0.0);
+    for_each_block([&](std::size_t b) {
+      double* sums = partials.data() + 4 * b;
       for (std::size_t i = blocks_.begin(b); i < blocks_.end(b); ++i) {
         const auto w = static_cast<double>(weights_[i]);
         const auto psi = static_cast<double>(std::clamp(residual[i], -tau, tau));
@@ -495,10 +518,12 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
         sums[2] += wc * c;
         sums[3] += w;
       }
-      batch.score_sq_sum += sums[0];
-      batch.curvature_sum += sums[1];
-      batch.curvature_sq_sum += sums[2];
-      batch.inference_weight += sums[3];
+    });
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      batch.score_sq_sum += partials[4 * b];
+      batch.curvature_sum += partials[4 * b + 1];
+      batch.curvature_sq_sum += partials[4 * b + 2];
+      batch.inference_weight += partials[4 * b + 3];
     }
   }
 
@@ -581,7 +606,7 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
   template std::uint8_t BatchOps<T>::pattern_class(std::size_t) const;                          \
   template bool BatchOps<T>::pattern_repeats();                                                 \
   template void BatchOps<T>::keep_step_factorization(const std::vector<double>&);               \
-  template bool BatchOps<T>::at_step_pattern() const;                                           \
+  template bool BatchOps<T>::at_step_pattern();                                           \
   template SquareRootStep BatchOps<T>::square_root_step(double, Vector&);                       \
   template InferenceSums BatchOps<T>::square_root_information(const InformationRequest&,        \
                                                               SquareRootOutputs<T>);

@@ -59,6 +59,8 @@ struct SquareRootBuffers {
   std::vector<double> step_linear;
   std::vector<std::uint8_t> step_pattern;
   std::vector<std::uint8_t> pattern;  // the pattern at the point pattern_repeats() saw last
+  std::vector<std::uint8_t> block_flags;  // blocks: a per-block verdict of a pass over rows
+  std::vector<double> block_sums;         // blocks x 4: the information update's row sums
   std::vector<T> below_rows;  // rows stacked below the triangle: the history, the ridge rows
   std::vector<T> factor;      // d x d, column-major: R_H with its columns equilibrated
   std::vector<T> svd_u, svd_vt, svd_values, svd_work;
