@@ -121,7 +121,7 @@ class BatchOps {
   // state view carries a factor. The step at the current point with the given ridge by QR of the
   // stacked rows, and the new (R~, z~) at it, each one pass over X in row chunks whose QR updates
   // a triangle per row block (LAPACK's triangular-pentagonal tpqrt), the blocks' triangles then
-  // stacked under the history in block order.
+  // merged pairwise (a fixed tree), the history stacked under the result.
   bool square_root() const { return square_root_; }
   SquareRootStep square_root_step(double ridge, Vector& out);
   // Whether the current point's pattern (rows inside, outside rows' signs; zero weights aside)
@@ -306,7 +306,7 @@ class BatchOps {
   // with its linear term, and the point's pattern and bandwidth, for the information update.
   void keep_step_factorization(const std::vector<double>& linear);
   // Whether the current point has the kept step factorization's pattern and bandwidth.
-  bool at_step_pattern() const;
+  bool at_step_pattern();
   // The history terms at the current point: R~ beta - z~ (float64), and R~^T of it into
   // information_delta(64) (what J~ (beta - beta~) is in the Cholesky mode).
   void square_root_history();

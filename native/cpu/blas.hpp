@@ -114,12 +114,13 @@ inline lapack_index gelsd(lapack_index n, float* a, float* b, float* singular_va
 }
 
 // The square-root information mode (square_root.cpp), column-major: Householder QR of a
-// triangle stacked over a block of rows (triangular-pentagonal, l = 0: the block rectangular),
+// triangle stacked over a block of rows (triangular-pentagonal: the block's last l rows upper
+// trapezoidal, l = 0 a rectangular block),
 // the triangle's 1-norm condition estimate and its solves, and the SVD of its rank-deficient case.
-inline lapack_index tpqrt(lapack_index m, lapack_index n, lapack_index nb, double* a,
-                          lapack_index lda, double* b, lapack_index ldb, double* t, lapack_index ldt,
-                          double* work) {
-  return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt, work);
+inline lapack_index tpqrt(lapack_index m, lapack_index n, lapack_index l, lapack_index nb,
+                          double* a, lapack_index lda, double* b, lapack_index ldb, double* t,
+                          lapack_index ldt, double* work) {
+  return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, l, nb, a, lda, b, ldb, t, ldt, work);
 }
 inline lapack_index trcon(lapack_index n, const double* a, lapack_index lda, double* rcond, double* work,
                           lapack_index* iwork) {
@@ -134,10 +135,10 @@ inline lapack_index gesvd(lapack_index n, double* a, double* s, double* u, doubl
                           lapack_index lwork) {
   return LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, 'A', 'A', n, n, a, n, s, u, n, vt, n, work, lwork);
 }
-inline lapack_index tpqrt(lapack_index m, lapack_index n, lapack_index nb, float* a,
-                          lapack_index lda, float* b, lapack_index ldb, float* t, lapack_index ldt,
-                          float* work) {
-  return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, 0, nb, a, lda, b, ldb, t, ldt, work);
+inline lapack_index tpqrt(lapack_index m, lapack_index n, lapack_index l, lapack_index nb,
+                          float* a, lapack_index lda, float* b, lapack_index ldb, float* t,
+                          lapack_index ldt, float* work) {
+  return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, l, nb, a, lda, b, ldb, t, ldt, work);
 }
 inline lapack_index trcon(lapack_index n, const float* a, lapack_index lda, float* rcond, float* work,
                           lapack_index* iwork) {

@@ -120,7 +120,7 @@ template <std::floating_point T>
 void stack_below(T* triangle, std::size_t n, T* rows, std::size_t m, T* reflectors, T* work) {
   const std::size_t nb = reflector_block(n);
   check_lapack(blas::tpqrt(static_cast<blas::lapack_index>(m), static_cast<blas::lapack_index>(n),
-                           static_cast<blas::lapack_index>(nb), triangle,
+                           0, static_cast<blas::lapack_index>(nb), triangle,
                            static_cast<blas::lapack_index>(n), rows,
                            static_cast<blas::lapack_index>(m), reflectors,
                            static_cast<blas::lapack_index>(nb), work),

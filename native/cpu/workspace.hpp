@@ -46,6 +46,8 @@ struct SquareRootBuffers {
   std::vector<T> chunk_rows;       // blocks x chunk x n: a chunk's weighted rows, column-major
   std::vector<T> reflectors;       // blocks x nb x n: tpqrt's T
   std::vector<T> work;             // blocks x nb x n: tpqrt's work
+  std::vector<std::size_t> kept_rows;  // blocks x chunk: a chunk's rows of non-zero curvature
+  std::vector<T> row_scales;           // blocks x chunk: their sqrt(w c)
   std::vector<double> linear_partials;  // blocks x d
   std::vector<double> column_partials;  // blocks x d: the columns' sums of w c x~^2
   std::vector<T> scales;                // the columns' equilibration
@@ -57,6 +59,8 @@ struct SquareRootBuffers {
   std::vector<double> step_linear;
   std::vector<std::uint8_t> step_pattern;
   std::vector<std::uint8_t> pattern;  // the pattern at the point pattern_repeats() saw last
+  std::vector<std::uint8_t> block_flags;  // blocks: a per-block verdict of a pass over rows
+  std::vector<double> block_sums;         // blocks x 4: the information update's row sums
   std::vector<T> below_rows;  // rows stacked below the triangle: the history, the ridge rows
   std::vector<double> history_residual;  // R~ beta - z~ at the current point
 };
