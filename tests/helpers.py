@@ -56,6 +56,43 @@ def require_module(module: str, distribution: str):
         pytest.skip(message)
 
 
+#: NIST StRD's Filip (public domain): a copy of shared/data/nist_filip.json.
+FILIP = Path(__file__).resolve().parent / "fixtures" / "nist_filip.json"
+
+
+def nist_filip():
+    """Filip's design (x, ..., x^10; the intercept left to the estimator), its y and NIST's
+    certified coefficients b0 ... b10."""
+    data = json.loads(FILIP.read_text())
+    x = np.asarray(data["x"])
+    X = np.column_stack([x**k for k in range(1, 11)])
+    return X, np.asarray(data["y"]), np.asarray(data["certified_b0_to_b10"])
+
+
+def log_relative_error(estimate, certified):
+    """NIST's log relative error: the fewest correct digits over the coefficients."""
+    return float(np.min(-np.log10(np.abs(estimate - certified) / np.abs(certified))))
+
+
+def native_cpu_engine():
+    """The native CPU engine (rhuber.engines.NativeCpuEngine), as require_module gets it."""
+    from rhuber.engines import NativeCpuEngine
+
+    return NativeCpuEngine(require_module(*NATIVE_CPU))
+
+
+def batches_of(seed, dtype, n=400, p=5, count=3, weights=True):
+    """``count`` contaminated batches (X, y, w) of ``n`` x ``p`` from ``seed``; w draws 0, 0.5, 1
+    and 2 (None with ``weights=False``)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        X, y, _ = make_problem(rng, n, p, dtype=dtype)
+        w = rng.choice([0.0, 0.5, 1.0, 2.0], size=n).astype(dtype) if weights else None
+        out.append((X, y, w))
+    return out
+
+
 def stream_updates(engine_update, batches, config):
     """The final state and every batch's diagnostics of ``batches`` fed through an engine."""
     state, diags = None, []

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import NATIVE_CPU, golden_corpus, require_module
+from helpers import NATIVE_CPU, golden_corpus, log_relative_error, nist_filip, require_module
 from rhuber.core import update
 from rhuber.engines import make_engine
 from rhuber.lab.golden import (
@@ -206,10 +206,8 @@ def test_qr_cases_on_every_engine_that_declares_qr(case, backend):
 
 
 def filip_digits(coef):
-    certified = np.asarray(json.loads(
-        (ROOT / "tests" / "fixtures" / "nist_filip.json").read_text())["certified_b0_to_b10"])
-    estimate = np.r_[coef[-1], coef[:-1]]
-    return float(np.min(-np.log10(np.abs(estimate - certified) / np.abs(certified))))
+    _, _, certified = nist_filip()
+    return log_relative_error(np.r_[coef[-1], coef[:-1]], certified)
 
 
 def test_only_filip_loosens_a_tolerance_and_only_its_coefficients():

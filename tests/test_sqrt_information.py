@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from statsmodels.datasets import longley
 
-from helpers import NATIVE_CPU, require_module
+from helpers import FILIP as FILIP_FIXTURE
+from helpers import NATIVE_CPU, nist_filip, require_module
+from helpers import log_relative_error as lre
 from rhuber import IllConditionedWarning, RenewableHuberRegressor
 from rhuber.engines import make_engine
 
 FILIP = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist_filip.json"
-FILIP_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "nist_filip.json"
 
 
 def qr_backend(name: str) -> str:
@@ -34,17 +35,9 @@ def backend(request):
     return qr_backend(request.param)
 
 
-def lre(estimate, certified):
-    """NIST's log relative error, the fewest correct digits over the coefficients."""
-    return float(np.min(-np.log10(np.abs(estimate - certified) / np.abs(certified))))
-
-
 @pytest.fixture(scope="module")
 def filip():
-    data = json.loads(FILIP_FIXTURE.read_text())
-    x = np.asarray(data["x"])
-    X = np.column_stack([x**k for k in range(1, 11)])
-    return X, np.asarray(data["y"]), np.asarray(data["certified_b0_to_b10"])
+    return nist_filip()
 
 
 def fitted(X, y, batch, **params):

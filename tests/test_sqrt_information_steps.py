@@ -4,17 +4,12 @@ finishes the main solve where the design allows it (the pilot solve stays in Cho
 QR step whose pattern repeats has converged, and the information update reuses the last step's
 factorization."""
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from helpers import NATIVE_CPU, require_module
+from helpers import NATIVE_CPU, nist_filip, require_module
 from rhuber.core import Config, sqrt_info, update
 from rhuber.engines import make_engine
-
-FILIP_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "nist_filip.json"
 
 
 @pytest.fixture(params=["numpy", "native_cpu"])
@@ -71,9 +66,7 @@ def test_filip_in_small_batches_converges_once_its_pattern_repeats(engine):
     """NIST's Filip (least squares: every row inside): the normal equations are useless there,
     so every step is a QR step, and the second finds the pattern repeated after a full first
     step: converged, where refining further never met the tolerance (500 iterations)."""
-    data = json.loads(FILIP_FIXTURE.read_text())
-    x, y = np.asarray(data["x"]), np.asarray(data["y"])
-    X = np.column_stack([x**k for k in range(1, 11)])
+    X, y, _ = nist_filip()
     config = Config(factorization="qr", tau=1e9)
     state = None
     for start in range(0, len(y), 20):

@@ -132,17 +132,22 @@ class _Recorder:
                           model_id="recorder")
 
 
-def _screens(monkeypatch):
-    """Count the strong-rule screens dispatch runs."""
+def _calls(monkeypatch, owner, name):
+    """Count the calls of ``owner.name`` (each still runs)."""
     calls = []
-    share = regime.active_share
+    original = getattr(owner, name)
 
     def counting(*args, **kwargs):
         calls.append(1)
-        return share(*args, **kwargs)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(regime, "active_share", counting)
+    monkeypatch.setattr(owner, name, counting)
     return calls
+
+
+def _screens(monkeypatch):
+    """Count the strong-rule screens dispatch runs."""
+    return _calls(monkeypatch, regime, "active_share")
 
 
 def _unloaded(monkeypatch, rule=rules.DEFAULT_RULE):
@@ -281,25 +286,13 @@ def test_the_screens_median_is_numpys(n):
     assert regime._median(v) == np.median(v)
 
 
-def _counting_starts(monkeypatch):
-    calls = []
-    make = dispatch._start
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return make(*args, **kwargs)
-
-    monkeypatch.setattr(dispatch, "_start", counting)
-    return calls
-
-
 def test_a_later_stream_of_a_workload_starts_on_the_session_found_for_the_first(monkeypatch):
     """A stream's start finds its session once per workload (~15 µs a stream otherwise, a few
     per cent of a stream of small batches): the next stream of the same workload and settings
     takes it as found, and another workload, dtype or setting finds its own."""
     require_module(*NATIVE_CPU)
     _unloaded(monkeypatch)
-    starts = _counting_starts(monkeypatch)
+    starts = _calls(monkeypatch, dispatch, "_start")
     X, y = wide_batch()
     first = RenewableHuberRegressor().partial_fit(X, y)
     second = RenewableHuberRegressor().partial_fit(X, y)
@@ -318,7 +311,7 @@ def test_a_session_found_from_the_batch_s_regime_is_found_again_for_each_stream(
     each stream reads its own (the rule's sparse and dense plans differ here)."""
     require_module(*NATIVE_CPU)
     _unloaded(monkeypatch, rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0))
-    starts = _counting_starts(monkeypatch)
+    starts = _calls(monkeypatch, dispatch, "_start")
     X, y = wide_batch()
     solvers = [RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)._plan().l1_solver
                for c in (0.5, 3.0, 0.5)]

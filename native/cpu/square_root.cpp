@@ -386,7 +386,7 @@ InferenceSums BatchOps<T>::square_root_information(const InformationRequest& req
   template std::uint8_t BatchOps<T>::pattern_class(std::size_t) const;                          \
   template bool BatchOps<T>::pattern_repeats();                                                 \
   template void BatchOps<T>::keep_step_factorization(const std::vector<double>&);               \
-  template bool BatchOps<T>::at_step_pattern();                                           \
+  template bool BatchOps<T>::at_step_pattern();                                                 \
   template SquareRootStep BatchOps<T>::square_root_step(double, Vector&);                       \
   template InferenceSums BatchOps<T>::square_root_information(const InformationRequest&,        \
                                                               SquareRootOutputs<T>);

@@ -193,8 +193,7 @@ def _start_key(est: Any, X: Any, y: Any, batches: int | None, advisor: Any
         key = ("session", int(X.shape[0]), int(X.shape[1]), X.dtype, penalized(est),
                bool(est.fit_intercept), y is None, bool(getattr(est, "profile", False)),
                est.n_jobs, est.l1_solver, batches, current.generation(),
-               current.trials_generation(),
-               (advisor, current.generation()) if advisor is reasons.UNLOADED else advisor)
+               current.trials_generation(), advisor)
         hash(key)
     except (TypeError, ValueError, AttributeError, IndexError):  # no shape, unhashable setting
         return None

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import make_problem, stream_updates
+from helpers import batches_of, native_cpu_engine, stream_updates
 from rhuber.core import Config, State, update
 from rhuber.engines.cuda import CudaEngine
 from rhuber.errors import EngineNotAvailableError
@@ -18,16 +18,6 @@ from rhuber.lab.golden import RTOL
 def assert_close(a, b, rtol):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     assert np.all(np.abs(a - b) <= rtol * np.maximum(1.0, np.abs(b))), np.max(np.abs(a - b))
-
-
-def batches_of(seed, dtype, n=400, p=5, count=3, weights=True):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        X, y, _ = make_problem(rng, n, p, dtype=dtype)
-        w = rng.choice([0.0, 0.5, 1.0, 2.0], size=n).astype(dtype) if weights else None
-        out.append((X, y, w))
-    return out
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -49,16 +39,7 @@ def test_differential_against_the_reference(engine, dtype, alpha):
 
 
 def test_differential_against_native_cpu(engine):
-    from rhuber import _native
-    from rhuber.engines import NativeCpuEngine
-    from rhuber.errors import EngineNotAvailableError
-
-    try:
-        native_cpu = _native.load("native_cpu")
-    except EngineNotAvailableError as exc:
-        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
-
-    cpu = NativeCpuEngine(native_cpu)
+    cpu = native_cpu_engine()
     config = Config(ridge=1e-3)
     batches = batches_of(11, np.float64, n=2000, p=12)
     got, _ = stream_updates(engine.update, batches, config)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import make_problem, require_module, stream_updates
+from helpers import make_problem, native_cpu_engine, stream_updates
 from rhuber.core import Config, update
 from rhuber.lab.golden import RTOL
 
@@ -16,12 +16,6 @@ from rhuber.lab.golden import RTOL
 def assert_close(a, b, rtol):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     assert np.all(np.abs(a - b) <= rtol * np.maximum(1.0, np.abs(b))), np.max(np.abs(a - b))
-
-
-def native_cpu_engine():
-    from rhuber.engines import NativeCpuEngine
-
-    return NativeCpuEngine(require_module("native_cpu", "rhuber-native-cpu"))
 
 
 def constant_column_batches(dtype, count=2, n=500, p=4):

@@ -8,19 +8,22 @@ them once the engine declares "qr"."""
 
 from __future__ import annotations
 
-import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import make_problem, stream_updates
+from helpers import (
+    batches_of,
+    log_relative_error,
+    make_problem,
+    native_cpu_engine,
+    nist_filip,
+    stream_updates,
+)
 from rhuber import IllConditionedWarning, RenewableHuberRegressor
 from rhuber.core import Config, update
 from rhuber.lab.golden import RTOL
-
-FILIP = Path(__file__).resolve().parents[1] / "fixtures" / "nist_filip.json"
 
 
 def assert_close(a, b, rtol, what=""):
@@ -28,16 +31,6 @@ def assert_close(a, b, rtol, what=""):
     assert a.shape == b.shape, what
     scale = np.maximum(1.0, np.abs(b))
     assert np.all(np.abs(a - b) <= rtol * scale), (what, float(np.max(np.abs(a - b) / scale)))
-
-
-def batches_of(seed, dtype, n=400, p=5, count=3, weights=True):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        X, y, _ = make_problem(rng, n, p, dtype=dtype)
-        w = rng.choice([0.0, 0.5, 1.0, 2.0], size=n).astype(dtype) if weights else None
-        out.append((X, y, w))
-    return out
 
 
 def assert_states_agree(got, want, rtol):
@@ -104,28 +97,13 @@ def test_differential_against_the_reference_in_qr_mode(engine, dtype, case):
 def test_the_differential_tolerances_hold_for_native_cpu(dtype):
     """The premise of the differential test: the CPU engine, whose QR is LAPACK's tpqrt and
     whose triangle work the CUDA engine shares, meets the reference at these tolerances."""
-    from rhuber import _native
-    from rhuber.engines import NativeCpuEngine
-    from rhuber.errors import EngineNotAvailableError
-
-    try:
-        cpu = NativeCpuEngine(_native.load("native_cpu"))
-    except EngineNotAvailableError as exc:
-        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
+    cpu = native_cpu_engine()
     for case in CASES:
         check_against_the_reference(cpu.update, dtype, case)
 
 
 def test_differential_against_native_cpu_in_qr_mode(engine):
-    from rhuber import _native
-    from rhuber.engines import NativeCpuEngine
-    from rhuber.errors import EngineNotAvailableError
-
-    try:
-        native_cpu = _native.load("native_cpu")
-    except EngineNotAvailableError as exc:
-        pytest.skip(f"rhuber-native-cpu is not installed: {exc}")
-    cpu = NativeCpuEngine(native_cpu)
+    cpu = native_cpu_engine()
     config = Config(factorization="qr", ridge=1e-3)
     batches = batches_of(11, np.float64, n=2000, p=12)
     got, got_diag = stream_updates(engine.update, batches, config)
@@ -155,10 +133,7 @@ def test_the_state_is_a_square_root_of_its_information(engine):
 
 @pytest.fixture(scope="module")
 def filip():
-    data = json.loads(FILIP.read_text())
-    x = np.asarray(data["x"])
-    X = np.column_stack([x**k for k in range(1, 11)])
-    return X, np.asarray(data["y"]), np.asarray(data["certified_b0_to_b10"])
+    return nist_filip()
 
 
 @pytest.mark.parametrize("batch", [82, 20, 7])
@@ -169,8 +144,7 @@ def test_filip_keeps_seven_digits_at_once_and_streamed(engine, filip, batch):
         warnings.simplefilter("ignore", IllConditionedWarning)  # rcond 1e-20, honestly
         for start in range(0, len(y), batch):
             model.partial_fit(X[start:start + batch], y[start:start + batch])
-    estimate = np.r_[model.intercept_, model.coef_]
-    digits = float(np.min(-np.log10(np.abs(estimate - certified) / np.abs(certified))))
+    digits = log_relative_error(np.r_[model.intercept_, model.coef_], certified)
     assert digits >= 7, digits
     assert model.diagnostics_[-1]["solver"] == "qr"
 

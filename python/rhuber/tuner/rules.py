@@ -128,7 +128,9 @@ class Rule:
         return tuple(getattr(self, name) for name in self.FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is Rule and self._values() == other._values()
+        if type(other) is not Rule:
+            return NotImplemented
+        return self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash(self._values())

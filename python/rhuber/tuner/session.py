@@ -255,12 +255,6 @@ class Session:
         if not seconds > 0:
             return self._evolve(ran=self.display)
         rate = rows / seconds
-        if self.reason == RULE_FIRST and self.batches + 1 < TRIAL_AFTER_BATCHES:
-            # Nothing is decided before the stream has run TRIAL_AFTER_BATCHES batches: the
-            # batch is only counted (what most batches of a short stream pay).
-            return self._evolve(ran=self.display, batches=self.batches + 1,
-                                seconds=self.seconds + seconds,
-                                rates=_add_rate(self.rates, self.display, rate))
         changes = {"ran": self.display, "batches": self.batches + 1,
                    "seconds": self.seconds + seconds,
                    "rates": _add_rate(self.rates, self.display, rate)}
