@@ -23,17 +23,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .engines import native_cpu_available
 from .engines import regime as _regime
-from .engines.plans import Plan, parse_plan, plans_for
+from .engines.plans import Plan, machine_cores, parse_plan, plans_for
 from .engines.workload import Workload
-from .tuner import current, reasons
+from .tuner import current, reasons, rules
 from .tuner.session import Session, trial_ran
-
-if TYPE_CHECKING:
-    from .tuner.rules import Rule
 
 #: Pins a plan for estimators with backend="auto" and plan=None, bypassing the advisor.
 PLAN_VARIABLE = "RH_PLAN"
@@ -45,7 +42,7 @@ def threads(n_jobs: int | None) -> int | None:
     if n_jobs is None or n_jobs == -1:
         return None
     if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+        return max(1, machine_cores() + 1 + int(n_jobs))
     return int(n_jobs)
 
 
@@ -92,7 +89,7 @@ def checked(est: Any, plan: Plan, source: str) -> Plan:
         disagree.append(f"backend={est.backend!r}")
     if est.l1_solver not in ("lamm", plan.l1_solver):
         disagree.append(f"l1_solver={est.l1_solver!r}")
-    cores = os.cpu_count() or 1
+    cores = machine_cores()
     if plan.backend == "native_cpu" and est.n_jobs is not None and \
             (threads(est.n_jobs) or cores) != (plan.threads or cores):
         disagree.append(f"n_jobs={est.n_jobs!r}")
@@ -250,15 +247,6 @@ def _memo(est: Any, w: Workload, read: bool, advisor: Any) -> Any:
     return known
 
 
-def _rules() -> Any:
-    """The rule's module (the rule in force, read from its file), imported by the first stream
-    that auto plans rather than with the estimator: a stream pinned or set by ``backend`` never
-    needs it. The advisor (models, store, probes) is the session's to load, for a long stream."""
-    from .tuner import rules
-
-    return rules
-
-
 #: The answers of start() per (workload, regime read, n_jobs, l1_solver, advisor): finding the
 #: candidates and the rule's plan cost ~35 µs, which a stream of small batches would pay at
 #: every start (the advisor memoizes its own answers too); and the sessions made from them
@@ -296,8 +284,8 @@ def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
     candidates, default = auto_plans(w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if not candidates:
         return Session(default.id, reasons.NO_MODEL, "only the NumPy reference is installed")
-    rule = _rules().current_rule() if advisor is reasons.UNLOADED else getattr(
-        advisor, "rule", _rules().DEFAULT_RULE)
+    rule = rules.current_rule() if advisor is reasons.UNLOADED else getattr(
+        advisor, "rule", rules.DEFAULT_RULE)
     fixed = (threads(est.n_jobs) if est.n_jobs is not None else None,
              None if solver == "lamm" else solver)
     plan = rule_default(rule, w, candidates, default, *fixed)
@@ -321,11 +309,11 @@ def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
     return advice
 
 
-def rule_default(rule: Rule, w: Workload, candidates: tuple[Plan, ...], engine_default: Plan,
+def rule_default(rule: rules.Rule, w: Workload, candidates: tuple[Plan, ...], engine_default: Plan,
                  fixed_threads: int | None, fixed_solver: str | None) -> Plan:
     """The rule's plan for ``w`` (:mod:`rhuber.tuner.rules`) with the threads and L1 solver the
     user fixed; the engine's default plan where the rule's is not a candidate here."""
-    plan = rule.plan(w, os.cpu_count() or 1, threads=fixed_threads, l1_solver=fixed_solver)
+    plan = rule.plan(w, machine_cores(), threads=fixed_threads, l1_solver=fixed_solver)
     return plan if plan in candidates else engine_default
 
 

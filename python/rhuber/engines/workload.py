@@ -8,6 +8,12 @@ import numpy as np
 
 LOCATIONS = ("host", "device")
 
+#: The dtypes a workload may have, by the spellings a batch gives (its ``X.dtype``) and the names
+#: stored: looked up first, since ``np.dtype(...).name`` costs a planned stream's first batch
+#: ~10 µs; any other spelling of the two is normalized by NumPy.
+_DTYPE_NAMES = {np.dtype(np.float64): "float64", np.dtype(np.float32): "float32",
+                "float64": "float64", "float32": "float32"}
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -28,15 +34,13 @@ class Workload:
         if int(self.rows) < 1 or int(self.features) < 1:
             raise ValueError(f"a workload needs rows >= 1 and features >= 1, got rows="
                              f"{self.rows}, features={self.features}")
-        dtype = np.dtype(self.dtype)
-        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        name = _dtype_name(self.dtype)
         if self.location not in LOCATIONS:
             raise ValueError(f"location must be one of {LOCATIONS}, got {self.location!r}")
         if self.sparse and not self.penalized:
             raise ValueError("a sparse workload must be penalized: sparse names the L1 "
                              "penalty's regime")
-        object.__setattr__(self, "dtype", dtype.name)
+        object.__setattr__(self, "dtype", name)
 
     @property
     def dim(self) -> int:
@@ -71,3 +75,19 @@ class Workload:
         except ValueError as exc:
             raise ValueError(f"not a workload id: {key!r} ({exc}); expected e.g. "
                              "'n65536/p32/float64/l1=0/icpt=1/host'") from exc
+
+
+def _dtype_name(dtype: object) -> str:
+    try:
+        known = _DTYPE_NAMES.get(dtype)  # type: ignore[call-overload]
+    except TypeError:  # unhashable: not a dtype
+        known = None
+    if known is not None:
+        return known
+    try:
+        name = np.dtype(dtype).name  # type: ignore[call-overload]
+    except TypeError:
+        name = None
+    if name not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    return name
