@@ -19,6 +19,7 @@ from rhuber.engines.plans import (
     cuda_usable,
     default_plan,
     installed_backends,
+    offers,
     plans_for,
 )
 from rhuber.engines.workload import Workload
@@ -361,3 +362,21 @@ def test_a_plan_survives_a_checkpoint(tmp_path, native, as_id):
     m.partial_fit(*batches[1])
     assert native_engine(loaded).gram == "full"
     np.testing.assert_array_equal(loaded.coef_, m.coef_)
+
+
+#: Plans on and off plans_for's grid: thread counts it lists and not (3 is no power of two below
+#: 4 cores), chunks it tries and not, both solvers, and the other backends.
+PROBED_PLANS = [Plan("numpy"), Plan("cuda"),
+                *(Plan("native_cpu", threads=t, gram=g, chunk_kib=c, l1_solver=s)
+                  for t in (1, 2, 3, 4, CORES, CORES + 1) for g in ("incremental", "full")
+                  for c in (64, 128, 256, 1024) for s in ("lamm", "prox_newton"))]
+
+
+@pytest.mark.parametrize("cores", [None, 1, 2, 4, 6])
+def test_offers_answers_what_plans_for_lists(cores):
+    """offers() is membership in plans_for's host list, without building it."""
+    hardware = None if cores is None else type("Hardware", (), {"cores": cores})()
+    for w in WORKLOADS:
+        listed = set(plans_for(w, hardware, cuda=False))
+        for plan in PROBED_PLANS:
+            assert offers(plan, w, cores) == (plan in listed), (w, plan)

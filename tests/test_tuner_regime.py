@@ -245,21 +245,13 @@ def test_a_user_set_l1_solver_is_obeyed_in_the_sparse_regime(monkeypatch):
     solver in both regimes (so the regime need not be read)."""
     require_module(*NATIVE_CPU)
     _unloaded(monkeypatch, rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0))
-    candidates = []
-    plans = dispatch.auto_plans
-
-    def recording(w, *args, **kwargs):
-        found = plans(w, *args, **kwargs)
-        candidates.append(found[0])
-        return found
-
-    monkeypatch.setattr(dispatch, "auto_plans", recording)
     X, y = wide_batch()
     est = RenewableHuberRegressor(lambda_scale=3.0, l1_solver="prox_newton").partial_fit(X, y)
     dispatch._ANSWERS.clear()
     assert regime.is_sparse(regime.active_share(X, y, alpha=0.0, lambda_scale=3.0, tau=None,
                                                 epsilon=1.345, fit_intercept=True))
-    assert {p.l1_solver for p in candidates[0] if p.backend == "native_cpu"} == {"prox_newton"}
+    candidates = est._session.waiting[1]  # what the advisor will be asked to choose from
+    assert {p.l1_solver for p in candidates if p.backend == "native_cpu"} == {"prox_newton"}
     assert est._plan().l1_solver == "prox_newton"
     assert est.diagnostics_[-1]["solver"] == "prox_newton"
 
@@ -331,3 +323,45 @@ def test_recording_or_forgetting_a_trial_s_winner_makes_streams_find_their_sessi
     assert current.trials_generation() == before + 1
     adv.reset_shared()
     assert current.trials_generation() == before + 2
+
+
+@pytest.mark.parametrize("penalized", [False, True])
+@pytest.mark.parametrize("n_jobs", [None, 1, 2, -1, -2])
+@pytest.mark.parametrize("solver", ["lamm", "prox_newton"])
+def test_the_lazy_candidates_hold_what_auto_plans_lists(penalized, n_jobs, solver):
+    """A stream starting on its rule's plan asks only whether that plan is a candidate: the
+    answer without the list is the list's."""
+    require_module(*NATIVE_CPU)
+    w = Workload(4096, 16, penalized=penalized)
+    solver = solver if penalized else "lamm"
+    args = (w, dispatch.threads(n_jobs), n_jobs is not None, solver)
+    listed = dispatch.auto_plans(*args)[0]
+    lazy = dispatch.Candidates(*args)
+    assert tuple(lazy) == listed and len(lazy) == len(listed)
+    probes = [Plan("numpy"), Plan("cuda"),
+              *(Plan("native_cpu", threads=t, gram=g, chunk_kib=c, l1_solver=s)
+                for t in (1, 2, 3, (os.cpu_count() or 1) + 1) for g in ("incremental", "full")
+                for c in (64, 128, 256) for s in ("lamm", "prox_newton"))]
+    for plan in probes:
+        assert (plan in lazy) == (plan in listed), plan
+
+
+def test_a_first_stream_on_the_rule_lists_no_candidates_until_it_asks(monkeypatch):
+    """Before the advisor is asked, a stream's start needs its rule's plan alone: listing and
+    validating every candidate (~0.07 ms) is left to the stream that asks."""
+    require_module(*NATIVE_CPU)
+    _unloaded(monkeypatch)
+    listed = []
+    plans = dispatch.auto_plans
+
+    def recording(*args):
+        listed.append(args)
+        return plans(*args)
+
+    monkeypatch.setattr(dispatch, "auto_plans", recording)
+    X = np.random.default_rng(0).normal(size=(512, 6))
+    est = RenewableHuberRegressor().partial_fit(X, X @ np.ones(6))
+    assert listed == []
+    assert est._session.reason == reasons.RULE_FIRST
+    assert tuple(est._session.waiting[1]) == plans(Workload(512, 6), None, False, "lamm")[0]
+    assert listed  # listed when asked for

@@ -251,6 +251,21 @@ def plans_for(workload: Workload, hardware: Any = None, *, cuda: bool | None = N
     return plans
 
 
+def offers(plan: Plan, workload: Workload, cores: int | None = None) -> bool:
+    """Whether ``plans_for(workload, cuda=False)`` (``cores``: the hardware's) has ``plan``,
+    answered without building the list: a planned stream's first batch asks it of its rule's
+    plan alone."""
+    if workload.location == "device":
+        return False
+    if plan.backend == "numpy":
+        return True
+    if plan.backend != "native_cpu" or not native_cpu_available():
+        return False
+    return (plan.threads in _thread_counts(int(cores or machine_cores()))
+            and plan.gram in GRAM_STRATEGIES and plan.chunk_kib in CHUNK_KIB
+            and plan.l1_solver in (L1_SOLVERS if workload.penalized else ("lamm",)))
+
+
 def default_plan(workload: Workload) -> Plan:
     """The safe default plan ``backend="auto"`` runs unless the advisor (advisor.py) picks another:
     native_cpu with the engine's defaults when it is

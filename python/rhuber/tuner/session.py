@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +109,8 @@ class PlanReport:
 
 
 #: A question for the advisor, kept by a stream that has not asked it yet: (workload, candidate
-#: plans, the rule's plan).
-Question = tuple[Workload, tuple[Plan, ...], Plan]
+#: plans — hashable, and possibly listed only when iterated —, the rule's plan).
+Question = tuple[Workload, Collection[Plan], Plan]
 #: Rates kept per plan (a warm-up and the evidence after it): enough for a median.
 _RATES_KEPT = 8
 
