@@ -81,6 +81,23 @@ def test_the_library_imports_no_python_symbol(cpu):
     assert names and all(n.startswith("rh_cpu_") for n in names), names[:5]
 
 
+def test_the_cuda_library_exports_its_c_abi_alone():
+    """librh_cuda leaves only its rh_cuda_* calls: the weak std:: instantiations, typeinfo and
+    vtables that libstdc++'s headers mark default would bind another C++ runtime's in the process
+    (PyTorch's, CuPy's) to ours, or theirs to us."""
+    require_module("cuda", "rhuber-native-cuda")
+    from rhuber._native import cuda
+
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm on PATH to list the library's symbols")
+    exported = subprocess.run([nm, "-D", "--defined-only", str(cuda.LIBRARY_PATH)], check=True,
+                              capture_output=True, text=True).stdout
+    names = [line.split()[-1] for line in exported.splitlines()]
+    assert names and all(n.startswith("rh_cuda_") for n in names), \
+        [n for n in names if not n.startswith("rh_cuda_")][:5]
+
+
 def test_the_library_is_called_without_the_gil(cpu):
     # ctypes.CDLL (not PyDLL) releases the GIL around every call.
     assert type(cpu.LIB) is ctypes.CDLL
