@@ -51,6 +51,34 @@ def test_loading_the_engine_starts_no_blas_thread_and_keeps_the_users_setting(cp
     assert seen["variable"] == variable, seen
 
 
+@pytest.mark.parametrize("variable", [None, "3"])
+def test_loads_in_threads_at_once_leave_the_users_setting(monkeypatch, variable):
+    """Each load sets OPENBLAS_NUM_THREADS=1 for its window and puts the user's value back: two
+    threads' windows interleaved would put back each other's 1 and keep it for good."""
+    import threading
+    import time
+
+    from rhuber import _native
+
+    if variable is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", variable)
+    start = threading.Barrier(8)
+
+    def load() -> None:
+        start.wait()
+        with _native._blas_without_thread_pool():
+            time.sleep(0.002)  # a library loading
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == variable
+
+
 def test_a_library_opens_with_lazy_binding(tmp_path):
     """open_lazily resolves a library's functions on their first call, not at load (ctypes.CDLL
     resolves all of them: OpenBLAS's 2,168): a library whose one unused function needs a missing

@@ -23,6 +23,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,9 @@ def check_version(native: str | None, distribution: str, where: str) -> None:
 
 # OpenBLAS reads this once, when it loads; it outranks GOTO_NUM_THREADS and OMP_NUM_THREADS.
 _BLAS_THREADS_VARIABLE = "OPENBLAS_NUM_THREADS"
+# One library load at a time: two threads' windows interleaved would restore each other's "1"
+# and leave it in the process's environment for good.
+_LOADING = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -147,15 +151,16 @@ def _blas_without_thread_pool() -> Iterator[None]:
     back as it was. It reaches only a BLAS that loads in that window: ours, loaded privately
     (RTLD_LOCAL); NumPy's and SciPy's own copies loaded long before, with the user's setting.
     """
-    before = os.environ.get(_BLAS_THREADS_VARIABLE)
-    os.environ[_BLAS_THREADS_VARIABLE] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[_BLAS_THREADS_VARIABLE]
-        else:
-            os.environ[_BLAS_THREADS_VARIABLE] = before
+    with _LOADING:
+        before = os.environ.get(_BLAS_THREADS_VARIABLE)
+        os.environ[_BLAS_THREADS_VARIABLE] = "1"
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ[_BLAS_THREADS_VARIABLE]
+            else:
+                os.environ[_BLAS_THREADS_VARIABLE] = before
 
 
 @functools.cache
