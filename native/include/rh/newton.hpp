@@ -36,7 +36,7 @@ bool negligible_step(O& ops, const typename O::Vector& beta, const typename O::V
 
 // A step that moves no coefficient by more than this many units in the last place of its own
 // value is beta's rounding: take_negligible_newton_step leaves beta where it is.
-inline constexpr double rounding_step_units = 16.0;
+inline constexpr double rounding_step_units = 32.0;
 
 // Whether |step_j| <= rounding_step_units * eps * |beta_j| for every j (false for a NaN; a
 // coefficient at 0 takes only a zero step).
