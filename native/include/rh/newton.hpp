@@ -38,8 +38,8 @@ bool negligible_step(O& ops, const typename O::Vector& beta, const typename O::V
 // value is beta's rounding: take_negligible_newton_step leaves beta where it is.
 inline constexpr double rounding_step_units = 32.0;
 
-// Whether |step_j| <= rounding_step_units * eps * |beta_j| for every j (false for a NaN; a
-// coefficient at 0 takes only a zero step).
+// Whether |step_j| <= rounding_step_units * eps * |beta_j| for every j: false for a NaN, and for
+// any non-zero step of a coefficient at 0.
 template <SolverOps O>
 bool step_within_rounding(O& ops, const typename O::Vector& beta,
                           const typename O::Vector& step) {
