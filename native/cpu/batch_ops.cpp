@@ -40,6 +40,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
       parallel_(X.rows * (X.cols + 1) >= min_parallel_entries),
+      own_score_(X.rows * (X.cols + 1) >= min_own_score_entries),
       gram_strategy_(gram),
       thin_gram_(gram::use_kernel<T>(dim_)),
       chunk_(chunk_rows(X.cols, sizeof(T), chunk_bytes)),
@@ -274,7 +275,11 @@ void BatchOps<T>::evaluate_rows(const T* beta, const ResidualSource& source, std
 
   RH_BRICK_NEXT_PHASE(phases, EngineBrick::score, rows * dim_, rows * sizeof(T),
                       2 * rows * dim_);
-  blas::gemv(true, rows, features_, T{1}, X_.row(lo), features_, scores, T{1}, partial);
+  if (own_score_) {
+    add_weighted_rows(X_.row(lo), rows, features_, scores, partial);
+  } else {
+    blas::gemv(true, rows, features_, T{1}, X_.row(lo), features_, scores, T{1}, partial);
+  }
 }
 
 template <std::floating_point T>

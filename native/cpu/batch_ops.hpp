@@ -140,6 +140,14 @@ class BatchOps {
   // of a solve's passes costs more than they save (measured on the reference machine, 2 threads
   // against 1: 4,096 x 17 took 1.46x as long, 8,192 x 33 0.89x, 16,384 x 65 0.68x).
   static constexpr std::size_t min_parallel_entries = std::size_t{1} << 17;
+  // From this many entries of X~ the evaluations' score X~^T (w psi) is summed by our own
+  // fixed-order kernel (row_dots.hpp, add_weighted_rows: ~3x OpenBLAS's GEMV on a chunk from
+  // cache). Smaller batches keep OpenBLAS's GEMV, the reference's own (NumPy's OpenBLAS): on a
+  // batch whose residuals are rounding noise (a fit that interpolates, fewer rows than
+  // coefficients) both engines then round alike, and the residual MAD is the reference's exact
+  // 0, where the contract's fallback scale applies, instead of a 1e-16 of another order's noise
+  // (experiment steady-score-own-kernel). The choice depends on the shape only.
+  static constexpr std::size_t min_own_score_entries = min_parallel_entries;
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
   static constexpr std::uint32_t max_incremental_updates = 8;
@@ -332,6 +340,7 @@ class BatchOps {
   std::size_t dim_;
   RowBlocks blocks_;
   bool parallel_;  // the row blocks run on the pool (min_parallel_entries)
+  bool own_score_;  // the score by add_weighted_rows, else OpenBLAS's GEMV (min_own_score_entries)
   GramStrategy gram_strategy_;
   bool thin_gram_;  // Grams by the thin-Gram kernel, else by SYRK (gram::use_kernel: d and T only)
   std::size_t chunk_;                    // rows per cache-sized chunk of a fused pass

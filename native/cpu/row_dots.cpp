@@ -39,6 +39,19 @@ template void row_dots_portable<float>(const float*, std::size_t, std::size_t, c
                                        float*);
 template void row_dots_portable<double>(const double*, std::size_t, std::size_t, const double*,
                                         double*);
+
+template <std::floating_point T>
+void add_weighted_rows_portable(const T* X, std::size_t rows, std::size_t features, const T* s,
+                                T* partial) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* x = X + i * features;
+    for (std::size_t j = 0; j < features; ++j) partial[j] = std::fma(x[j], s[i], partial[j]);
+  }
+}
+template void add_weighted_rows_portable<float>(const float*, std::size_t, std::size_t,
+                                                const float*, float*);
+template void add_weighted_rows_portable<double>(const double*, std::size_t, std::size_t,
+                                                 const double*, double*);
 }  // namespace detail
 
 template <std::floating_point T>
@@ -52,7 +65,23 @@ void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T*
   detail::row_dots_portable(X, rows, features, v, out);
 }
 
+template <std::floating_point T>
+void add_weighted_rows(const T* X, std::size_t rows, std::size_t features, const T* s,
+                       T* partial) {
+#if defined(RH_GRAM_KERNEL_AVX2)
+  if (gram::cpu_has_avx2_fma()) {
+    detail::add_weighted_rows_avx2(X, rows, features, s, partial);
+    return;
+  }
+#endif
+  detail::add_weighted_rows_portable(X, rows, features, s, partial);
+}
+
 template void row_dots<float>(const float*, std::size_t, std::size_t, const float*, float*);
 template void row_dots<double>(const double*, std::size_t, std::size_t, const double*, double*);
+template void add_weighted_rows<float>(const float*, std::size_t, std::size_t, const float*,
+                                       float*);
+template void add_weighted_rows<double>(const double*, std::size_t, std::size_t, const double*,
+                                        double*);
 
 }  // namespace rh::cpu

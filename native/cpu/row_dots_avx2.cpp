@@ -70,7 +70,95 @@ inline float finish(__m128 v) {
   return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
+// The few AVX2 operations add_weighted_columns needs, per element type.
+template <class T>
+struct VectorOps;
+template <>
+struct VectorOps<double> {
+  using Vector = __m256d;
+  static constexpr std::size_t lanes = 4;
+  static __m256i mask(std::int64_t n) { return lanes_below(n); }
+  static Vector load(const double* p) { return _mm256_loadu_pd(p); }
+  static Vector maskload(const double* p, __m256i m) { return _mm256_maskload_pd(p, m); }
+  static void store(double* p, Vector v) { _mm256_storeu_pd(p, v); }
+  static void maskstore(double* p, __m256i m, Vector v) { _mm256_maskstore_pd(p, m, v); }
+  static Vector broadcast(double v) { return _mm256_set1_pd(v); }
+  static Vector fmadd(Vector a, Vector b, Vector c) { return _mm256_fmadd_pd(a, b, c); }
+};
+template <>
+struct VectorOps<float> {
+  using Vector = __m256;
+  static constexpr std::size_t lanes = 8;
+  static __m256i mask(std::int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<std::int32_t>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static Vector load(const float* p) { return _mm256_loadu_ps(p); }
+  static Vector maskload(const float* p, __m256i m) { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, Vector v) { _mm256_storeu_ps(p, v); }
+  static void maskstore(float* p, __m256i m, Vector v) { _mm256_maskstore_ps(p, m, v); }
+  static Vector broadcast(float v) { return _mm256_set1_ps(v); }
+  static Vector fmadd(Vector a, Vector b, Vector c) { return _mm256_fmadd_ps(a, b, c); }
+};
+
+// X^T s into partial for the columns [first, first + width), width <= Vectors * lanes: the
+// block's partial sums stay in registers over all the rows (the last vector's columns by masked
+// loads and stores, whose lanes past width read and write nothing).
+template <int Vectors, class T>
+void add_weighted_columns(const T* X, std::size_t rows, std::size_t features, const T* s,
+                          T* partial, std::size_t first, std::size_t width) {
+  using Ops = VectorOps<T>;
+  constexpr std::size_t lanes = Ops::lanes;
+  const auto mask = Ops::mask(static_cast<std::int64_t>(width - (Vectors - 1) * lanes));
+  typename Ops::Vector acc[Vectors];
+  T* p = partial + first;
+#pragma GCC unroll 8
+  for (int v = 0; v + 1 < Vectors; ++v) acc[v] = Ops::load(p + v * lanes);
+  acc[Vectors - 1] = Ops::maskload(p + (Vectors - 1) * lanes, mask);
+  const T* x = X + first;
+  for (std::size_t i = 0; i < rows; ++i, x += features) {
+    const auto si = Ops::broadcast(s[i]);
+#pragma GCC unroll 8
+    for (int v = 0; v + 1 < Vectors; ++v) acc[v] = Ops::fmadd(Ops::load(x + v * lanes), si, acc[v]);
+    acc[Vectors - 1] =
+        Ops::fmadd(Ops::maskload(x + (Vectors - 1) * lanes, mask), si, acc[Vectors - 1]);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v + 1 < Vectors; ++v) Ops::store(p + v * lanes, acc[v]);
+  Ops::maskstore(p + (Vectors - 1) * lanes, mask, acc[Vectors - 1]);
+}
+
+template <class T>
+void add_weighted_rows_blocks(const T* X, std::size_t rows, std::size_t features, const T* s,
+                              T* partial) {
+  constexpr std::size_t lanes = VectorOps<T>::lanes;
+  constexpr std::size_t block = 8 * lanes;  // 8 accumulators of the 16 registers
+  for (std::size_t first = 0; first < features; first += block) {
+    const std::size_t width = std::min(block, features - first);
+    switch ((width + lanes - 1) / lanes) {
+      case 1: add_weighted_columns<1>(X, rows, features, s, partial, first, width); break;
+      case 2: add_weighted_columns<2>(X, rows, features, s, partial, first, width); break;
+      case 3: add_weighted_columns<3>(X, rows, features, s, partial, first, width); break;
+      case 4: add_weighted_columns<4>(X, rows, features, s, partial, first, width); break;
+      case 5: add_weighted_columns<5>(X, rows, features, s, partial, first, width); break;
+      case 6: add_weighted_columns<6>(X, rows, features, s, partial, first, width); break;
+      case 7: add_weighted_columns<7>(X, rows, features, s, partial, first, width); break;
+      default: add_weighted_columns<8>(X, rows, features, s, partial, first, width); break;
+    }
+  }
+}
+
 }  // namespace
+
+void add_weighted_rows_avx2(const double* X, std::size_t rows, std::size_t features,
+                            const double* s, double* partial) {
+  add_weighted_rows_blocks(X, rows, features, s, partial);
+}
+
+void add_weighted_rows_avx2(const float* X, std::size_t rows, std::size_t features,
+                            const float* s, float* partial) {
+  add_weighted_rows_blocks(X, rows, features, s, partial);
+}
 
 void row_dots_avx2(const double* X, std::size_t rows, std::size_t features, const double* v,
                    double* out) {

@@ -4,10 +4,19 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <vector>
+#include <rh/bricks/bricks.hpp>
 #include <rh/cpu/engine.hpp>
+#include <rh/engine_bricks.hpp>
+#include <rh/newton.hpp>
 
+#include "batch_ops.hpp"
 #include "problems.hpp"
+#include "row_blocks.hpp"
+#include "thread_pool.hpp"
+#include "workspace.hpp"
 
 namespace {
 
@@ -174,4 +183,54 @@ TEST(Newton, MaxIterStopsWithoutConvergenceAndKeepsTheIterate) {
   for (double c : next.coef) EXPECT_TRUE(std::isfinite(c));
 }
 
+// A negligible Newton step is taken without a search, unless it moves no coefficient by more than
+// rounding_step_units units in its own last place: such a step leaves beta where it is (the solve
+// has converged either way), so the final point is the one last evaluated. Per coefficient: a
+// small coefficient beside a large one takes a step far below the large one's rounding.
+template <class T>
+void expect_negligible_steps() {
+  const auto batch = rh::test::contaminated_batch<T>(5, 200, 3);
+  const auto empty = rh::State<T>::empty(4);
+  rh::cpu::ThreadPool pool(1);
+  rh::cpu::Workspace<T> space;
+  space.reserve(4, batch.rows, rh::cpu::RowBlocks(batch.rows).count());
+  rh::bricks::Options options;
+  options.sync_mode = rh::bricks::SyncMode::off;
+  options.track_page_faults = false;
+  rh::bricks::Profiler off(rh::engine_brick_table(), options);
+  rh::cpu::BatchOps<T> ops(space, pool, empty.view(), batch.design(), batch.response(),
+                           batch.weights(), true, off);
+  const double tol = rh::resolved_tol<T>(rh::Config{});
+  const T eps = std::numeric_limits<T>::epsilon();
+  const std::vector<T> start = {T(1e-3), T(-2), T(0.5), T(0.25)};
+  std::vector<T> beta = start;
+  std::vector<T> full(4);
+  // Each coefficient moved by a few units of its own last place: not taken.
+  std::vector<T> step = {T(4) * eps * start[0], T(8) * eps * start[1], -eps * start[2], T(0)};
+  EXPECT_TRUE(rh::detail::take_negligible_newton_step(ops, beta, step, full, tol));
+  EXPECT_EQ(beta, start);
+  EXPECT_NE(full, start);
+  // Within the largest coefficient's rounding, but 64 units of beta_0's: taken.
+  step = {T(64) * eps * start[0], T(0), T(0), T(0)};
+  EXPECT_TRUE(rh::detail::take_negligible_newton_step(ops, beta, step, full, tol));
+  EXPECT_EQ(beta[0], start[0] + step[0]);
+  EXPECT_NE(beta[0], start[0]);
+  // A coefficient at 0 takes any non-zero step.
+  beta = {T(0), T(-2), T(0.5), T(0.25)};
+  step = {std::numeric_limits<T>::denorm_min(), T(0), T(0), T(0)};
+  EXPECT_TRUE(rh::detail::take_negligible_newton_step(ops, beta, step, full, tol));
+  EXPECT_EQ(beta[0], step[0]);
+  // Not negligible: beta untouched, the search decides.
+  beta = start;
+  step = {T(0), T(0.1), T(0), T(0)};
+  EXPECT_FALSE(rh::detail::take_negligible_newton_step(ops, beta, step, full, tol));
+  EXPECT_EQ(beta, start);
+}
+
+TEST(Newton, AStepAtBetasRoundingIsNotTaken) {
+  expect_negligible_steps<double>();
+  expect_negligible_steps<float>();
+}
+
 }  // namespace
+

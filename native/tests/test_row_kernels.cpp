@@ -63,6 +63,53 @@ TEST(RowDots, StatedOrderBitForBitAndWithinRounding) {
   expect_row_dots<float>();
 }
 
+// add_weighted_rows: one fused multiply-add chain per column in row order, the variant this CPU
+// runs against the portable one bit for bit, the same bits however the rows are cut into calls
+// (a block's chunks), and within rounding of a long-double sum.
+template <class T>
+void expect_weighted_rows() {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> normal;
+  for (std::size_t features : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 90, 91}) {
+    for (std::size_t rows : {0, 1, 3, 4, 7, 101}) {
+      std::vector<T> X(rows * features), s(rows), start(features);
+      for (T& x : X) x = static_cast<T>(normal(rng) * std::pow(10.0, normal(rng)));
+      for (T& x : s) x = static_cast<T>(normal(rng));
+      for (T& x : start) x = static_cast<T>(normal(rng));
+      std::vector<T> out = start, portable = start, chained = start, in_parts = start;
+      rh::cpu::add_weighted_rows(X.data(), rows, features, s.data(), out.data());
+      rh::cpu::detail::add_weighted_rows_portable(X.data(), rows, features, s.data(),
+                                                  portable.data());
+      EXPECT_EQ(out, portable) << "the variant this CPU runs against the portable one";
+      for (std::size_t i = 0; i < rows; ++i) {
+        for (std::size_t j = 0; j < features; ++j) {
+          chained[j] = std::fma(X[i * features + j], s[i], chained[j]);
+        }
+      }
+      EXPECT_EQ(out, chained) << features << " x " << rows << ": the stated order";
+      const std::size_t cut = rows / 3;
+      rh::cpu::add_weighted_rows(X.data(), cut, features, s.data(), in_parts.data());
+      rh::cpu::add_weighted_rows(X.data() + cut * features, rows - cut, features, s.data() + cut,
+                                 in_parts.data());
+      EXPECT_EQ(out, in_parts) << "rows cut into two calls";
+      for (std::size_t j = 0; j < features; ++j) {
+        long double exact = start[j], scale = std::fabs(static_cast<long double>(start[j]));
+        for (std::size_t i = 0; i < rows; ++i) {
+          exact += static_cast<long double>(X[i * features + j]) * s[i];
+          scale += std::fabs(static_cast<long double>(X[i * features + j]) * s[i]);
+        }
+        const long double bound = (rows + 2) * std::numeric_limits<T>::epsilon() * scale;
+        EXPECT_LE(std::fabs(static_cast<long double>(out[j]) - exact), bound);
+      }
+    }
+  }
+}
+
+TEST(AddWeightedRows, StatedOrderBitForBitAndWithinRounding) {
+  expect_weighted_rows<double>();
+  expect_weighted_rows<float>();
+}
+
 TEST(InformationRows, TermsAndBandWeightsFollowTheFormulas) {
   const std::vector<double> r = {-3.0, -1.2, -1.0, -0.5, 0.0, -0.0, 0.4, 0.99, 1.0, 1.1, 2.5, 7.0};
   const std::size_t n = r.size();

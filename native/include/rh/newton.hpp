@@ -4,8 +4,11 @@
 // difference along the step.
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "rh/config.hpp"
 #include "rh/drift.hpp"
@@ -31,6 +34,29 @@ bool negligible_step(O& ops, const typename O::Vector& beta, const typename O::V
   return ops.norm_inf(step) <= tol * std::max(1.0, ops.norm_inf(full));
 }
 
+// A step that moves no coefficient by more than this many units in the last place of its own
+// value is beta's rounding: take_negligible_newton_step leaves beta where it is.
+inline constexpr double rounding_step_units = 32.0;
+
+// Whether |step_j| <= rounding_step_units * eps * |beta_j| for every j: false for a NaN, and for
+// any non-zero step of a coefficient at 0.
+template <SolverOps O>
+bool step_within_rounding(O& ops, const typename O::Vector& beta,
+                          const typename O::Vector& step) {
+  using T = typename O::Scalar;
+  std::vector<T> b(ops.dim());
+  std::vector<T> s(ops.dim());
+  ops.copy_to_host(beta, b);
+  ops.copy_to_host(step, s);
+  const double units = rounding_step_units * std::numeric_limits<T>::epsilon();
+  for (std::size_t j = 0; j < b.size(); ++j) {
+    if (!(std::fabs(static_cast<double>(s[j])) <= units * std::fabs(static_cast<double>(b[j])))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A full step already below the tolerance changes Q by less than its rounding, so Armijo would
 // compare noise (and could refuse every halving at the optimum): such a step is taken without a
 // search (beta = full) and the solve has converged (true).
@@ -39,6 +65,22 @@ bool take_negligible_step(O& ops, typename O::Vector& beta, const typename O::Ve
                           typename O::Vector& full, double tol) {
   if (!negligible_step(ops, beta, step, full, tol)) return false;
   ops.copy(full, beta);
+  return true;
+}
+
+// take_negligible_step for the Newton solve, except that a step within the rounding of every
+// coefficient (step_within_rounding) is not taken: at a point whose pattern has settled the
+// exact Newton step is 0 and the computed one is the rounding of the gradient's sums, beta + step
+// would move beta by its own rounding only, and the point after it would cost a pass over X of
+// its own (its residuals for the information), where beta's evaluation is the current one. Per
+// coefficient, not in the tolerance's norm: a small coefficient beside large ones (a polynomial
+// basis) is refined by steps far below the largest one's rounding.
+template <SolverOps O>
+bool take_negligible_newton_step(O& ops, typename O::Vector& beta,
+                                 const typename O::Vector& step, typename O::Vector& full,
+                                 double tol) {
+  if (!negligible_step(ops, beta, step, full, tol)) return false;
+  if (!step_within_rounding(ops, beta, step)) ops.copy(full, beta);
   return true;
 }
 
@@ -276,7 +318,7 @@ SolveResult newton_solve(O& ops, typename O::Vector& beta, double tau, const Con
       record->step_scale = 1.0;  // unless the search below says otherwise
     }
 
-    if (detail::take_negligible_step(ops, beta, step, full, tol)) {
+    if (detail::take_negligible_newton_step(ops, beta, step, full, tol)) {
       result.converged = true;
       return result;
     }
