@@ -52,7 +52,8 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       current_(dim_, T{0}),
       residual_point_(dim_, T{0}),
       projected_steps_(phi_trials_per_pass, Vector(dim_, T{0})),
-      prepared_point_(dim_, T{0}) {
+      prepared_point_(dim_, T{0}),
+      expansion_allowed_(X.rows * (X.cols + 1) >= min_expansion_entries && !square_root_) {
   LaneSum weights;  // by rows' lanes: vectorized, and exact for integer weights as before
   weights.add(weights_.data(), 0, weights_.size());
   weight_sum_ = weights.total();
@@ -152,8 +153,15 @@ void BatchOps<T>::require_design_scanned() const {
 }
 
 template <std::floating_point T>
-void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const {
-  row_dots(X_.row(begin), end - begin, features_, beta, out + begin);
+void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out,
+                                bool with_norms) const {
+  if (with_norms) {
+    T* norms = ws_.row_norms.data() + begin;
+    row_dots_and_squares(X_.row(begin), end - begin, features_, beta, out + begin, norms);
+    finish_squared_norms(norms, end - begin, features_, intercept_);
+  } else {
+    row_dots(X_.row(begin), end - begin, features_, beta, out + begin);
+  }
   const T offset = intercept_ ? beta[features_] : T{0};
   for (std::size_t i = begin; i < end; ++i) out[i] = y_[i] - (out[i] + offset);
 }
@@ -162,7 +170,9 @@ template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
   if (point_valid_ && beta == current_) {
     // The last evaluation's point (the pilot's final one, for the first batch's scale): its
-    // residual is in ws_.point already, and the evaluation stays valid.
+    // residual is in ws_.point already (formed now if the point was evaluated by expansion),
+    // and the evaluation stays valid.
+    materialize_point();
     std::copy_n(ws_.point.residual.begin(), X_.rows, out.begin());
     return;
   }
@@ -174,6 +184,9 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
   const bool at_zero = std::all_of(beta.begin(), beta.end(),
                                    [](T v) { return v == T{0} && !std::signbit(v); });
   std::atomic<bool> non_finite{false};
+  // The rows' norms for steps by expansion come with the products (the pass reads X from memory).
+  const bool with_norms = expansion_allowed_ && !row_norms_ready_ && !at_zero;
+  if (with_norms && ws_.row_norms.size() < X_.rows) ws_.row_norms.resize(X_.rows);
   for_each_block([&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       // At zero no product reads X: the scan does.
@@ -188,7 +201,7 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
           std::copy(y_.begin() + static_cast<std::ptrdiff_t>(lo),
                     y_.begin() + static_cast<std::ptrdiff_t>(hi), residual + lo);
         } else {
-          residual_rows(beta.data(), lo, hi, residual);
+          residual_rows(beta.data(), lo, hi, residual, with_norms);
         }
       }
       if (scan_design_ && !at_zero && product_rows_non_finite(lo, hi, residual)) {
@@ -198,7 +211,10 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
     });
   });
   finish_design_scan(non_finite.load());
+  if (with_norms) row_norms_ready_ = true;
   point_valid_ = false;  // ws_.point.residual overwritten, the rest of ws_.point stale
+  point_expansion_.active = false;
+  segment_.valid = false;
   residual_point_ = beta;
   residual_known_ = true;
   projected_count_ = 0;
@@ -338,9 +354,16 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   // The batch's diagonal_mean() from the chunks in cache, once, where the batch will ask for it.
   const bool with_diagonal = diagonal_in_pass_ && !diagonal_mean_;
   if (with_diagonal) ws_.diagonal_partials.assign(blocks_.count() * features_, 0.0);
+  // The rows' norms for steps by expansion, once a batch, from the chunks in cache.
+  const bool with_norms = expansion_allowed_ && !row_norms_ready_;
+  if (with_norms && ws_.row_norms.size() < X_.rows) ws_.row_norms.resize(X_.rows);
+  // The outside rows' score of a point that may anchor such steps (one with its Gram).
+  point.outside_formed = expansion_allowed_ && with_gram;
+  expansion_of(point).curvature_anchor = 0;  // the pass writes every row's curvature
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
+    if (point.outside_formed) std::fill_n(point.outside_partials.data() + b * dim_, dim_, 0.0);
     LaneSum score_sum;
     BlockGram gram = block_gram(b);
     RowTrace row_trace;
@@ -359,6 +382,15 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
                        3 * (hi - lo) * features_);
         add_weighted_squares(lo, hi, ws_.diagonal_partials.data() + b * features_);
       }
+      if (with_norms) {
+        RH_BRICK_SCOPE(prof_, EngineBrick::score, (hi - lo) * features_, 0,
+                       2 * (hi - lo) * features_);
+        add_row_norms(lo, hi);
+      }
+      if (point.outside_formed) {
+        add_outside_score(lo, hi, point.weighted_curvature.data(), scores,
+                          point.outside_partials.data() + b * dim_);
+      }
       if (tracing_) {  // the chunk's rows are still in cache
         row_trace.add_rows(point.residual.data() + lo, scores,
                            point.weighted_curvature.data() + lo, hi - lo);
@@ -373,6 +405,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   });
   finish_design_scan(non_finite.load());
   if (with_diagonal) diagonal_mean_ = finish_diagonal_mean();
+  if (with_norms) row_norms_ready_ = true;
   if (with_gram) reduce_gram(point.weighted_curvature.data(), EngineBrick::gram);
 }
 
@@ -392,15 +425,22 @@ void BatchOps<T>::evaluate_point(const Vector& beta, double tau, bool with_gram)
     // ws_.point, current_ and the history products below are this point's already.
   } else if (prepared_valid_ && tau_ == prepared_tau_ && beta == prepared_point_) {
     std::swap(ws_.point, ws_.prepared);  // computed by project_and_prepare, same arithmetic
+    std::swap(point_expansion_, prepared_expansion_);
+  } else if (auto offset = covered_offset(beta)) {
+    evaluate_by_expansion(beta, std::move(*offset), ws_.point, point_expansion_);
   } else {
+    if (point_expansion_.active) residual_known_ = false;  // ws_.point.residual is not its
+    point_expansion_.active = false;
+    segment_.valid = false;
     evaluate_pass(beta.data(), residual_source(beta, /*into_current=*/true), ws_.point, nullptr,
                   with_gram);
   }
   prepared_valid_ = false;
   point_valid_ = true;
   current_ = beta;
+  // An expanded point's residuals are formed only when asked (materialize_point).
   residual_point_ = beta;
-  residual_known_ = true;
+  residual_known_ = !point_expansion_.active;
   projected_count_ = 0;
   // J~ (beta - beta~), in T and in float64: the history part of the score.
   RH_BRICK_SCOPE(prof_, EngineBrick::score, 2 * dim_ * dim_,
@@ -443,7 +483,7 @@ void BatchOps<T>::trace_point(IterationTrace& record) const {
 }
 
 template <std::floating_point T>
-double BatchOps<T>::objective(double lambda) {
+double BatchOps<T>::point_loss() {
   const T* residual = ws_.point.residual.data();
   for_each_block([&](std::size_t b) {
     LaneSum sum;
@@ -457,6 +497,12 @@ double BatchOps<T>::objective(double lambda) {
   });
   double loss = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) loss += ws_.point.loss_partials[b];
+  return loss;
+}
+
+template <std::floating_point T>
+double BatchOps<T>::objective(double lambda) {
+  const double loss = point_expansion_.active ? expansion_loss() : point_loss();
   double quadratic = 0.0;
   double history = 0.0;
   double l1 = 0.0;
@@ -590,6 +636,11 @@ void BatchOps<T>::project_rows(const T* step, std::size_t slot, std::size_t lo, 
 template <std::floating_point T>
 void BatchOps<T>::project(const Vector& step) {
   require_design_scanned();
+  if (begin_segment(step)) {
+    projected_count_ = 0;
+    return;
+  }
+  materialize_point();  // the usual projection reads the point's residuals
   remember_projected(std::span<const Vector>(&step, 1));
   for_each_block([&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) { project_rows(step.data(), 0, lo, hi); });
@@ -598,6 +649,19 @@ void BatchOps<T>::project(const Vector& step) {
 
 template <std::floating_point T>
 void BatchOps<T>::project_and_prepare(const Vector& step, const Vector& candidate) {
+  if (begin_segment(step)) {
+    if (auto offset = covered_offset(candidate)) {
+      evaluate_by_expansion(candidate, std::move(*offset), ws_.prepared, prepared_expansion_);
+      prepared_point_ = candidate;
+      prepared_tau_ = tau_;
+      prepared_valid_ = true;
+      projected_count_ = 0;
+      return;
+    }
+    segment_.valid = false;
+  }
+  materialize_point();
+  prepared_expansion_.active = false;
   remember_projected(std::span<const Vector>(&step, 1));
   prepared_point_ = candidate;
   prepared_tau_ = tau_;
@@ -625,6 +689,9 @@ void BatchOps<T>::add_loss_change(LaneSum& sum, std::size_t slot, std::size_t lo
 template <std::floating_point T>
 double BatchOps<T>::objective_change(const Vector& step, double t) {
   const auto factor = static_cast<T>(t);
+  if (segment_.valid && current_ == segment_.from_point && step == segment_.step) {
+    return smooth_change(step, factor, expansion_loss_change(t));
+  }
   for_each_block([&](std::size_t b) {
     LaneSum sum;
     add_loss_change(sum, 0, blocks_.begin(b), blocks_.end(b), factor);
@@ -641,6 +708,8 @@ void BatchOps<T>::objective_changes(std::span<const Vector> steps, std::span<dou
   if (steps.size() > static_cast<std::size_t>(phi_trials_per_pass)) {
     throw std::logic_error("BatchOps::objective_changes: more steps than one pass takes");
   }
+  materialize_point();
+  segment_.valid = false;
   remember_projected(steps);
   const std::size_t count = steps.size();
   for_each_block([&](std::size_t b) {
@@ -827,6 +896,15 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   // J_b and G_b differ from it by only on a few rows.
   weighted_gram(EngineBrick::info_update);
   if (smoothed || matrices) require_design_scanned();
+  if (point_expansion_.active) {
+    if (!smoothed && !matrices) {  // J_b is the kept Gram; the sums by expansion
+      for (std::size_t k = 0; k < square; ++k) {
+        out.information[k] = ws_.gram[k] + previous_information_[k];
+      }
+      return expansion_sums();
+    }
+    materialize_point();
+  }
   // Sized on first use, by the streams that ask for a smoothed curvature (the band's row
   // weights) or the matrices (G's and K's): the others never hold these row vectors
   // (docs/native.md, "Memory").
@@ -961,6 +1039,7 @@ void BatchOps<T>::batch_gram_to_host(std::span<double> out) const {
 
 template <std::floating_point T>
 InferenceSums BatchOps<T>::point_sums() const {
+  if (point_expansion_.active) return expansion_sums();
   // The indicator's terms a chunk at a time, summed by rows' lanes (LaneSum).
   const T* residual = ws_.point.residual.data();
   LaneSum score_sq;

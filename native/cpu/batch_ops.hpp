@@ -115,6 +115,12 @@ class BatchOps {
   // residuals, weighted scores and quadratic-zone rows per row block (in the pass, from cache);
   // trace_point merges the current point's blocks in block order. Off: one branch per block.
   void set_tracing(bool on) { tracing_ = on; }
+
+  // Steps by expansion (below) on or off (on by default where the batch allows them; off, every
+  // step takes its pass: the tests' and benchmarks' comparison), and how many evaluations they
+  // made.
+  void set_expansion(bool on) { expansion_on_ = on; }
+  std::size_t expanded_evaluations() const { return expanded_evaluations_; }
   void trace_point(IterationTrace& record) const;
 
   // rh::SquareRootOps (factorization="qr", square_root.cpp): the history is (R~, z~) when the
@@ -130,6 +136,17 @@ class BatchOps {
   InferenceSums square_root_information(const InformationRequest& request,
                                         SquareRootOutputs<T> out);
 
+  // Steps by expansion (expansion.cpp): on a batch of at least min_expansion_entries entries
+  // (Cholesky mode, no tracing) a Newton step from a point whose Gram is kept is evaluated
+  // without a pass over X. Around the point where the step's run started (the anchor, with
+  // residuals r0, score S0 and Gram G0) the loss of every row whose pattern (inside the
+  // bandwidth, or the outside sign) is that of r0 is one quadratic in beta: the score at anchor +
+  // D is S0 - G0 D plus the rows whose pattern may differ, the curvature that of r0 but for those
+  // rows, the loss L0 - S0'D + D'G0D/2 plus the same rows. Which rows may differ is bounded by
+  // |x~_i D| <= ||x~_i|| ||D||: the rows within that of the bandwidth are read from X, the rest
+  // not at all. A step whose near rows are more than rows / max_expansion_rows_inverse takes the
+  // usual pass. The residuals of such a point are formed only where a caller needs them all
+  // (materialize_point).
   // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
   bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
                       double tolerance, Vector& out);
@@ -148,6 +165,12 @@ class BatchOps {
   // 0, where the contract's fallback scale applies, instead of a 1e-16 of another order's noise
   // (experiment steady-score-own-kernel). The choice depends on the shape only.
   static constexpr std::size_t min_own_score_entries = min_parallel_entries;
+  // From this many entries of X~ a Newton step may be evaluated by expansion (expansion.cpp):
+  // smaller batches keep their passes, whose results the reference's NumPy shares bit for bit
+  // on the golden corpus' shapes.
+  static constexpr std::size_t min_expansion_entries = min_parallel_entries;
+  // A step is evaluated by expansion when at most rows / this many rows lie near the bandwidth.
+  static constexpr std::size_t max_expansion_rows_inverse = 8;
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
   static constexpr std::uint32_t max_incremental_updates = 8;
@@ -170,6 +193,84 @@ class BatchOps {
   // Fewer flips than rows / this many are listed by a branch per row (update_gram_incrementally).
   static constexpr std::size_t max_sparse_flips_inverse = 32;
 
+  // --- steps by expansion (expansion.cpp) ---
+  // The point a run of steps by expansion expands around: its residuals (a copy, in
+  // ws_.expansion_residual), bandwidth, score and Gram in float64, and what the information and
+  // the loss at an expanded point need of it, formed when first asked.
+  struct Anchor {
+    bool valid = false;
+    std::uint64_t id = 0;  // a new one for every anchor of the batch
+    Vector point;
+    T tau = 0;
+    std::vector<double> score;  // S0 = X~^T (w psi(r0))
+    std::vector<double> gram;   // G0 = X~^T diag(w c(r0)) X~, d x d
+    std::optional<double> loss;  // sum w rho(r0)
+    // sum over the inside rows of w r0 x~ (A0); of w r0^2, and the outside rows' sum of w
+    std::vector<double> inside_score;
+    bool inside_score_ready = false;
+    double inside_square = 0.0;
+    double outside_weight = 0.0;
+  };
+  // A step from the current point (offset `from` of the anchor): the rows that may leave the
+  // anchor's pattern anywhere on it, with their residuals at the current point and projections.
+  struct Segment {
+    bool valid = false;
+    Vector from_point;  // the current point it starts at
+    Vector step;
+    double radius = 0.0;  // every offset on the segment is at most this long (2-norm)
+    std::vector<std::size_t> rows;
+    std::vector<std::vector<std::size_t>> block_rows;  // each block's, as its scan lists them
+    std::vector<T> design;           // their rows of X, gathered (rows x features)
+    std::vector<double> residual;    // at the current point
+    std::vector<double> projection;  // x~_i . step
+    double slope = 0.0;       // (S0 - G0 from)' step
+    double curvature = 0.0;   // step' G0 step
+  };
+  // A point evaluated by expansion: its offset from the anchor, and the rows near the
+  // bandwidth with their residuals there.
+  struct ExpandedPoint {
+    bool active = false;
+    std::vector<double> offset;
+    std::vector<std::size_t> rows;
+    std::vector<double> residual;
+    // The curvature in its buffer is the anchor's (this id) but on `rows`; 0: not known.
+    std::uint64_t curvature_anchor = 0;
+  };
+  // The record of a PointRows buffer (ws_.point's or ws_.prepared's).
+  ExpandedPoint& expansion_of(const PointRows<T>& rows) {
+    return &rows == &ws_.point ? point_expansion_ : prepared_expansion_;
+  }
+  double point_loss();  // objective()'s sum w rho(r) from the current point's residuals
+  bool expansion_usable() const;
+  // The rows' squared 2-norms of x~ (rounded up), rows [lo, hi), from cache in a pass.
+  void add_row_norms(std::size_t lo, std::size_t hi) {
+    row_squared_norms(X_.row(lo), hi - lo, features_, intercept_, ws_.row_norms.data() + lo);
+  }
+  // Adds sum (w psi) x~ over rows [lo, hi) outside the bandwidth (zero curvature) to partial;
+  // scores[k] is row lo + k's w psi.
+  void add_outside_score(std::size_t lo, std::size_t hi, const T* curvature, const T* scores,
+                         double* partial) const;
+  // Makes the current (formed) point the anchor when its Gram is the one kept; false if not.
+  bool anchor_at_current();
+  // Sets segment_ for `step` from the current point; false when the step needs the usual pass.
+  bool begin_segment(const Vector& step);
+  // The offset of `point` from the anchor; and that offset where segment_ covers the point.
+  std::vector<double> anchor_offset(const Vector& point) const;
+  std::optional<std::vector<double>> covered_offset(const Vector& point) const;
+  // The evaluation at `point` (covered by segment_) into `rows` and `expanded`.
+  void evaluate_by_expansion(const Vector& point, std::vector<double> offset, PointRows<T>& rows,
+                             ExpandedPoint& expanded);
+  // objective_change's loss part along segment_'s step, t times it.
+  double expansion_loss_change(double t) const;
+  // The loss part of objective() and the information's sums at the current expanded point.
+  double expansion_loss() const;
+  InferenceSums expansion_sums() const;
+  // The residuals of the current expanded point, all of them, by a pass (y - X~ beta): from
+  // here it is an ordinary point.
+  void materialize_point();
+  // The near rows' x~ . v (v of dim_, the intercept's entry added) into out, in float64.
+  void near_products(const T* v, std::vector<double>& out) const;
+
   // The deferred scan of X (scan_design): whether rows [lo, hi) hold a non-finite value (timed
   // as the validate brick), and the end of the scan after the first pass: throws X's validation
   // error if one was found.
@@ -180,8 +281,10 @@ class BatchOps {
   void finish_design_scan(bool found);
   // For the passes that never come first: throws std::logic_error if X is still unscanned.
   void require_design_scanned() const;
-  // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick).
-  void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out) const;
+  // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick);
+  // with_norms: the rows' squared norms into ws_.row_norms from the same read.
+  void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out,
+                     bool with_norms = false) const;
   // The residuals at beta = (the evaluated point) + a projected step, from the evaluated point's
   // (rows where that would cancel take the product).
   void stepped_residual_rows(const T* beta, const T* projection, std::size_t lo, std::size_t hi,
@@ -369,6 +472,14 @@ class BatchOps {
   T prepared_tau_ = 0;
   bool prepared_valid_ = false;
   bool tracing_ = false;  // evaluation passes fill PointRows::trace_partials
+  const bool expansion_allowed_;  // min_expansion_entries, the Cholesky mode
+  bool expansion_on_ = true;      // set_expansion
+  std::size_t expanded_evaluations_ = 0;
+  bool row_norms_ready_ = false;  // ws_.row_norms holds this batch's
+  mutable Anchor anchor_;         // its sums are formed when first read
+  Segment segment_;
+  ExpandedPoint point_expansion_;     // ws_.point's, when it was evaluated by expansion
+  ExpandedPoint prepared_expansion_;  // ws_.prepared's
   bool pattern_known_ = false;  // ws_.root.pattern belongs to a point of this batch
   bool step_kept_ = false;      // ws_.root.step_* hold a Newton step of this batch
   T step_tau_ = 0;              // its bandwidth

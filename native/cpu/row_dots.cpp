@@ -41,6 +41,20 @@ template void row_dots_portable<double>(const double*, std::size_t, std::size_t,
                                         double*);
 
 template <std::floating_point T>
+void row_dots_and_squares_portable(const T* X, std::size_t rows, std::size_t features, const T* v,
+                                   T* out, T* squares) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* x = X + i * features;
+    out[i] = portable_dot(x, features, v);
+    squares[i] = portable_dot(x, features, x);
+  }
+}
+template void row_dots_and_squares_portable<float>(const float*, std::size_t, std::size_t,
+                                                   const float*, float*, float*);
+template void row_dots_and_squares_portable<double>(const double*, std::size_t, std::size_t,
+                                                    const double*, double*, double*);
+
+template <std::floating_point T>
 void add_weighted_rows_portable(const T* X, std::size_t rows, std::size_t features, const T* s,
                                 T* partial) {
   for (std::size_t i = 0; i < rows; ++i) {
@@ -66,6 +80,18 @@ void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T*
 }
 
 template <std::floating_point T>
+void row_dots_and_squares(const T* X, std::size_t rows, std::size_t features, const T* v, T* out,
+                          T* squares) {
+#if defined(RH_GRAM_KERNEL_AVX2)
+  if (gram::cpu_has_avx2_fma()) {
+    detail::row_dots_and_squares_avx2(X, rows, features, v, out, squares);
+    return;
+  }
+#endif
+  detail::row_dots_and_squares_portable(X, rows, features, v, out, squares);
+}
+
+template <std::floating_point T>
 void add_weighted_rows(const T* X, std::size_t rows, std::size_t features, const T* s,
                        T* partial) {
 #if defined(RH_GRAM_KERNEL_AVX2)
@@ -79,6 +105,10 @@ void add_weighted_rows(const T* X, std::size_t rows, std::size_t features, const
 
 template void row_dots<float>(const float*, std::size_t, std::size_t, const float*, float*);
 template void row_dots<double>(const double*, std::size_t, std::size_t, const double*, double*);
+template void row_dots_and_squares<float>(const float*, std::size_t, std::size_t, const float*,
+                                          float*, float*);
+template void row_dots_and_squares<double>(const double*, std::size_t, std::size_t,
+                                           const double*, double*, double*);
 template void add_weighted_rows<float>(const float*, std::size_t, std::size_t, const float*,
                                        float*);
 template void add_weighted_rows<double>(const double*, std::size_t, std::size_t, const double*,

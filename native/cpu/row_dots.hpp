@@ -27,6 +27,13 @@ namespace rh::cpu {
 template <std::floating_point T>
 void row_dots(const T* X, std::size_t rows, std::size_t features, const T* v, T* out);
 
+// row_dots, and in the same read of X squares[i] = x_i . x_i in the same order (the squared
+// norms that steps by expansion bound with: the products of a pass that reads X from memory
+// leave room for them).
+template <std::floating_point T>
+void row_dots_and_squares(const T* X, std::size_t rows, std::size_t features, const T* v, T* out,
+                          T* squares);
+
 // partial[j] += sum_i s[i] x_ij over rows [0, rows), j < features, in the order above.
 template <std::floating_point T>
 void add_weighted_rows(const T* X, std::size_t rows, std::size_t features, const T* s,
@@ -36,11 +43,18 @@ namespace detail {
 // The portable variant (every CPU; the order spelled out with std::fma).
 template <std::floating_point T>
 void row_dots_portable(const T* X, std::size_t rows, std::size_t features, const T* v, T* out);
-// The AVX2 + FMA variant: call only where the CPU has both (gram::cpu_has_avx2_fma()).
+template <std::floating_point T>
+void row_dots_and_squares_portable(const T* X, std::size_t rows, std::size_t features, const T* v,
+                                   T* out, T* squares);
+// The AVX2 + FMA variants: call only where the CPU has both (gram::cpu_has_avx2_fma()).
 void row_dots_avx2(const double* X, std::size_t rows, std::size_t features, const double* v,
                    double* out);
 void row_dots_avx2(const float* X, std::size_t rows, std::size_t features, const float* v,
                    float* out);
+void row_dots_and_squares_avx2(const double* X, std::size_t rows, std::size_t features,
+                               const double* v, double* out, double* squares);
+void row_dots_and_squares_avx2(const float* X, std::size_t rows, std::size_t features,
+                               const float* v, float* out, float* squares);
 template <std::floating_point T>
 void add_weighted_rows_portable(const T* X, std::size_t rows, std::size_t features, const T* s,
                                 T* partial);

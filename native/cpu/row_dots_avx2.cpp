@@ -49,6 +49,54 @@ inline __m256d row_lanes(const double* x, const double* v, std::size_t full, boo
   return _mm256_add_pd(lo, hi);  // v_k = s_k + s_(k+4)
 }
 
+// The same lane sums of x . v and of x . x, from one load of x.
+inline void row_lanes_and_squares(const double* x, const double* v, std::size_t full, bool tail,
+                                  __m256i mask_lo, __m256i mask_hi, __m256d& dot,
+                                  __m256d& square) {
+  __m256d lo = _mm256_setzero_pd();
+  __m256d hi = _mm256_setzero_pd();
+  __m256d square_lo = _mm256_setzero_pd();
+  __m256d square_hi = _mm256_setzero_pd();
+  std::size_t j = 0;
+  for (; j < full; j += 8) {
+    const __m256d a = _mm256_loadu_pd(x + j);
+    const __m256d b = _mm256_loadu_pd(x + j + 4);
+    lo = _mm256_fmadd_pd(a, _mm256_loadu_pd(v + j), lo);
+    hi = _mm256_fmadd_pd(b, _mm256_loadu_pd(v + j + 4), hi);
+    square_lo = _mm256_fmadd_pd(a, a, square_lo);
+    square_hi = _mm256_fmadd_pd(b, b, square_hi);
+  }
+  if (tail) {
+    const __m256d a = _mm256_maskload_pd(x + j, mask_lo);
+    const __m256d b = _mm256_maskload_pd(x + j + 4, mask_hi);
+    lo = _mm256_fmadd_pd(a, _mm256_loadu_pd(v + j), lo);
+    hi = _mm256_fmadd_pd(b, _mm256_loadu_pd(v + j + 4), hi);
+    square_lo = _mm256_fmadd_pd(a, a, square_lo);
+    square_hi = _mm256_fmadd_pd(b, b, square_hi);
+  }
+  dot = _mm256_add_pd(lo, hi);
+  square = _mm256_add_pd(square_lo, square_hi);
+}
+
+inline void row_lanes_and_squares(const float* x, const float* v, std::size_t full, bool tail,
+                                  __m256i mask, __m256i /*unused*/, __m128& dot, __m128& square) {
+  __m256 s = _mm256_setzero_ps();
+  __m256 q = _mm256_setzero_ps();
+  std::size_t j = 0;
+  for (; j < full; j += 8) {
+    const __m256 a = _mm256_loadu_ps(x + j);
+    s = _mm256_fmadd_ps(a, _mm256_loadu_ps(v + j), s);
+    q = _mm256_fmadd_ps(a, a, q);
+  }
+  if (tail) {
+    const __m256 a = _mm256_maskload_ps(x + j, mask);
+    s = _mm256_fmadd_ps(a, _mm256_loadu_ps(v + j), s);
+    q = _mm256_fmadd_ps(a, a, q);
+  }
+  dot = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  square = _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1));
+}
+
 inline __m128 row_lanes(const float* x, const float* v, std::size_t full, bool tail,
                         __m256i mask, __m256i /*unused*/) {
   __m256 s = _mm256_setzero_ps();
@@ -204,6 +252,71 @@ void row_dots_avx2(const float* X, std::size_t rows, std::size_t features, const
     _mm_storeu_ps(out + i, _mm_hadd_ps(ab, cd));  // (v0 + v1) + (v2 + v3) of a, b, c, d
   }
   for (; i < rows; ++i) out[i] = finish(row_lanes(X + i * features, w, full, tail, mask, mask));
+}
+
+void row_dots_and_squares_avx2(const double* X, std::size_t rows, std::size_t features,
+                               const double* v, double* out, double* squares) {
+  const double* w = padded(v, features);
+  const std::size_t full = features / 8 * 8;
+  const bool tail = full < features;
+  const auto rest = static_cast<std::int64_t>(features - full);
+  const __m256i mask_lo = lanes_below(rest);
+  const __m256i mask_hi = lanes_below(rest - 4);
+  // Four rows at a time, reduced as row_dots_avx2 reduces them.
+  const auto reduce = [](__m256d a, __m256d b, __m256d c, __m256d d) {
+    const __m256d ab = _mm256_hadd_pd(a, b);
+    const __m256d cd = _mm256_hadd_pd(c, d);
+    return _mm256_add_pd(_mm256_permute2f128_pd(ab, cd, 0x20), _mm256_permute2f128_pd(ab, cd, 0x31));
+  };
+  std::size_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const double* x = X + i * features;
+    __m256d dot[4];
+    __m256d square[4];
+    for (std::size_t k = 0; k < 4; ++k) {
+      row_lanes_and_squares(x + k * features, w, full, tail, mask_lo, mask_hi, dot[k], square[k]);
+    }
+    _mm256_storeu_pd(out + i, reduce(dot[0], dot[1], dot[2], dot[3]));
+    _mm256_storeu_pd(squares + i, reduce(square[0], square[1], square[2], square[3]));
+  }
+  for (; i < rows; ++i) {
+    __m256d dot;
+    __m256d square;
+    row_lanes_and_squares(X + i * features, w, full, tail, mask_lo, mask_hi, dot, square);
+    out[i] = finish(dot);
+    squares[i] = finish(square);
+  }
+}
+
+void row_dots_and_squares_avx2(const float* X, std::size_t rows, std::size_t features,
+                               const float* v, float* out, float* squares) {
+  const float* w = padded(v, features);
+  const std::size_t full = features / 8 * 8;
+  const bool tail = full < features;
+  const auto rest = static_cast<std::int32_t>(features - full);
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(rest), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const auto reduce = [](__m128 a, __m128 b, __m128 c, __m128 d) {
+    return _mm_hadd_ps(_mm_hadd_ps(a, b), _mm_hadd_ps(c, d));
+  };
+  std::size_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* x = X + i * features;
+    __m128 dot[4];
+    __m128 square[4];
+    for (std::size_t k = 0; k < 4; ++k) {
+      row_lanes_and_squares(x + k * features, w, full, tail, mask, mask, dot[k], square[k]);
+    }
+    _mm_storeu_ps(out + i, reduce(dot[0], dot[1], dot[2], dot[3]));
+    _mm_storeu_ps(squares + i, reduce(square[0], square[1], square[2], square[3]));
+  }
+  for (; i < rows; ++i) {
+    __m128 dot;
+    __m128 square;
+    row_lanes_and_squares(X + i * features, w, full, tail, mask, mask, dot, square);
+    out[i] = finish(dot);
+    squares[i] = finish(square);
+  }
 }
 
 }  // namespace rh::cpu::detail

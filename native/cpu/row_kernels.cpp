@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "rh/huber.hpp"
 #include "rh/validation.hpp"
@@ -123,6 +124,81 @@ RH_ROW_KERNEL bool any_non_finite_rows(const T* values, std::size_t n) {
   return any_non_finite(values, n);
 }
 
+// Eight independent sums of squares per row, in the dtype (the bound's rounding-up covers
+// them): the loop over the lanes vectorizes.
+template <std::floating_point T>
+RH_ROW_KERNEL void row_squared_norms(const T* X, std::size_t rows, std::size_t features,
+                                     bool intercept, T* squared_norms) {
+  constexpr std::size_t lanes = 8;
+  const T round_up = T{1} + T{4} * static_cast<T>(features + 3) * std::numeric_limits<T>::epsilon();
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* row = X + i * features;
+    std::array<T, lanes> sums{};
+    std::size_t j = 0;
+    for (; j + lanes <= features; j += lanes) {
+      for (std::size_t k = 0; k < lanes; ++k) sums[k] += row[j + k] * row[j + k];
+    }
+    T sum = intercept ? T{1} : T{0};
+    for (; j < features; ++j) sum += row[j] * row[j];
+    // A tree, not a chain: the row's sum waits 3 adds, not 8.
+    sum += ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
+    squared_norms[i] = sum * round_up;
+  }
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void finish_squared_norms(T* squares, std::size_t rows, std::size_t features,
+                                        bool intercept) {
+  const T round_up = T{1} + T{4} * static_cast<T>(features + 3) * std::numeric_limits<T>::epsilon();
+  const T one = intercept ? T{1} : T{0};
+  for (std::size_t i = 0; i < rows; ++i) squares[i] = (squares[i] + one) * round_up;
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void anchor_rows(const T* residual, const T* weight, const T* squared_norms,
+                               std::size_t rows, T tau, T* r0, float* slack, double* sums) {
+  constexpr std::size_t lanes = 8;
+  const T rounding = T{16} * std::numeric_limits<T>::epsilon();
+  constexpr float round_down = 1.0f - 0x1p-20f;
+  std::array<double, lanes> square{};
+  std::array<double, lanes> outside{};
+  const auto row = [&](std::size_t k, std::size_t lane) {
+    const T r = residual[k];
+    r0[k] = r;
+    const T magnitude = std::fabs(r);
+    const T margin = std::fabs(magnitude - tau) - rounding * (magnitude + tau);
+    const auto ratio = static_cast<float>(margin / std::sqrt(squared_norms[k])) * round_down;
+    slack[k] = select(margin > T{0}, ratio, 0.0f);
+    const bool inside = magnitude <= tau;
+    const auto w = static_cast<double>(weight[k]);
+    const auto r64 = static_cast<double>(r);
+    square[lane] += select(inside, w * (r64 * r64), 0.0);
+    outside[lane] += select(inside, 0.0, w);
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= rows; i += lanes) {
+    for (std::size_t k = 0; k < lanes; ++k) row(i + k, k);
+  }
+  for (std::size_t k = 0; i < rows; ++i, ++k) row(i, k);
+  sums[0] = ((square[0] + square[1]) + (square[2] + square[3])) +
+            ((square[4] + square[5]) + (square[6] + square[7]));
+  sums[1] = ((outside[0] + outside[1]) + (outside[2] + outside[3])) +
+            ((outside[4] + outside[5]) + (outside[6] + outside[7]));
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void indicator_curvature_rows(const T* residual, const T* weight, std::size_t rows,
+                                            T tau, T* weighted_curvature) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    weighted_curvature[i] = select(std::fabs(residual[i]) <= tau, weight[i], T{0});
+  }
+}
+
+RH_ROW_KERNEL void near_flags(const float* slack, std::size_t rows, float radius,
+                              unsigned char* flags) {
+  for (std::size_t i = 0; i < rows; ++i) flags[i] = static_cast<unsigned char>(!(slack[i] > radius));
+}
+
 template void huber_rows<float>(const float*, const float*, std::size_t, float, float*, float*);
 template void huber_rows<double>(const double*, const double*, std::size_t, double, double*,
                                  double*);
@@ -142,5 +218,17 @@ template FlipCounts count_flips<float>(const float*, const float*, const float*,
 template FlipCounts count_flips<double>(const double*, const double*, const double*, std::size_t);
 template bool any_non_finite_rows<float>(const float*, std::size_t);
 template bool any_non_finite_rows<double>(const double*, std::size_t);
+template void row_squared_norms<float>(const float*, std::size_t, std::size_t, bool, float*);
+template void row_squared_norms<double>(const double*, std::size_t, std::size_t, bool, double*);
+template void finish_squared_norms<float>(float*, std::size_t, std::size_t, bool);
+template void finish_squared_norms<double>(double*, std::size_t, std::size_t, bool);
+template void anchor_rows<float>(const float*, const float*, const float*, std::size_t, float,
+                                 float*, float*, double*);
+template void anchor_rows<double>(const double*, const double*, const double*, std::size_t,
+                                  double, double*, float*, double*);
+template void indicator_curvature_rows<float>(const float*, const float*, std::size_t, float,
+                                              float*);
+template void indicator_curvature_rows<double>(const double*, const double*, std::size_t, double,
+                                               double*);
 
 }  // namespace rh::cpu

@@ -33,6 +33,33 @@ void loss_change_rows(const T* residual, const T* projection, const T* weight, s
 // curvature = w c, curvature_sq = w c^2. `kept` is the Newton Gram's w c (non-zero: the row is in
 // its set Q). With band_added (non-null) the smoothed J_b's row weights, w c off Q and w - w c on
 // it (0 elsewhere); with outlier_weights (non-null) G's and K's, w off Q and w psi^2 on it.
+// Steps by expansion (expansion.cpp). Per row of a row-major X (`features` columns): the
+// squared 2-norm of x~ (1 for the intercept's column when `intercept`), rounded up by a relative
+// 4 (features + 3) eps of T so that it bounds (x~ . v)^2 / ||v||^2 from above.
+template <std::floating_point T>
+void row_squared_norms(const T* X, std::size_t rows, std::size_t features, bool intercept,
+                       T* squared_norms);
+// The same from x . x (row_dots_and_squares): the intercept's 1 added, rounded up alike.
+template <std::floating_point T>
+void finish_squared_norms(T* squares, std::size_t rows, std::size_t features, bool intercept);
+
+// Per row: the anchor's residual r0 = residual (copied), and its slack: the distance of |r0|
+// from tau, less 16 eps (|r0| + tau) for the rounding, over the row's norm, as a float rounded
+// down (0 where the distance is not positive, or NaN); and, summed in float64 by rows' lanes into
+// sums[0] and sums[1], w r0^2 over the rows within tau and w over the others.
+template <std::floating_point T>
+void anchor_rows(const T* residual, const T* weight, const T* squared_norms, std::size_t rows,
+                 T tau, T* r0, float* slack, double* sums);
+
+// Per row: weighted_curvature = w 1{|r| <= tau} (huber_rows' curvature alone).
+template <std::floating_point T>
+void indicator_curvature_rows(const T* residual, const T* weight, std::size_t rows, T tau,
+                              T* weighted_curvature);
+
+// Per row: flags = 1 where the row may reach the bandwidth's edge within `radius`, slack <=
+// radius, else 0.
+void near_flags(const float* slack, std::size_t rows, float radius, unsigned char* flags);
+
 template <std::floating_point T>
 void information_rows(const T* residual, const T* weight, const T* kept, std::size_t rows, T tau,
                       T two_h, bool smoothed, double* score_sq, double* curvature,

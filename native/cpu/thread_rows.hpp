@@ -24,5 +24,9 @@ struct GramRows {};    // the incremental Gram's entering rows of a block
 struct LeavingRows {};  // and its leaving rows
 struct ScaledRows {};  // the incremental Gram's staged scaled rows (SYRK)
 struct GramLeaving {};  // the incremental Gram's correction for a block's leaving rows (d x d)
+struct OutsideRows {};  // a chunk's rows outside the bandwidth (steps by expansion)
+struct NearFlags {};    // a chunk's rows near the bandwidth's edge (steps by expansion)
+struct NearDots {};     // the near rows' products with a vector
+struct NearScores {};   // the near rows' w psi off the anchor's piece
 
 }  // namespace rh::cpu

@@ -25,6 +25,10 @@ struct PointRows {
   std::vector<T> score_partials;      // blocks x d: X~^T (w * psi) of each block
   std::vector<double> loss_partials;  // sum of w * rho(r) of each block
   std::vector<RowTrace> trace_partials;  // each block's row statistics, when tracing
+  // blocks x d: X~^T (w psi) over the rows outside the bandwidth, formed by a pass of a batch
+  // that may take steps by expansion (BatchOps, expansion.cpp), when outside_formed
+  std::vector<double> outside_partials;
+  bool outside_formed = false;
 
   void reserve_rows(std::size_t rows) {
     residual.resize(rows);
@@ -34,6 +38,7 @@ struct PointRows {
     score_partials.resize(blocks * dim);
     loss_partials.resize(blocks);
     trace_partials.resize(blocks);
+    outside_partials.resize(blocks * dim);
   }
 };
 
@@ -121,6 +126,12 @@ struct Workspace {
   std::vector<T> band_removed_weights;  // w * (1 - c_h) on the rows inside it
   std::vector<T> outlier_weights;       // w on the rows outside the quadratic zone, else 0
   std::vector<T> score_sq_weights;      // w * psi^2 on the rows inside it, else 0
+  // Steps by expansion (BatchOps, expansion.cpp), sized on first use by the batches that take
+  // them: the rows' squared norms of x~ and the anchor's residuals.
+  std::vector<T> row_norms;
+  std::vector<T> expansion_residual;
+  std::vector<float> expansion_slack;  // each row's distance from the bandwidth's edge, over
+                                       // its norm (row_kernels.hpp, anchor_rows)
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles

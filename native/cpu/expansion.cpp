@@ -1,0 +1,458 @@
+// Steps by expansion (batch_ops.hpp says what they are; docs/native.md, "Passes over X per
+// batch"): a Newton step of a large batch evaluated without a pass over X, from the quadratic
+// that the anchor's pattern makes of every row's loss and the few rows near the bandwidth.
+// Written here: no library evaluates a piecewise-quadratic loss this way.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "batch_ops.hpp"
+#include "rh/bricks/scope.hpp"
+#include "rh/huber.hpp"
+#include "row_dots.hpp"
+#include "thread_rows.hpp"
+
+namespace rh::cpu {
+
+namespace {
+
+// A row's piece of the loss at the anchor: inside (|r0| <= tau), the quadratic r^2 / 2 with
+// psi = r; outside, the line tau s r - tau^2 / 2 with psi = tau s, s = sign(r0).
+struct AnchorPiece {
+  bool inside;
+  double sign;
+};
+
+template <class T>
+AnchorPiece piece_of(T r0, T tau) {
+  return {.inside = std::fabs(r0) <= tau, .sign = r0 > T{0} ? 1.0 : -1.0};
+}
+
+// rho(r) less the anchor's piece of it: 0 while the row keeps the anchor's pattern.
+double loss_off_piece(double r, double tau, AnchorPiece piece) {
+  const double on_piece = piece.inside ? 0.5 * r * r : tau * piece.sign * r - 0.5 * tau * tau;
+  return huber_rho(r, tau) - on_piece;
+}
+
+// psi(r) less the anchor's piece of it.
+double psi_off_piece(double r, double tau, AnchorPiece piece) {
+  return std::clamp(r, -tau, tau) - (piece.inside ? r : tau * piece.sign);
+}
+
+double norm2(const std::vector<double>& v) {
+  double sum = 0.0;
+  for (const double x : v) sum += x * x;
+  return std::sqrt(sum);
+}
+
+// G v for a d x d row-major G.
+std::vector<double> times(const std::vector<double>& G, const std::vector<double>& v) {
+  const std::size_t d = v.size();
+  std::vector<double> out(d, 0.0);
+  for (std::size_t i = 0; i < d; ++i) {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < d; ++j) sum += G[i * d + j] * v[j];
+    out[i] = sum;
+  }
+  return out;
+}
+
+}  // namespace
+
+template <std::floating_point T>
+bool BatchOps<T>::expansion_usable() const {
+  return expansion_allowed_ && expansion_on_ && !tracing_ && row_norms_ready_ &&
+         gram_strategy_ == GramStrategy::incremental;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::add_outside_score(std::size_t lo, std::size_t hi, const T* curvature,
+                                    const T* scores, double* partial) const {
+  std::size_t* rows = thread_rows<OutsideRows, std::size_t>(hi - lo);
+  std::size_t count = 0;
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  for (std::size_t i = lo; i < hi; ++i) {
+    rows[count] = i;  // listed always, kept by the count: no branch on random rows
+    count += std::bit_cast<Bits>(curvature[i]) == 0;  // the +0 of huber_rows' outside rows
+  }
+  RH_BRICK_SCOPE(prof_, EngineBrick::score, count * dim_, count * features_ * sizeof(T),
+                 2 * count * dim_);
+  double* __restrict sum = partial;
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = rows[k];
+    const auto s = static_cast<double>(scores[i - lo]);
+    const T* __restrict row = X_.row(i);
+    for (std::size_t j = 0; j < features_; ++j) sum[j] += s * static_cast<double>(row[j]);
+    if (intercept_) sum[features_] += s;
+  }
+}
+
+template <std::floating_point T>
+void BatchOps<T>::near_products(const T* v, std::vector<double>& out) const {
+  const std::size_t near = segment_.rows.size();
+  T* dots = thread_rows<NearDots, T>(near);
+  row_dots(segment_.design.data(), near, features_, v, dots);
+  const double offset = intercept_ ? static_cast<double>(v[features_]) : 0.0;
+  out.resize(near);
+  for (std::size_t k = 0; k < near; ++k) out[k] = static_cast<double>(dots[k]) + offset;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::anchor_at_current() {
+  if (anchor_.valid && tau_ == anchor_.tau && current_ == anchor_.point) return true;
+  if (!gram_valid_ || !gram_at_current_curvature(EngineBrick::line_search)) return false;
+  RH_BRICK_SCOPE(prof_, EngineBrick::line_search, X_.rows, 4 * X_.rows * sizeof(T), 8 * X_.rows);
+  if (ws_.expansion_residual.size() < X_.rows) ws_.expansion_residual.resize(X_.rows);
+  if (ws_.expansion_slack.size() < X_.rows) ws_.expansion_slack.resize(X_.rows);
+  // Block by block (on the pool), the blocks' sums added in block order.
+  std::vector<double> sums(2 * blocks_.count());
+  for_each_block([&](std::size_t b) {
+    const std::size_t lo = blocks_.begin(b);
+    anchor_rows(ws_.point.residual.data() + lo, weights_.data() + lo, ws_.row_norms.data() + lo,
+                blocks_.end(b) - lo, tau_, ws_.expansion_residual.data() + lo,
+                ws_.expansion_slack.data() + lo, sums.data() + 2 * b);
+  });
+  anchor_.inside_square = 0.0;
+  anchor_.outside_weight = 0.0;
+  for (std::size_t b = 0; b < blocks_.count(); ++b) {
+    anchor_.inside_square += sums[2 * b];
+    anchor_.outside_weight += sums[2 * b + 1];
+  }
+  anchor_.point = current_;
+  anchor_.tau = tau_;
+  // The score as gradient() sums it: the blocks' partials in block order, in T.
+  anchor_.score.assign(dim_, 0.0);
+  for (std::size_t j = 0; j < dim_; ++j) {
+    T sum = ws_.point.score_partials[j];
+    for (std::size_t b = 1; b < blocks_.count(); ++b) sum += ws_.point.score_partials[b * dim_ + j];
+    anchor_.score[j] = static_cast<double>(sum);
+  }
+  anchor_.gram.assign(ws_.gram.begin(), ws_.gram.begin() + static_cast<std::ptrdiff_t>(dim_ * dim_));
+  anchor_.loss.reset();
+  anchor_.inside_score_ready = ws_.point.outside_formed;
+  if (anchor_.inside_score_ready) {  // A0 = S0 less the outside rows' score
+    anchor_.inside_score = anchor_.score;
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      for (std::size_t j = 0; j < dim_; ++j) {
+        anchor_.inside_score[j] -= ws_.point.outside_partials[b * dim_ + j];
+      }
+    }
+  }
+  ++anchor_.id;
+  point_expansion_.curvature_anchor = anchor_.id;  // huber_rows' curvature of r0, the same bits
+  point_expansion_.rows.clear();
+  anchor_.valid = true;
+  return true;
+}
+
+template <std::floating_point T>
+std::vector<double> BatchOps<T>::anchor_offset(const Vector& point) const {
+  std::vector<double> offset(dim_);
+  for (std::size_t j = 0; j < dim_; ++j) {
+    offset[j] = static_cast<double>(point[j]) - static_cast<double>(anchor_.point[j]);
+  }
+  return offset;
+}
+
+template <std::floating_point T>
+std::optional<std::vector<double>> BatchOps<T>::covered_offset(const Vector& point) const {
+  if (!segment_.valid || tau_ != anchor_.tau) return std::nullopt;
+  std::vector<double> offset = anchor_offset(point);
+  if (!(norm2(offset) <= segment_.radius)) return std::nullopt;
+  return offset;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::begin_segment(const Vector& step) {
+  segment_.valid = false;
+  if (!expansion_usable() || !point_valid_) return false;
+  if (point_expansion_.active) {
+    if (!anchor_.valid || tau_ != anchor_.tau) return false;
+  } else if (!(residual_known_ && residual_point_ == current_) || !anchor_at_current()) {
+    return false;
+  }
+  const std::vector<double> from =
+      point_expansion_.active ? point_expansion_.offset : std::vector<double>(dim_, 0.0);
+  Vector end = current_;
+  for (std::size_t j = 0; j < dim_; ++j) end[j] += step[j];  // as the drivers form beta + step
+  // Both ends of the segment bound every point on it (the norm is convex); room for the
+  // rounding of offsets formed later from the same values.
+  const double radius = std::max(norm2(from), norm2(anchor_offset(end))) * (1.0 + 1e-12);
+
+  const float reach = std::nextafter(static_cast<float>(radius),
+                                     std::numeric_limits<float>::infinity());
+  // Each block's near rows (on the pool): their flags a chunk at a time (a vectorized compare),
+  // then their indices, eight flags at a time (most words are 0); the rows of X gathered into
+  // the block's share of segment_.design, all of their cache lines asked for first so that the
+  // misses overlap. Then the blocks' lists in block order.
+  auto& lists = segment_.block_rows;
+  lists.resize(blocks_.count());
+  for_each_block([&](std::size_t b) {
+    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, blocks_.end(b) - blocks_.begin(b),
+                   2 * (blocks_.end(b) - blocks_.begin(b)) * sizeof(T),
+                   blocks_.end(b) - blocks_.begin(b));
+    std::vector<std::size_t>& list = lists[b];
+    list.clear();
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      const std::size_t n = hi - lo;
+      auto* flags = thread_rows<NearFlags, unsigned char>(n + 8);
+      near_flags(ws_.expansion_slack.data() + lo, n, reach, flags);
+      std::fill_n(flags + n, 8, static_cast<unsigned char>(0));
+      for (std::size_t k = 0; k < n; k += 8) {
+        std::uint64_t word;
+        std::memcpy(&word, flags + k, sizeof word);
+        while (word != 0) {
+          const auto byte = static_cast<std::size_t>(std::countr_zero(word)) / 8;
+          list.push_back(lo + k + byte);
+          word &= ~(std::uint64_t{0xff} << (8 * byte));
+        }
+      }
+    });
+  });
+  std::size_t near = 0;
+  for (const auto& list : lists) near += list.size();
+  if (near > X_.rows / max_expansion_rows_inverse) return false;
+  segment_.rows.resize(near);
+  segment_.design.resize(near * features_);
+  {
+    std::size_t first = 0;
+    std::vector<std::size_t> firsts(blocks_.count());
+    for (std::size_t b = 0; b < blocks_.count(); ++b) {
+      firsts[b] = first;
+      first += lists[b].size();
+    }
+    for_each_block([&](std::size_t b) {
+      const std::vector<std::size_t>& list = lists[b];
+      RH_BRICK_SCOPE(prof_, EngineBrick::line_search, list.size() * features_,
+                     2 * list.size() * features_ * sizeof(T), 0);
+      const std::size_t row_bytes = features_ * sizeof(T);
+      for (const std::size_t i : list) {
+        const auto* row = reinterpret_cast<const char*>(X_.row(i));
+        for (std::size_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte);
+      }
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        segment_.rows[firsts[b] + k] = list[k];
+        std::copy_n(X_.row(list[k]), features_,
+                    segment_.design.data() + (firsts[b] + k) * features_);
+      }
+    });
+  }
+  {
+    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, near * dim_, near * features_ * sizeof(T),
+                   2 * near * dim_);
+    near_products(step.data(), segment_.projection);
+    if (point_expansion_.active) {
+      near_products(current_.data(), segment_.residual);
+      for (std::size_t k = 0; k < near; ++k) {
+        segment_.residual[k] = static_cast<double>(y_[segment_.rows[k]]) - segment_.residual[k];
+      }
+    } else {
+      segment_.residual.resize(near);
+      for (std::size_t k = 0; k < near; ++k) {
+        segment_.residual[k] = static_cast<double>(ws_.expansion_residual[segment_.rows[k]]);
+      }
+    }
+  }
+  // (S0 - G0 from)' step and step' G0 step.
+  std::vector<double> step64(step.begin(), step.end());
+  const std::vector<double> gram_from = times(anchor_.gram, from);
+  const std::vector<double> gram_step = times(anchor_.gram, step64);
+  double slope = 0.0;
+  double curvature = 0.0;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    slope += (anchor_.score[j] - gram_from[j]) * step64[j];
+    curvature += step64[j] * gram_step[j];
+  }
+  segment_.slope = slope;
+  segment_.curvature = curvature;
+  segment_.from_point = current_;
+  segment_.step = step;
+  segment_.radius = radius;
+  segment_.valid = true;
+  return true;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::evaluate_by_expansion(const Vector& point, std::vector<double> offset,
+                                        PointRows<T>& rows, ExpandedPoint& expanded) {
+  const std::size_t near = segment_.rows.size();
+  RH_BRICK_SCOPE(prof_, EngineBrick::huber, X_.rows + near * dim_,
+                 (3 * X_.rows + near * dim_) * sizeof(T), X_.rows + 4 * near * dim_);
+  const T* r0 = ws_.expansion_residual.data();
+  const T tau = anchor_.tau;
+  const auto tau64 = static_cast<double>(tau);
+  // The anchor's curvature on every row (where the buffer holds it, on the rows it was patched
+  // at), then the near rows' own.
+  T* curvature = rows.weighted_curvature.data();
+  if (expanded.curvature_anchor == anchor_.id) {
+    for (const std::size_t i : expanded.rows) {
+      curvature[i] = select(std::fabs(r0[i]) <= tau, weights_[i], T{0});
+    }
+  } else {
+    for_each_block([&](std::size_t b) {
+      const std::size_t lo = blocks_.begin(b);
+      indicator_curvature_rows(r0 + lo, weights_.data() + lo, blocks_.end(b) - lo, tau,
+                               curvature + lo);
+    });
+    expanded.curvature_anchor = anchor_.id;
+  }
+  expanded.rows = segment_.rows;
+  near_products(point.data(), expanded.residual);
+  // Each near row's w psi off the anchor's piece, to add to S0 - G0 D.
+  T* off = thread_rows<NearScores, T>(near);
+  T off_sum = 0;
+  for (std::size_t k = 0; k < near; ++k) {
+    const std::size_t i = segment_.rows[k];
+    const double r = static_cast<double>(y_[i]) - expanded.residual[k];
+    expanded.residual[k] = r;
+    curvature[i] = select(std::fabs(static_cast<T>(r)) <= tau, weights_[i], T{0});
+    off[k] = static_cast<T>(static_cast<double>(weights_[i]) *
+                            psi_off_piece(r, tau64, piece_of(r0[i], tau)));
+    off_sum += off[k];
+  }
+  T* score = rows.score_partials.data();  // block 0 holds the score, the others 0
+  std::fill_n(score, blocks_.count() * dim_, T{0});
+  add_weighted_rows(segment_.design.data(), near, features_, off, score);
+  if (intercept_) score[features_] = off_sum;
+  const std::vector<double> gram_offset = times(anchor_.gram, offset);
+  for (std::size_t j = 0; j < dim_; ++j) {
+    score[j] = static_cast<T>(anchor_.score[j] - gram_offset[j] + static_cast<double>(score[j]));
+  }
+  expanded.offset = std::move(offset);
+  expanded.active = true;
+  ++expanded_evaluations_;
+}
+
+template <std::floating_point T>
+double BatchOps<T>::expansion_loss_change(double t) const {
+  RH_BRICK_SCOPE(prof_, EngineBrick::line_search, segment_.rows.size(),
+                 3 * segment_.rows.size() * sizeof(double), 12 * segment_.rows.size());
+  const T* r0 = ws_.expansion_residual.data();
+  const auto tau = static_cast<double>(anchor_.tau);
+  double off = 0.0;
+  for (std::size_t k = 0; k < segment_.rows.size(); ++k) {
+    const std::size_t i = segment_.rows[k];
+    const AnchorPiece piece = piece_of(r0[i], anchor_.tau);
+    const double r = segment_.residual[k];
+    off += static_cast<double>(weights_[i]) *
+           (loss_off_piece(r - t * segment_.projection[k], tau, piece) -
+            loss_off_piece(r, tau, piece));
+  }
+  return -t * segment_.slope + 0.5 * t * t * segment_.curvature + off;
+}
+
+template <std::floating_point T>
+double BatchOps<T>::expansion_loss() const {
+  const T* r0 = ws_.expansion_residual.data();
+  if (!anchor_.loss) {
+    LaneSum sum;
+    for (std::size_t lo = 0; lo < X_.rows; lo += chunk_) {
+      const std::size_t n = std::min(X_.rows, lo + chunk_) - lo;
+      double* terms = thread_rows<LossTerms, double>(n);
+      loss_rows(r0 + lo, weights_.data() + lo, n, static_cast<double>(anchor_.tau), terms);
+      sum.add(terms, lo, n);
+    }
+    anchor_.loss = sum.total();
+  }
+  // L0 - S0' D + D' G0 D / 2, then the near rows off their pieces.
+  const std::vector<double>& offset = point_expansion_.offset;
+  const std::vector<double> gram_offset = times(anchor_.gram, offset);
+  double loss = *anchor_.loss;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    loss += offset[j] * (0.5 * gram_offset[j] - anchor_.score[j]);
+  }
+  const auto tau = static_cast<double>(anchor_.tau);
+  for (std::size_t k = 0; k < point_expansion_.rows.size(); ++k) {
+    const std::size_t i = point_expansion_.rows[k];
+    loss += static_cast<double>(weights_[i]) *
+            loss_off_piece(point_expansion_.residual[k], tau, piece_of(r0[i], anchor_.tau));
+  }
+  return loss;
+}
+
+template <std::floating_point T>
+InferenceSums BatchOps<T>::expansion_sums() const {
+  const T* r0 = ws_.expansion_residual.data();
+  const T tau = anchor_.tau;
+  const auto tau64 = static_cast<double>(tau);
+  if (!anchor_.inside_score_ready) {
+    // A0 = S0 less the outside rows' score, read from X here: the anchor's pass did not form it
+    // (an anchor whose Gram came by corrections, not in its pass).
+    std::vector<double> outside(dim_, 0.0);
+    for (std::size_t i = 0; i < X_.rows; ++i) {
+      if (std::fabs(r0[i]) <= tau) continue;
+      const double ws = static_cast<double>(weights_[i]) * (r0[i] > T{0} ? tau64 : -tau64);
+      const T* row = X_.row(i);
+      for (std::size_t j = 0; j < features_; ++j) outside[j] += ws * static_cast<double>(row[j]);
+      if (intercept_) outside[features_] += ws;
+    }
+    anchor_.inside_score.resize(dim_);
+    for (std::size_t j = 0; j < dim_; ++j) anchor_.inside_score[j] = anchor_.score[j] - outside[j];
+    anchor_.inside_score_ready = true;
+  }
+  // sum w psi_P0(r)^2 = sum_inside w (r0 - x~ D)^2 + tau^2 sum_outside w, then the near rows.
+  const std::vector<double>& offset = point_expansion_.offset;
+  const std::vector<double> gram_offset = times(anchor_.gram, offset);
+  double score_sq = anchor_.inside_square + tau64 * tau64 * anchor_.outside_weight;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    score_sq += offset[j] * (gram_offset[j] - 2.0 * anchor_.inside_score[j]);
+  }
+  for (std::size_t k = 0; k < point_expansion_.rows.size(); ++k) {
+    const std::size_t i = point_expansion_.rows[k];
+    const double r = point_expansion_.residual[k];
+    const AnchorPiece piece = piece_of(r0[i], tau);
+    const double psi = std::clamp(r, -tau64, tau64);
+    const double on_piece = piece.inside ? r : tau64 * piece.sign;
+    score_sq += static_cast<double>(weights_[i]) * (psi * psi - on_piece * on_piece);
+  }
+  // The indicator's curvature sums from the point's curvature (w c, c in {0, 1}).
+  LaneSum curvature;
+  curvature.add(ws_.point.weighted_curvature.data(), 0, X_.rows);
+  const double curvature_sum = curvature.total();
+  return {.score_sq_sum = score_sq,
+          .curvature_sum = curvature_sum,
+          .curvature_sq_sum = curvature_sum,
+          .inference_weight = weight_sum_,
+          .inference_batches = 1};
+}
+
+template <std::floating_point T>
+void BatchOps<T>::materialize_point() {
+  if (!point_expansion_.active) return;
+  T* residual = ws_.point.residual.data();
+  for_each_block([&](std::size_t b) {
+    for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
+      RH_BRICK_SCOPE(prof_, EngineBrick::residual, (hi - lo) * dim_,
+                     (hi - lo) * (features_ + 2) * sizeof(T), 2 * (hi - lo) * dim_);
+      residual_rows(current_.data(), lo, hi, residual);
+    });
+  });
+  point_expansion_.active = false;
+  residual_point_ = current_;
+  residual_known_ = true;
+  projected_count_ = 0;
+}
+
+#define RH_EXPANSION_INSTANTIATE(T)                                                             \
+  template bool BatchOps<T>::expansion_usable() const;                                          \
+  template void BatchOps<T>::add_outside_score(std::size_t, std::size_t, const T*, const T*,    \
+                                               double*) const;                                  \
+  template void BatchOps<T>::near_products(const T*, std::vector<double>&) const;               \
+  template bool BatchOps<T>::anchor_at_current();                                               \
+  template std::vector<double> BatchOps<T>::anchor_offset(const Vector&) const;                 \
+  template std::optional<std::vector<double>> BatchOps<T>::covered_offset(const Vector&) const; \
+  template bool BatchOps<T>::begin_segment(const Vector&);                                      \
+  template void BatchOps<T>::evaluate_by_expansion(const Vector&, std::vector<double>,          \
+                                                   PointRows<T>&, ExpandedPoint&);              \
+  template double BatchOps<T>::expansion_loss_change(double) const;                             \
+  template double BatchOps<T>::expansion_loss() const;                                          \
+  template InferenceSums BatchOps<T>::expansion_sums() const;                                   \
+  template void BatchOps<T>::materialize_point();
+RH_EXPANSION_INSTANTIATE(float)
+RH_EXPANSION_INSTANTIATE(double)
+#undef RH_EXPANSION_INSTANTIATE
+
+}  // namespace rh::cpu

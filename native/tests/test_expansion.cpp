@@ -1,0 +1,193 @@
+// Steps by expansion (cpu/expansion.cpp): a large batch's Newton steps evaluated without a pass
+// over X give the state and diagnostics of the same steps taken with their passes, to rounding;
+// they are taken where the batch allows them, the same for every thread count, and not on small
+// batches, under tracing or in the qr mode.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <rh/bricks/bricks.hpp>
+#include <rh/engine_bricks.hpp>
+#include <rh/update.hpp>
+
+#include "batch_ops.hpp"
+#include "problems.hpp"
+#include "row_blocks.hpp"
+#include "thread_pool.hpp"
+#include "workspace.hpp"
+
+namespace {
+
+rh::bricks::Profiler& quiet_profiler() {
+  static rh::bricks::Profiler off = [] {
+    rh::bricks::Options options;
+    options.sync_mode = rh::bricks::SyncMode::off;
+    options.track_page_faults = false;
+    return rh::bricks::Profiler(rh::engine_brick_table(), options);
+  }();
+  return off;
+}
+
+template <class T>
+struct Run {
+  std::vector<rh::State<T>> states;
+  std::vector<rh::Diagnostics> diagnostics;
+  std::size_t expanded = 0;  // evaluations by expansion over the stream
+};
+
+struct Options {
+  bool expansion = true;
+  std::size_t threads = 2;
+  bool tracing = false;
+  double contamination = 0.1;
+  bool weighted = false;  // sample weights 0, 0.5, 1, 1.5, 2 in turn, else 1
+};
+
+// Three batches of rows x features (a fresh stream, then two later batches) through
+// renewable_update on BatchOps directly.
+template <class T>
+Run<T> stream(const rh::Config& config, std::size_t rows, std::size_t features,
+              const Options& options = {}) {
+  rh::cpu::ThreadPool pool(options.threads);
+  rh::cpu::Workspace<T> workspace;
+  Run<T> run;
+  auto state = rh::State<T>::empty(features + (config.fit_intercept ? 1 : 0));
+  for (std::uint64_t b = 0; b < 3; ++b) {
+    auto batch = rh::test::contaminated_batch<T>(400 + b, rows, features, options.contamination);
+    if (options.weighted) {
+      for (std::size_t i = 0; i < rows; ++i) batch.w[i] = static_cast<T>(0.5 * double(i % 5));
+    }
+    const rh::cpu::RowBlocks blocks(rows);
+    workspace.reserve(state.dim(), rows, blocks.count());
+    const rh::StateView<T> previous = state.view();
+    std::optional<rh::cpu::BatchOps<T>> ops;
+    ops.emplace(workspace, pool, previous, batch.design(), batch.response(), batch.weights(),
+                config.fit_intercept, quiet_profiler(), /*scan_design=*/true);
+    ops->set_expansion(options.expansion);
+    ops->set_tracing(options.tracing);
+    rh::TraceSink sink;
+    auto [next, diag] = rh::renewable_update(*ops, previous, config,
+                                             options.tracing ? &sink : nullptr);
+    run.expanded += ops->expanded_evaluations();
+    run.states.push_back(next);
+    run.diagnostics.push_back(diag);
+    state = std::move(next);
+  }
+  return run;
+}
+
+double relative(double a, double b) { return std::fabs(a - b) / std::max(1.0, std::fabs(b)); }
+
+template <class T>
+void expect_close(const std::vector<T>& a, const std::vector<T>& b, double tolerance,
+                  const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_LE(relative(static_cast<double>(a[k]), static_cast<double>(b[k])), tolerance)
+        << what << "[" << k << "]: " << a[k] << " vs " << b[k];
+  }
+}
+
+// The stream with and without steps by expansion: every state and diagnostic to `tolerance`
+// (relative, as the contract's cross-engine check), the counters exactly.
+template <class T>
+void expect_expansion_matches_passes(const rh::Config& config, std::size_t rows,
+                                     std::size_t features, double tolerance,
+                                     bool weighted = false) {
+  const auto expanded = stream<T>(config, rows, features, {.weighted = weighted});
+  const auto passes = stream<T>(config, rows, features, {.expansion = false, .weighted = weighted});
+  EXPECT_GT(expanded.expanded, 0U) << "no step was evaluated by expansion";
+  EXPECT_EQ(passes.expanded, 0U);
+  for (std::size_t b = 0; b < expanded.states.size(); ++b) {
+    SCOPED_TRACE("batch " + std::to_string(b));
+    const auto& e = expanded.states[b];
+    const auto& p = passes.states[b];
+    expect_close(e.coef, p.coef, tolerance, "coef");
+    expect_close(e.information, p.information, tolerance, "information");
+    EXPECT_LE(relative(e.scale, p.scale), tolerance);
+    EXPECT_LE(relative(e.inference.score_sq_sum, p.inference.score_sq_sum), tolerance);
+    EXPECT_LE(relative(e.inference.curvature_sum, p.inference.curvature_sum), tolerance);
+    EXPECT_LE(relative(e.inference.curvature_sq_sum, p.inference.curvature_sq_sum), tolerance);
+    EXPECT_EQ(e.inference.inference_weight, p.inference.inference_weight);
+    const auto& de = expanded.diagnostics[b];
+    const auto& dp = passes.diagnostics[b];
+    EXPECT_LE(relative(de.objective, dp.objective), tolerance);
+    EXPECT_EQ(de.n_iter, dp.n_iter);
+    EXPECT_EQ(de.converged, dp.converged);
+  }
+}
+
+// 20,000 x 12: 260,000 entries, above BatchOps::min_expansion_entries.
+TEST(Expansion, MatchesTheStepsWithTheirPassesInFloat64) {
+  expect_expansion_matches_passes<double>(rh::Config{}, 20000, 12, 1e-12);
+}
+
+TEST(Expansion, MatchesTheStepsWithTheirPassesInFloat32) {
+  expect_expansion_matches_passes<float>(rh::Config{}, 20000, 12, 2e-5);
+}
+
+TEST(Expansion, MatchesWithSampleWeightsAndWithoutIntercept) {
+  expect_expansion_matches_passes<double>(rh::Config{}, 20000, 12, 1e-12, /*weighted=*/true);
+  rh::Config config;
+  config.fit_intercept = false;
+  expect_expansion_matches_passes<double>(config, 20000, 12, 1e-12);
+}
+
+// A ridge; the smoothed curvature and inference matrices, whose information pass reads every
+// residual (the expanded final point forms them with a pass: products, where the passes' steps
+// subtracted projections, so the band's curvatures round apart and the information agrees to
+// rounding of its sums, not of each row).
+TEST(Expansion, MatchesUnderARidge) {
+  rh::Config config;
+  config.ridge = 0.5;
+  expect_expansion_matches_passes<double>(config, 20000, 12, 1e-12);
+}
+
+TEST(Expansion, MatchesUnderTheSmoothedCurvature) {
+  rh::Config config;
+  config.curvature = rh::Curvature::smoothed;
+  expect_expansion_matches_passes<double>(config, 20000, 12, 1e-10);
+}
+
+TEST(Expansion, MatchesWithInferenceMatrices) {
+  rh::Config config;
+  config.inference_matrices = true;
+  expect_expansion_matches_passes<double>(config, 20000, 12, 1e-12);
+}
+
+// Heavily contaminated batches put many rows near the bandwidth: steps whose near rows are too
+// many take their passes, and the results still agree.
+TEST(Expansion, ManyRowsNearTheBandwidthFallBackToPasses) {
+  const rh::Config config;
+  const auto expanded = stream<double>(config, 20000, 12, {.contamination = 0.45});
+  const auto passes = stream<double>(config, 20000, 12, {.expansion = false, .contamination = 0.45});
+  for (std::size_t b = 0; b < expanded.states.size(); ++b) {
+    expect_close(expanded.states[b].coef, passes.states[b].coef, 1e-12, "coef");
+  }
+}
+
+// The blocks are the same for every thread count, and so are the near rows and the results.
+TEST(Expansion, EveryThreadCountGivesTheSameBits) {
+  const rh::Config config;
+  const auto one = stream<double>(config, 20000, 12, {.threads = 1});
+  const auto two = stream<double>(config, 20000, 12, {.threads = 2});
+  const auto three = stream<double>(config, 20000, 12, {.threads = 3});
+  EXPECT_GT(one.expanded, 0U);
+  for (std::size_t b = 0; b < one.states.size(); ++b) {
+    EXPECT_EQ(one.states[b].coef, two.states[b].coef);
+    EXPECT_EQ(one.states[b].coef, three.states[b].coef);
+    EXPECT_EQ(one.states[b].information, two.states[b].information);
+    EXPECT_EQ(one.diagnostics[b].objective, three.diagnostics[b].objective);
+  }
+}
+
+// Small batches (the golden corpus' shapes, where the reference's NumPy shares the engine's
+// bits) and traced solves (whose records read every row's residual) take their passes.
+TEST(Expansion, NotOnSmallBatchesNorUnderTracing) {
+  EXPECT_EQ(stream<double>(rh::Config{}, 5000, 12).expanded, 0U);
+  EXPECT_EQ(stream<double>(rh::Config{}, 20000, 12, {.tracing = true}).expanded, 0U);
+}
+
+}  // namespace
