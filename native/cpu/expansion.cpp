@@ -321,6 +321,7 @@ void BatchOps<T>::evaluate_by_expansion(const Vector& point, std::vector<double>
   for (std::size_t j = 0; j < dim_; ++j) {
     score[j] = static_cast<T>(anchor_.score[j] - gram_offset[j] + static_cast<double>(score[j]));
   }
+  rows.outside_formed = false;  // its outside rows' score was not formed (an anchor reads it)
   expanded.offset = std::move(offset);
   expanded.active = true;
   ++expanded_evaluations_;

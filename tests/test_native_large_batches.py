@@ -1,0 +1,71 @@
+"""The native CPU engine on batches large enough for its steps by expansion (docs/native.md,
+"Passes over X per batch": from 2^17 entries a Newton step is evaluated without a pass over X)
+against the reference, at the contract's cross-engine tolerance, state and diagnostics of every
+batch of a stream, under the options that reach the information and the objective differently."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from helpers import batches_of, native_cpu_engine
+from rhuber.core.types import Config
+from rhuber.core.update import update as reference_update
+
+# 24,000 x 10 (+ the intercept): 264,000 entries, above the engine's 131,072.
+ROWS, FEATURES = 24_000, 10
+
+CONFIGS = {
+    "default": Config(),
+    "tau-fixed": Config(tau=1.0),
+    "no-intercept": Config(fit_intercept=False),
+    "ridge": Config(ridge=0.5),
+    "smoothed": Config(curvature="smoothed"),
+    "matrices": Config(inference_matrices=True),
+    "half-life": Config(half_life=20_000.0),
+}
+
+
+def _close(got, want, rtol):
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
+                               rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_stream_of_large_batches_matches_the_reference(name, dtype):
+    config = CONFIGS[name]
+    engine = native_cpu_engine()
+    rtol = 1e-7 if dtype == np.float64 else 2e-3
+    batches = batches_of(11, dtype, n=ROWS, p=FEATURES, count=3)
+    state = want = None
+    for X, y, w in batches:
+        state, diag = engine.update(state, X, y, w, config)
+        want, want_diag = reference_update(want, X, y, w, config)
+        _close(state.coef, want.coef, rtol)
+        _close(state.information, want.information, rtol)
+        _close(state.scale, want.scale, rtol)
+        for field in ("score_sq_sum", "curvature_sum", "curvature_sq_sum", "inference_weight"):
+            _close(getattr(state, field), getattr(want, field), rtol)
+        if config.inference_matrices:
+            _close(state.gram, want.gram, rtol)
+            _close(state.score_gram, want.score_gram, rtol)
+        _close(diag.objective, want_diag.objective, rtol)
+        assert diag.converged == want_diag.converged
+        if dtype == np.float64 and np.isfinite(want_diag.drift_statistic):
+            _close(diag.drift_statistic, want_diag.drift_statistic, 1e-6)
+
+
+def test_a_large_batch_after_a_small_one_and_back():
+    # The engine's workspace is sized by the largest batch; the expansion's buffers with it.
+    engine = native_cpu_engine()
+    config = dataclasses.replace(Config(), tau=1.0)
+    sizes = [500, ROWS, 700, ROWS]
+    rng_batches = [batches_of(20 + k, np.float64, n=n, p=FEATURES, count=1)[0]
+                   for k, n in enumerate(sizes)]
+    state = want = None
+    for X, y, w in rng_batches:
+        state, _ = engine.update(state, X, y, w, config)
+        want, _ = reference_update(want, X, y, w, config)
+        _close(state.coef, want.coef, 1e-7)
+        _close(state.information, want.information, 1e-7)
