@@ -171,6 +171,8 @@ class BatchOps {
   static constexpr std::size_t min_expansion_entries = min_parallel_entries;
   // A step is evaluated by expansion when at most rows / this many rows lie near the bandwidth.
   static constexpr std::size_t max_expansion_rows_inverse = 8;
+  // A new near set covers this many times the step's reach (the later steps reuse it).
+  static constexpr double near_radius_room = 1.25;
   // A full Gram is recomputed after this many incremental updates in a row, bounding the
   // rounding drift of chained corrections (the Gram is also fresh at the start of every batch).
   static constexpr std::uint32_t max_incremental_updates = 8;
@@ -204,7 +206,7 @@ class BatchOps {
     T tau = 0;
     std::vector<double> score;  // S0 = X~^T (w psi(r0))
     std::vector<double> gram;   // G0 = X~^T diag(w c(r0)) X~, d x d
-    std::optional<double> loss;  // sum w rho(r0)
+    double loss = 0.0;  // sum w rho(r0)
     // sum over the inside rows of w r0 x~ (A0); of w r0^2, and the outside rows' sum of w
     std::vector<double> inside_score;
     bool inside_score_ready = false;
@@ -217,7 +219,10 @@ class BatchOps {
     bool valid = false;
     Vector from_point;  // the current point it starts at
     Vector step;
-    double radius = 0.0;  // every offset on the segment is at most this long (2-norm)
+    // The near rows are those of every offset up to this long (2-norm) from the anchor of this
+    // id: the segment's, and the next steps' while they stay within it.
+    double radius = 0.0;
+    std::uint64_t near_anchor = 0;
     std::vector<std::size_t> rows;
     std::vector<std::vector<std::size_t>> block_rows;  // each block's, as its scan lists them
     std::vector<T> design;           // their rows of X, gathered (rows x features)
@@ -254,6 +259,8 @@ class BatchOps {
   bool anchor_at_current();
   // Sets segment_ for `step` from the current point; false when the step needs the usual pass.
   bool begin_segment(const Vector& step);
+  // segment_'s near rows for offsets up to `radius`, gathered; false if they are too many.
+  bool find_near_rows(double radius);
   // The offset of `point` from the anchor; and that offset where segment_ covers the point.
   std::vector<double> anchor_offset(const Vector& point) const;
   std::optional<std::vector<double>> covered_offset(const Vector& point) const;

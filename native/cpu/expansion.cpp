@@ -106,20 +106,22 @@ bool BatchOps<T>::anchor_at_current() {
   if (!gram_valid_ || !gram_at_current_curvature(EngineBrick::line_search)) return false;
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, X_.rows, 4 * X_.rows * sizeof(T), 8 * X_.rows);
   if (ws_.expansion_residual.size() < X_.rows) ws_.expansion_residual.resize(X_.rows);
-  if (ws_.expansion_slack.size() < X_.rows) ws_.expansion_slack.resize(X_.rows);
+  if (ws_.expansion_margin.size() < X_.rows) ws_.expansion_margin.resize(X_.rows);
   // Block by block (on the pool), the blocks' sums added in block order.
-  std::vector<double> sums(2 * blocks_.count());
+  std::vector<double> sums(3 * blocks_.count());
   for_each_block([&](std::size_t b) {
     const std::size_t lo = blocks_.begin(b);
-    anchor_rows(ws_.point.residual.data() + lo, weights_.data() + lo, ws_.row_norms.data() + lo,
-                blocks_.end(b) - lo, tau_, ws_.expansion_residual.data() + lo,
-                ws_.expansion_slack.data() + lo, sums.data() + 2 * b);
+    anchor_rows(ws_.point.residual.data() + lo, weights_.data() + lo, blocks_.end(b) - lo, tau_,
+                ws_.expansion_residual.data() + lo, ws_.expansion_margin.data() + lo,
+                sums.data() + 3 * b);
   });
   anchor_.inside_square = 0.0;
   anchor_.outside_weight = 0.0;
+  anchor_.loss = 0.0;
   for (std::size_t b = 0; b < blocks_.count(); ++b) {
-    anchor_.inside_square += sums[2 * b];
-    anchor_.outside_weight += sums[2 * b + 1];
+    anchor_.inside_square += sums[3 * b];
+    anchor_.outside_weight += sums[3 * b + 1];
+    anchor_.loss += sums[3 * b + 2];
   }
   anchor_.point = current_;
   anchor_.tau = tau_;
@@ -131,7 +133,6 @@ bool BatchOps<T>::anchor_at_current() {
     anchor_.score[j] = static_cast<double>(sum);
   }
   anchor_.gram.assign(ws_.gram.begin(), ws_.gram.begin() + static_cast<std::ptrdiff_t>(dim_ * dim_));
-  anchor_.loss.reset();
   anchor_.inside_score_ready = ws_.point.outside_formed;
   if (anchor_.inside_score_ready) {  // A0 = S0 less the outside rows' score
     anchor_.inside_score = anchor_.score;
@@ -182,8 +183,51 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
   // rounding of offsets formed later from the same values.
   const double radius = std::max(norm2(from), norm2(anchor_offset(end))) * (1.0 + 1e-12);
 
-  const float reach = std::nextafter(static_cast<float>(radius),
-                                     std::numeric_limits<float>::infinity());
+  if (segment_.near_anchor != anchor_.id || !(radius <= segment_.radius)) {
+    // A new near set, for a radius with room for the steps after this one (a Newton solve's
+    // later steps stay within about the first one's reach): they reuse it, scan and gather.
+    if (!find_near_rows(radius * near_radius_room) && !find_near_rows(radius)) return false;
+  }
+  const std::size_t near = segment_.rows.size();
+  {
+    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, near * dim_, near * features_ * sizeof(T),
+                   2 * near * dim_);
+    near_products(step.data(), segment_.projection);
+    if (point_expansion_.active) {
+      near_products(current_.data(), segment_.residual);
+      for (std::size_t k = 0; k < near; ++k) {
+        segment_.residual[k] = static_cast<double>(y_[segment_.rows[k]]) - segment_.residual[k];
+      }
+    } else {
+      segment_.residual.resize(near);
+      for (std::size_t k = 0; k < near; ++k) {
+        segment_.residual[k] = static_cast<double>(ws_.expansion_residual[segment_.rows[k]]);
+      }
+    }
+  }
+  // (S0 - G0 from)' step and step' G0 step.
+  std::vector<double> step64(step.begin(), step.end());
+  const std::vector<double> gram_from = times(anchor_.gram, from);
+  const std::vector<double> gram_step = times(anchor_.gram, step64);
+  double slope = 0.0;
+  double curvature = 0.0;
+  for (std::size_t j = 0; j < dim_; ++j) {
+    slope += (anchor_.score[j] - gram_from[j]) * step64[j];
+    curvature += step64[j] * gram_step[j];
+  }
+  segment_.slope = slope;
+  segment_.curvature = curvature;
+  segment_.from_point = current_;
+  segment_.step = step;
+  segment_.valid = true;
+  return true;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::find_near_rows(double radius) {
+  segment_.near_anchor = 0;
+  const T reach = std::nextafter(static_cast<T>(radius * radius),
+                                 std::numeric_limits<T>::infinity());
   // Each block's near rows (on the pool): their flags a chunk at a time (a vectorized compare),
   // then their indices, eight flags at a time (most words are 0); the rows of X gathered into
   // the block's share of segment_.design, all of their cache lines asked for first so that the
@@ -199,7 +243,7 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       const std::size_t n = hi - lo;
       auto* flags = thread_rows<NearFlags, unsigned char>(n + 8);
-      near_flags(ws_.expansion_slack.data() + lo, n, reach, flags);
+      near_flags(ws_.expansion_margin.data() + lo, ws_.row_norms.data() + lo, n, reach, flags);
       std::fill_n(flags + n, 8, static_cast<unsigned char>(0));
       for (std::size_t k = 0; k < n; k += 8) {
         std::uint64_t word;
@@ -240,38 +284,8 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
       }
     });
   }
-  {
-    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, near * dim_, near * features_ * sizeof(T),
-                   2 * near * dim_);
-    near_products(step.data(), segment_.projection);
-    if (point_expansion_.active) {
-      near_products(current_.data(), segment_.residual);
-      for (std::size_t k = 0; k < near; ++k) {
-        segment_.residual[k] = static_cast<double>(y_[segment_.rows[k]]) - segment_.residual[k];
-      }
-    } else {
-      segment_.residual.resize(near);
-      for (std::size_t k = 0; k < near; ++k) {
-        segment_.residual[k] = static_cast<double>(ws_.expansion_residual[segment_.rows[k]]);
-      }
-    }
-  }
-  // (S0 - G0 from)' step and step' G0 step.
-  std::vector<double> step64(step.begin(), step.end());
-  const std::vector<double> gram_from = times(anchor_.gram, from);
-  const std::vector<double> gram_step = times(anchor_.gram, step64);
-  double slope = 0.0;
-  double curvature = 0.0;
-  for (std::size_t j = 0; j < dim_; ++j) {
-    slope += (anchor_.score[j] - gram_from[j]) * step64[j];
-    curvature += step64[j] * gram_step[j];
-  }
-  segment_.slope = slope;
-  segment_.curvature = curvature;
-  segment_.from_point = current_;
-  segment_.step = step;
   segment_.radius = radius;
-  segment_.valid = true;
+  segment_.near_anchor = anchor_.id;
   return true;
 }
 
@@ -348,20 +362,10 @@ double BatchOps<T>::expansion_loss_change(double t) const {
 template <std::floating_point T>
 double BatchOps<T>::expansion_loss() const {
   const T* r0 = ws_.expansion_residual.data();
-  if (!anchor_.loss) {
-    LaneSum sum;
-    for (std::size_t lo = 0; lo < X_.rows; lo += chunk_) {
-      const std::size_t n = std::min(X_.rows, lo + chunk_) - lo;
-      double* terms = thread_rows<LossTerms, double>(n);
-      loss_rows(r0 + lo, weights_.data() + lo, n, static_cast<double>(anchor_.tau), terms);
-      sum.add(terms, lo, n);
-    }
-    anchor_.loss = sum.total();
-  }
   // L0 - S0' D + D' G0 D / 2, then the near rows off their pieces.
   const std::vector<double>& offset = point_expansion_.offset;
   const std::vector<double> gram_offset = times(anchor_.gram, offset);
-  double loss = *anchor_.loss;
+  double loss = anchor_.loss;
   for (std::size_t j = 0; j < dim_; ++j) {
     loss += offset[j] * (0.5 * gram_offset[j] - anchor_.score[j]);
   }
@@ -409,10 +413,16 @@ InferenceSums BatchOps<T>::expansion_sums() const {
     const double on_piece = piece.inside ? r : tau64 * piece.sign;
     score_sq += static_cast<double>(weights_[i]) * (psi * psi - on_piece * on_piece);
   }
-  // The indicator's curvature sums from the point's curvature (w c, c in {0, 1}).
-  LaneSum curvature;
-  curvature.add(ws_.point.weighted_curvature.data(), 0, X_.rows);
-  const double curvature_sum = curvature.total();
+  // The indicator's curvature sum (w c, c in {0, 1}): the anchor's inside weight, then the near
+  // rows that changed sides.
+  double curvature_sum = weight_sum_ - anchor_.outside_weight;
+  for (std::size_t k = 0; k < point_expansion_.rows.size(); ++k) {
+    const std::size_t i = point_expansion_.rows[k];
+    const bool inside = std::fabs(static_cast<T>(point_expansion_.residual[k])) <= tau;
+    if (inside != (std::fabs(r0[i]) <= tau)) {
+      curvature_sum += inside ? static_cast<double>(weights_[i]) : -static_cast<double>(weights_[i]);
+    }
+  }
   return {.score_sq_sum = score_sq,
           .curvature_sum = curvature_sum,
           .curvature_sq_sum = curvature_sum,
@@ -446,6 +456,7 @@ void BatchOps<T>::materialize_point() {
   template std::vector<double> BatchOps<T>::anchor_offset(const Vector&) const;                 \
   template std::optional<std::vector<double>> BatchOps<T>::covered_offset(const Vector&) const; \
   template bool BatchOps<T>::begin_segment(const Vector&);                                      \
+  template bool BatchOps<T>::find_near_rows(double);                                            \
   template void BatchOps<T>::evaluate_by_expansion(const Vector&, std::vector<double>,          \
                                                    PointRows<T>&, ExpandedPoint&);              \
   template double BatchOps<T>::expansion_loss_change(double) const;                             \

@@ -155,25 +155,27 @@ RH_ROW_KERNEL void finish_squared_norms(T* squares, std::size_t rows, std::size_
 }
 
 template <std::floating_point T>
-RH_ROW_KERNEL void anchor_rows(const T* residual, const T* weight, const T* squared_norms,
-                               std::size_t rows, T tau, T* r0, float* slack, double* sums) {
+RH_ROW_KERNEL void anchor_rows(const T* residual, const T* weight, std::size_t rows, T tau, T* r0,
+                               float* margin, double* sums) {
   constexpr std::size_t lanes = 8;
   const T rounding = T{16} * std::numeric_limits<T>::epsilon();
   constexpr float round_down = 1.0f - 0x1p-20f;
   std::array<double, lanes> square{};
   std::array<double, lanes> outside{};
+  std::array<double, lanes> loss{};
+  const auto tau64 = static_cast<double>(tau);
   const auto row = [&](std::size_t k, std::size_t lane) {
     const T r = residual[k];
     r0[k] = r;
     const T magnitude = std::fabs(r);
-    const T margin = std::fabs(magnitude - tau) - rounding * (magnitude + tau);
-    const auto ratio = static_cast<float>(margin / std::sqrt(squared_norms[k])) * round_down;
-    slack[k] = select(margin > T{0}, ratio, 0.0f);
+    margin[k] = static_cast<float>(std::fabs(magnitude - tau) - rounding * (magnitude + tau)) *
+                round_down;
     const bool inside = magnitude <= tau;
     const auto w = static_cast<double>(weight[k]);
     const auto r64 = static_cast<double>(r);
     square[lane] += select(inside, w * (r64 * r64), 0.0);
     outside[lane] += select(inside, 0.0, w);
+    loss[lane] += w * huber_rho(r64, tau64);
   };
   std::size_t i = 0;
   for (; i + lanes <= rows; i += lanes) {
@@ -184,6 +186,7 @@ RH_ROW_KERNEL void anchor_rows(const T* residual, const T* weight, const T* squa
             ((square[4] + square[5]) + (square[6] + square[7]));
   sums[1] = ((outside[0] + outside[1]) + (outside[2] + outside[3])) +
             ((outside[4] + outside[5]) + (outside[6] + outside[7]));
+  sums[2] = ((loss[0] + loss[1]) + (loss[2] + loss[3])) + ((loss[4] + loss[5]) + (loss[6] + loss[7]));
 }
 
 template <std::floating_point T>
@@ -194,9 +197,13 @@ RH_ROW_KERNEL void indicator_curvature_rows(const T* residual, const T* weight, 
   }
 }
 
-RH_ROW_KERNEL void near_flags(const float* slack, std::size_t rows, float radius,
-                              unsigned char* flags) {
-  for (std::size_t i = 0; i < rows; ++i) flags[i] = static_cast<unsigned char>(!(slack[i] > radius));
+template <std::floating_point T>
+RH_ROW_KERNEL void near_flags(const float* margin, const T* squared_norms, std::size_t rows,
+                              T squared_radius, unsigned char* flags) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T m = margin[i];
+    flags[i] = static_cast<unsigned char>(!(m > T{0} && m * m > squared_norms[i] * squared_radius));
+  }
 }
 
 template void huber_rows<float>(const float*, const float*, std::size_t, float, float*, float*);
@@ -222,10 +229,13 @@ template void row_squared_norms<float>(const float*, std::size_t, std::size_t, b
 template void row_squared_norms<double>(const double*, std::size_t, std::size_t, bool, double*);
 template void finish_squared_norms<float>(float*, std::size_t, std::size_t, bool);
 template void finish_squared_norms<double>(double*, std::size_t, std::size_t, bool);
-template void anchor_rows<float>(const float*, const float*, const float*, std::size_t, float,
-                                 float*, float*, double*);
-template void anchor_rows<double>(const double*, const double*, const double*, std::size_t,
-                                  double, double*, float*, double*);
+template void anchor_rows<float>(const float*, const float*, std::size_t, float, float*, float*,
+                                 double*);
+template void anchor_rows<double>(const double*, const double*, std::size_t, double, double*,
+                                  float*, double*);
+template void near_flags<float>(const float*, const float*, std::size_t, float, unsigned char*);
+template void near_flags<double>(const float*, const double*, std::size_t, double,
+                                 unsigned char*);
 template void indicator_curvature_rows<float>(const float*, const float*, std::size_t, float,
                                               float*);
 template void indicator_curvature_rows<double>(const double*, const double*, std::size_t, double,

@@ -43,22 +43,24 @@ void row_squared_norms(const T* X, std::size_t rows, std::size_t features, bool 
 template <std::floating_point T>
 void finish_squared_norms(T* squares, std::size_t rows, std::size_t features, bool intercept);
 
-// Per row: the anchor's residual r0 = residual (copied), and its slack: the distance of |r0|
-// from tau, less 16 eps (|r0| + tau) for the rounding, over the row's norm, as a float rounded
-// down (0 where the distance is not positive, or NaN); and, summed in float64 by rows' lanes into
-// sums[0] and sums[1], w r0^2 over the rows within tau and w over the others.
+// Per row: the anchor's residual r0 = residual (copied), and its margin: the distance of |r0|
+// from tau, less 16 eps (|r0| + tau) for the rounding, as a float rounded down (negative or NaN:
+// none); and, summed in float64 by rows' lanes into sums[0], sums[1] and sums[2], w r0^2 over
+// the rows within tau, w over the others, and w rho(r0) over all (rh::huber_rho).
 template <std::floating_point T>
-void anchor_rows(const T* residual, const T* weight, const T* squared_norms, std::size_t rows,
-                 T tau, T* r0, float* slack, double* sums);
+void anchor_rows(const T* residual, const T* weight, std::size_t rows, T tau, T* r0, float* margin,
+                 double* sums);
 
 // Per row: weighted_curvature = w 1{|r| <= tau} (huber_rows' curvature alone).
 template <std::floating_point T>
 void indicator_curvature_rows(const T* residual, const T* weight, std::size_t rows, T tau,
                               T* weighted_curvature);
 
-// Per row: flags = 1 where the row may reach the bandwidth's edge within `radius`, slack <=
-// radius, else 0.
-void near_flags(const float* slack, std::size_t rows, float radius, unsigned char* flags);
+// Per row: flags = 1 where the row may reach the bandwidth's edge: not margin > 0 with
+// margin^2 > squared_norm * squared_radius (NaN included), else 0.
+template <std::floating_point T>
+void near_flags(const float* margin, const T* squared_norms, std::size_t rows, T squared_radius,
+                unsigned char* flags);
 
 template <std::floating_point T>
 void information_rows(const T* residual, const T* weight, const T* kept, std::size_t rows, T tau,

@@ -130,8 +130,8 @@ struct Workspace {
   // them: the rows' squared norms of x~ and the anchor's residuals.
   std::vector<T> row_norms;
   std::vector<T> expansion_residual;
-  std::vector<float> expansion_slack;  // each row's distance from the bandwidth's edge, over
-                                       // its norm (row_kernels.hpp, anchor_rows)
+  std::vector<float> expansion_margin;  // each row's distance from the bandwidth's edge
+                                        // (row_kernels.hpp, anchor_rows)
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles

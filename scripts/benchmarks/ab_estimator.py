@@ -5,9 +5,11 @@ the library, side by side in one run, and print the ratios.
 Each build is a PYTHONPATH prefix (a worktree's python/ and a --target install of its native
 engine, say; an empty string means this environment as it is). Repetitions alternate A, B, A, B
 in fresh subprocesses so that load on a shared machine falls on both alike; the figure is the
-ratio of the medians (B / A: below 1 means B is faster).
+ratio of the medians (B / A: below 1 means B is faster). A build of the native engine alone is a
+library path (--a-library, --b-library: RH_NATIVE_CPU_LIBRARY for that side).
 
     ab_estimator.py --a /tmp/old/python:/tmp/old-site --b "" --backend native_cpu
+    ab_estimator.py --a "" --b "" --a-library /tmp/old/librhuber_cpu.so --full
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ print(json.dumps(min(times)))
 """
 
 
-def run_once(pythonpath: str, shape: tuple, env: dict) -> float:
+def run_once(pythonpath: str, shape: tuple, env: dict, library: str | None = None) -> float:
     child_env = dict(env)
+    if library:
+        child_env["RH_NATIVE_CPU_LIBRARY"] = library
     if pythonpath:
         child_env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(shape)], env=child_env,
@@ -55,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--a", required=True, help="PYTHONPATH prefix of build A ('' = as is)")
     parser.add_argument("--b", required=True, help="PYTHONPATH prefix of build B ('' = as is)")
+    parser.add_argument("--a-library", help="build A's native CPU library (a development build)")
+    parser.add_argument("--b-library", help="build B's native CPU library")
+    parser.add_argument("--shapes", nargs="*", help="only these shapes (by name)")
     parser.add_argument("--backend", default="native_cpu")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--passes", type=int, default=2, help="passes per subprocess (min kept)")
@@ -65,11 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     sizes = RFC_SHAPES if args.full else PROFILES["smoke"].shapes
     for size in sizes:
+        if args.shapes and size.name not in args.shapes:
+            continue
         spec = (size.n_samples, size.n_features, size.batch_size, args.backend, args.passes)
         a, b = [], []
         for _ in range(args.repetitions):
-            a.append(run_once(args.a, spec, env))
-            b.append(run_once(args.b, spec, env))
+            a.append(run_once(args.a, spec, env, args.a_library))
+            b.append(run_once(args.b, spec, env, args.b_library))
         ratio = statistics.median(b) / statistics.median(a)
         results[size.name] = {"rows": size.n_samples, "features": size.n_features,
                                "batch_size": size.batch_size, "a_median_s": statistics.median(a),
