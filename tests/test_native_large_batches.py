@@ -27,8 +27,8 @@ CONFIGS = {
 
 
 def _close(got, want, rtol):
-    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
-                               rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64),
+                               np.asarray(want, dtype=np.float64), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
