@@ -156,9 +156,9 @@ template <std::floating_point T>
 void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out,
                                 bool with_norms) const {
   if (with_norms) {
-    T* norms = ws_.row_norms.data() + begin;
-    row_dots_and_squares(X_.row(begin), end - begin, features_, beta, out + begin, norms);
-    finish_squared_norms(norms, end - begin, features_, intercept_);
+    T* squares = thread_rows<RowSquares, T>(end - begin);
+    row_dots_and_squares(X_.row(begin), end - begin, features_, beta, out + begin, squares);
+    finish_squared_norms(squares, end - begin, features_, intercept_, ws_.row_norms.data() + begin);
   } else {
     row_dots(X_.row(begin), end - begin, features_, beta, out + begin);
   }

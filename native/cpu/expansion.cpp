@@ -226,8 +226,8 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
 template <std::floating_point T>
 bool BatchOps<T>::find_near_rows(double radius) {
   segment_.near_anchor = 0;
-  const T reach = std::nextafter(static_cast<T>(radius * radius),
-                                 std::numeric_limits<T>::infinity());
+  const float reach = std::nextafter(static_cast<float>(radius * radius),
+                                     std::numeric_limits<float>::infinity());
   // Each block's near rows (on the pool): their flags a chunk at a time (a vectorized compare),
   // then their indices, eight flags at a time (most words are 0); the rows of X gathered into
   // the block's share of segment_.design, all of their cache lines asked for first so that the

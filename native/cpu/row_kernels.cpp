@@ -124,13 +124,24 @@ RH_ROW_KERNEL bool any_non_finite_rows(const T* values, std::size_t n) {
   return any_non_finite(values, n);
 }
 
+namespace {
+
+// The squared norm's bound as a float: T's rounding of the sum (4 (features + 3) eps) and the
+// conversion's (2^-20) rounded up.
+template <std::floating_point T>
+float squared_norm_bound(T sum, std::size_t features) {
+  const T round_up = T{1} + T{4} * static_cast<T>(features + 3) * std::numeric_limits<T>::epsilon();
+  return static_cast<float>(sum * round_up) * (1.0f + 0x1p-20f);
+}
+
+}  // namespace
+
 // Eight independent sums of squares per row, in the dtype (the bound's rounding-up covers
 // them): the loop over the lanes vectorizes.
 template <std::floating_point T>
 RH_ROW_KERNEL void row_squared_norms(const T* X, std::size_t rows, std::size_t features,
-                                     bool intercept, T* squared_norms) {
+                                     bool intercept, float* squared_norms) {
   constexpr std::size_t lanes = 8;
-  const T round_up = T{1} + T{4} * static_cast<T>(features + 3) * std::numeric_limits<T>::epsilon();
   for (std::size_t i = 0; i < rows; ++i) {
     const T* row = X + i * features;
     std::array<T, lanes> sums{};
@@ -142,16 +153,17 @@ RH_ROW_KERNEL void row_squared_norms(const T* X, std::size_t rows, std::size_t f
     for (; j < features; ++j) sum += row[j] * row[j];
     // A tree, not a chain: the row's sum waits 3 adds, not 8.
     sum += ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
-    squared_norms[i] = sum * round_up;
+    squared_norms[i] = squared_norm_bound(sum, features);
   }
 }
 
 template <std::floating_point T>
-RH_ROW_KERNEL void finish_squared_norms(T* squares, std::size_t rows, std::size_t features,
-                                        bool intercept) {
-  const T round_up = T{1} + T{4} * static_cast<T>(features + 3) * std::numeric_limits<T>::epsilon();
+RH_ROW_KERNEL void finish_squared_norms(const T* squares, std::size_t rows, std::size_t features,
+                                        bool intercept, float* squared_norms) {
   const T one = intercept ? T{1} : T{0};
-  for (std::size_t i = 0; i < rows; ++i) squares[i] = (squares[i] + one) * round_up;
+  for (std::size_t i = 0; i < rows; ++i) {
+    squared_norms[i] = squared_norm_bound(squares[i] + one, features);
+  }
 }
 
 template <std::floating_point T>
@@ -197,12 +209,11 @@ RH_ROW_KERNEL void indicator_curvature_rows(const T* residual, const T* weight, 
   }
 }
 
-template <std::floating_point T>
-RH_ROW_KERNEL void near_flags(const float* margin, const T* squared_norms, std::size_t rows,
-                              T squared_radius, unsigned char* flags) {
+RH_ROW_KERNEL void near_flags(const float* margin, const float* squared_norms, std::size_t rows,
+                              float squared_radius, unsigned char* flags) {
   for (std::size_t i = 0; i < rows; ++i) {
-    const T m = margin[i];
-    flags[i] = static_cast<unsigned char>(!(m > T{0} && m * m > squared_norms[i] * squared_radius));
+    const float m = margin[i];
+    flags[i] = static_cast<unsigned char>(!(m > 0.0f && m * m > squared_norms[i] * squared_radius));
   }
 }
 
@@ -226,16 +237,13 @@ template FlipCounts count_flips<double>(const double*, const double*, const doub
 template bool any_non_finite_rows<float>(const float*, std::size_t);
 template bool any_non_finite_rows<double>(const double*, std::size_t);
 template void row_squared_norms<float>(const float*, std::size_t, std::size_t, bool, float*);
-template void row_squared_norms<double>(const double*, std::size_t, std::size_t, bool, double*);
-template void finish_squared_norms<float>(float*, std::size_t, std::size_t, bool);
-template void finish_squared_norms<double>(double*, std::size_t, std::size_t, bool);
+template void row_squared_norms<double>(const double*, std::size_t, std::size_t, bool, float*);
+template void finish_squared_norms<float>(const float*, std::size_t, std::size_t, bool, float*);
+template void finish_squared_norms<double>(const double*, std::size_t, std::size_t, bool, float*);
 template void anchor_rows<float>(const float*, const float*, std::size_t, float, float*, float*,
                                  double*);
 template void anchor_rows<double>(const double*, const double*, std::size_t, double, double*,
                                   float*, double*);
-template void near_flags<float>(const float*, const float*, std::size_t, float, unsigned char*);
-template void near_flags<double>(const float*, const double*, std::size_t, double,
-                                 unsigned char*);
 template void indicator_curvature_rows<float>(const float*, const float*, std::size_t, float,
                                               float*);
 template void indicator_curvature_rows<double>(const double*, const double*, std::size_t, double,

@@ -34,14 +34,16 @@ void loss_change_rows(const T* residual, const T* projection, const T* weight, s
 // its set Q). With band_added (non-null) the smoothed J_b's row weights, w c off Q and w - w c on
 // it (0 elsewhere); with outlier_weights (non-null) G's and K's, w off Q and w psi^2 on it.
 // Steps by expansion (expansion.cpp). Per row of a row-major X (`features` columns): the
-// squared 2-norm of x~ (1 for the intercept's column when `intercept`), rounded up by a relative
-// 4 (features + 3) eps of T so that it bounds (x~ . v)^2 / ||v||^2 from above.
+// squared 2-norm of x~ (1 for the intercept's column when `intercept`), as a float rounded up by
+// a relative 4 (features + 3) eps of T and 2^-20 so that it bounds (x~ . v)^2 / ||v||^2 from
+// above.
 template <std::floating_point T>
 void row_squared_norms(const T* X, std::size_t rows, std::size_t features, bool intercept,
-                       T* squared_norms);
-// The same from x . x (row_dots_and_squares): the intercept's 1 added, rounded up alike.
+                       float* squared_norms);
+// The same from x . x (row_dots_and_squares' squares, in T).
 template <std::floating_point T>
-void finish_squared_norms(T* squares, std::size_t rows, std::size_t features, bool intercept);
+void finish_squared_norms(const T* squares, std::size_t rows, std::size_t features, bool intercept,
+                          float* squared_norms);
 
 // Per row: the anchor's residual r0 = residual (copied), and its margin: the distance of |r0|
 // from tau, less 16 eps (|r0| + tau) for the rounding, as a float rounded down (negative or NaN:
@@ -58,9 +60,8 @@ void indicator_curvature_rows(const T* residual, const T* weight, std::size_t ro
 
 // Per row: flags = 1 where the row may reach the bandwidth's edge: not margin > 0 with
 // margin^2 > squared_norm * squared_radius (NaN included), else 0.
-template <std::floating_point T>
-void near_flags(const float* margin, const T* squared_norms, std::size_t rows, T squared_radius,
-                unsigned char* flags);
+void near_flags(const float* margin, const float* squared_norms, std::size_t rows,
+                float squared_radius, unsigned char* flags);
 
 template <std::floating_point T>
 void information_rows(const T* residual, const T* weight, const T* kept, std::size_t rows, T tau,

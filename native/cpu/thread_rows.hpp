@@ -28,5 +28,6 @@ struct OutsideRows {};  // a chunk's rows outside the bandwidth (steps by expans
 struct NearFlags {};    // a chunk's rows near the bandwidth's edge (steps by expansion)
 struct NearDots {};     // the near rows' products with a vector
 struct NearScores {};   // the near rows' w psi off the anchor's piece
+struct RowSquares {};   // a chunk's rows' x . x (their norms' bounds are formed from them)
 
 }  // namespace rh::cpu

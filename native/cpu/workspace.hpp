@@ -128,7 +128,7 @@ struct Workspace {
   std::vector<T> score_sq_weights;      // w * psi^2 on the rows inside it, else 0
   // Steps by expansion (BatchOps, expansion.cpp), sized on first use by the batches that take
   // them: the rows' squared norms of x~ and the anchor's residuals.
-  std::vector<T> row_norms;
+  std::vector<float> row_norms;  // squared, rounded up
   std::vector<T> expansion_residual;
   std::vector<float> expansion_margin;  // each row's distance from the bandwidth's edge
                                         // (row_kernels.hpp, anchor_rows)
