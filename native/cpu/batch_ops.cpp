@@ -185,7 +185,7 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
                                    [](T v) { return v == T{0} && !std::signbit(v); });
   std::atomic<bool> non_finite{false};
   // The rows' norms for steps by expansion come with the products (the pass reads X from memory).
-  const bool with_norms = expansion_allowed_ && !row_norms_ready_ && !at_zero;
+  const bool with_norms = expansion_enabled() && !row_norms_ready_ && !at_zero;
   if (with_norms && ws_.row_norms.size() < X_.rows) ws_.row_norms.resize(X_.rows);
   for_each_block([&](std::size_t b) {
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
@@ -355,10 +355,10 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   const bool with_diagonal = diagonal_in_pass_ && !diagonal_mean_;
   if (with_diagonal) ws_.diagonal_partials.assign(blocks_.count() * features_, 0.0);
   // The rows' norms for steps by expansion, once a batch, from the chunks in cache.
-  const bool with_norms = expansion_allowed_ && !row_norms_ready_;
+  const bool with_norms = expansion_enabled() && !row_norms_ready_;
   if (with_norms && ws_.row_norms.size() < X_.rows) ws_.row_norms.resize(X_.rows);
-  // The outside rows' score of a point that may anchor such steps (one with its Gram).
-  point.outside_formed = expansion_allowed_ && with_gram;
+  // The outside rows' score, from cache, of a point that may anchor such steps.
+  point.outside_formed = expansion_enabled();
   expansion_of(point).curvature_anchor = 0;  // the pass writes every row's curvature
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;

@@ -236,6 +236,7 @@ class BatchOps {
   struct ExpandedPoint {
     bool active = false;
     std::vector<double> offset;
+    std::vector<double> gram_offset;  // G0 offset
     std::vector<std::size_t> rows;
     std::vector<double> residual;
     // The curvature in its buffer is the anchor's (this id) but on `rows`; 0: not known.
@@ -247,6 +248,7 @@ class BatchOps {
   }
   double point_loss();  // objective()'s sum w rho(r) from the current point's residuals
   bool expansion_usable() const;
+  bool expansion_enabled() const;  // expansion_usable but for the rows' norms
   // The rows' squared 2-norms of x~ (rounded up), rows [lo, hi), from cache in a pass.
   void add_row_norms(std::size_t lo, std::size_t hi) {
     row_squared_norms(X_.row(lo), hi - lo, features_, intercept_, ws_.row_norms.data() + lo);

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "batch_ops.hpp"
+#include "blas.hpp"
 #include "rh/bricks/scope.hpp"
 #include "rh/huber.hpp"
 #include "row_dots.hpp"
@@ -48,24 +49,25 @@ double norm2(const std::vector<double>& v) {
   return std::sqrt(sum);
 }
 
-// G v for a d x d row-major G.
+// G v for a d x d row-major G (OpenBLAS's GEMV: on wide batches d^2 is not small).
 std::vector<double> times(const std::vector<double>& G, const std::vector<double>& v) {
   const std::size_t d = v.size();
   std::vector<double> out(d, 0.0);
-  for (std::size_t i = 0; i < d; ++i) {
-    double sum = 0.0;
-    for (std::size_t j = 0; j < d; ++j) sum += G[i * d + j] * v[j];
-    out[i] = sum;
-  }
+  blas::gemv(false, d, d, 1.0, G.data(), d, v.data(), 0.0, out.data());
   return out;
 }
 
 }  // namespace
 
 template <std::floating_point T>
-bool BatchOps<T>::expansion_usable() const {
-  return expansion_allowed_ && expansion_on_ && !tracing_ && row_norms_ready_ &&
+bool BatchOps<T>::expansion_enabled() const {
+  return expansion_allowed_ && expansion_on_ && !tracing_ &&
          gram_strategy_ == GramStrategy::incremental;
+}
+
+template <std::floating_point T>
+bool BatchOps<T>::expansion_usable() const {
+  return expansion_enabled() && row_norms_ready_;
 }
 
 template <std::floating_point T>
@@ -80,13 +82,11 @@ void BatchOps<T>::add_outside_score(std::size_t lo, std::size_t hi, const T* cur
   }
   RH_BRICK_SCOPE(prof_, EngineBrick::score, count * dim_, count * features_ * sizeof(T),
                  2 * count * dim_);
-  double* __restrict sum = partial;
-  for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t i = rows[k];
-    const auto s = static_cast<double>(scores[i - lo]);
-    const T* __restrict row = X_.row(i);
-    for (std::size_t j = 0; j < features_; ++j) sum[j] += s * static_cast<double>(row[j]);
-    if (intercept_) sum[features_] += s;
+  add_listed_rows(X_.data, features_, rows, count, scores, lo, partial);
+  if (intercept_) {
+    for (std::size_t k = 0; k < count; ++k) {
+      partial[features_] += static_cast<double>(scores[rows[k] - lo]);
+    }
   }
 }
 
@@ -175,8 +175,9 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
   } else if (!(residual_known_ && residual_point_ == current_) || !anchor_at_current()) {
     return false;
   }
+  const bool at_anchor = !point_expansion_.active;
   const std::vector<double> from =
-      point_expansion_.active ? point_expansion_.offset : std::vector<double>(dim_, 0.0);
+      at_anchor ? std::vector<double>(dim_, 0.0) : point_expansion_.offset;
   Vector end = current_;
   for (std::size_t j = 0; j < dim_; ++j) end[j] += step[j];  // as the drivers form beta + step
   // Both ends of the segment bound every point on it (the norm is convex); room for the
@@ -207,7 +208,8 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
   }
   // (S0 - G0 from)' step and step' G0 step.
   std::vector<double> step64(step.begin(), step.end());
-  const std::vector<double> gram_from = times(anchor_.gram, from);
+  const std::vector<double> gram_from =
+      at_anchor ? std::vector<double>(dim_, 0.0) : point_expansion_.gram_offset;
   const std::vector<double> gram_step = times(anchor_.gram, step64);
   double slope = 0.0;
   double curvature = 0.0;
@@ -331,9 +333,10 @@ void BatchOps<T>::evaluate_by_expansion(const Vector& point, std::vector<double>
   std::fill_n(score, blocks_.count() * dim_, T{0});
   add_weighted_rows(segment_.design.data(), near, features_, off, score);
   if (intercept_) score[features_] = off_sum;
-  const std::vector<double> gram_offset = times(anchor_.gram, offset);
+  expanded.gram_offset = times(anchor_.gram, offset);
   for (std::size_t j = 0; j < dim_; ++j) {
-    score[j] = static_cast<T>(anchor_.score[j] - gram_offset[j] + static_cast<double>(score[j]));
+    score[j] = static_cast<T>(anchor_.score[j] - expanded.gram_offset[j] +
+                              static_cast<double>(score[j]));
   }
   rows.outside_formed = false;  // its outside rows' score was not formed (an anchor reads it)
   expanded.offset = std::move(offset);
@@ -364,7 +367,7 @@ double BatchOps<T>::expansion_loss() const {
   const T* r0 = ws_.expansion_residual.data();
   // L0 - S0' D + D' G0 D / 2, then the near rows off their pieces.
   const std::vector<double>& offset = point_expansion_.offset;
-  const std::vector<double> gram_offset = times(anchor_.gram, offset);
+  const std::vector<double>& gram_offset = point_expansion_.gram_offset;
   double loss = anchor_.loss;
   for (std::size_t j = 0; j < dim_; ++j) {
     loss += offset[j] * (0.5 * gram_offset[j] - anchor_.score[j]);
@@ -385,7 +388,7 @@ InferenceSums BatchOps<T>::expansion_sums() const {
   const auto tau64 = static_cast<double>(tau);
   if (!anchor_.inside_score_ready) {
     // A0 = S0 less the outside rows' score, read from X here: the anchor's pass did not form it
-    // (an anchor whose Gram came by corrections, not in its pass).
+    // (expansion turned on after it).
     std::vector<double> outside(dim_, 0.0);
     for (std::size_t i = 0; i < X_.rows; ++i) {
       if (std::fabs(r0[i]) <= tau) continue;
@@ -400,7 +403,7 @@ InferenceSums BatchOps<T>::expansion_sums() const {
   }
   // sum w psi_P0(r)^2 = sum_inside w (r0 - x~ D)^2 + tau^2 sum_outside w, then the near rows.
   const std::vector<double>& offset = point_expansion_.offset;
-  const std::vector<double> gram_offset = times(anchor_.gram, offset);
+  const std::vector<double>& gram_offset = point_expansion_.gram_offset;
   double score_sq = anchor_.inside_square + tau64 * tau64 * anchor_.outside_weight;
   for (std::size_t j = 0; j < dim_; ++j) {
     score_sq += offset[j] * (gram_offset[j] - 2.0 * anchor_.inside_score[j]);
@@ -449,6 +452,7 @@ void BatchOps<T>::materialize_point() {
 
 #define RH_EXPANSION_INSTANTIATE(T)                                                             \
   template bool BatchOps<T>::expansion_usable() const;                                          \
+  template bool BatchOps<T>::expansion_enabled() const;                                         \
   template void BatchOps<T>::add_outside_score(std::size_t, std::size_t, const T*, const T*,    \
                                                double*) const;                                  \
   template void BatchOps<T>::near_products(const T*, std::vector<double>&) const;               \

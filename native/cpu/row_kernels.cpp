@@ -167,6 +167,18 @@ RH_ROW_KERNEL void finish_squared_norms(const T* squares, std::size_t rows, std:
 }
 
 template <std::floating_point T>
+RH_ROW_KERNEL void add_listed_rows(const T* X, std::size_t features, const std::size_t* rows,
+                                   std::size_t count, const T* scores, std::size_t lo,
+                                   double* partial) {
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = rows[k];
+    const auto s = static_cast<double>(scores[i - lo]);
+    const T* x = X + i * features;
+    for (std::size_t j = 0; j < features; ++j) partial[j] += s * static_cast<double>(x[j]);
+  }
+}
+
+template <std::floating_point T>
 RH_ROW_KERNEL void anchor_rows(const T* residual, const T* weight, std::size_t rows, T tau, T* r0,
                                float* margin, double* sums) {
   constexpr std::size_t lanes = 8;
@@ -236,6 +248,10 @@ template FlipCounts count_flips<float>(const float*, const float*, const float*,
 template FlipCounts count_flips<double>(const double*, const double*, const double*, std::size_t);
 template bool any_non_finite_rows<float>(const float*, std::size_t);
 template bool any_non_finite_rows<double>(const double*, std::size_t);
+template void add_listed_rows<float>(const float*, std::size_t, const std::size_t*, std::size_t,
+                                     const float*, std::size_t, double*);
+template void add_listed_rows<double>(const double*, std::size_t, const std::size_t*, std::size_t,
+                                      const double*, std::size_t, double*);
 template void row_squared_norms<float>(const float*, std::size_t, std::size_t, bool, float*);
 template void row_squared_norms<double>(const double*, std::size_t, std::size_t, bool, float*);
 template void finish_squared_norms<float>(const float*, std::size_t, std::size_t, bool, float*);

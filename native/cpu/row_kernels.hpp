@@ -45,6 +45,12 @@ template <std::floating_point T>
 void finish_squared_norms(const T* squares, std::size_t rows, std::size_t features, bool intercept,
                           float* squared_norms);
 
+// partial[j] += sum over the listed rows i of scores[i - lo] x_ij (j < features), in float64,
+// rows in list order: the outside rows' score of an evaluation pass, from cache.
+template <std::floating_point T>
+void add_listed_rows(const T* X, std::size_t features, const std::size_t* rows, std::size_t count,
+                     const T* scores, std::size_t lo, double* partial);
+
 // Per row: the anchor's residual r0 = residual (copied), and its margin: the distance of |r0|
 // from tau, less 16 eps (|r0| + tau) for the rounding, as a float rounded down (negative or NaN:
 // none); and, summed in float64 by rows' lanes into sums[0], sums[1] and sums[2], w r0^2 over

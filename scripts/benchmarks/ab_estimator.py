@@ -29,12 +29,12 @@ import json, sys, time
 import numpy as np
 from rhuber import RenewableHuberRegressor
 from rhuber.datasets import make_contaminated_stream
-rows, features, batch, backend, passes = json.loads(sys.argv[1])
-stream = make_contaminated_stream(rows, features, batch_size=batch, seed=0)
+rows, features, batch, backend, passes, dtype, n_jobs = json.loads(sys.argv[1])
+stream = make_contaminated_stream(rows, features, batch_size=batch, seed=0, dtype=dtype)
 batches = [stream.batch(k) for k in range(stream.n_batches)]
 times = []
 for _ in range(passes):
-    model = RenewableHuberRegressor(backend=backend)
+    model = RenewableHuberRegressor(backend=backend, n_jobs=n_jobs)
     start = time.perf_counter()
     for X, y in batches:
         model.partial_fit(X, y)
@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b-library", help="build B's native CPU library")
     parser.add_argument("--shapes", nargs="*", help="only these shapes (by name)")
     parser.add_argument("--backend", default="native_cpu")
+    parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    parser.add_argument("--n-jobs", type=int, help="the estimator's n_jobs (default: None, all cores)")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--passes", type=int, default=2, help="passes per subprocess (min kept)")
     parser.add_argument("--full", action="store_true", help="the RFC shapes at full size, "
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         if args.shapes and size.name not in args.shapes:
             continue
-        spec = (size.n_samples, size.n_features, size.batch_size, args.backend, args.passes)
+        spec = (size.n_samples, size.n_features, size.batch_size, args.backend, args.passes,
+                args.dtype, args.n_jobs)
         a, b = [], []
         for _ in range(args.repetitions):
             a.append(run_once(args.a, spec, env, args.a_library))
