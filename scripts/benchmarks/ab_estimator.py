@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", nargs="*", help="only these shapes (by name)")
     parser.add_argument("--backend", default="native_cpu")
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    parser.add_argument("--n-jobs", type=int, help="the estimator's n_jobs (default: None, all cores)")
+    parser.add_argument("--n-jobs", type=int,
+                        help="the estimator's n_jobs (default: None, all cores)")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--passes", type=int, default=2, help="passes per subprocess (min kept)")
     parser.add_argument("--full", action="store_true", help="the RFC shapes at full size, "
