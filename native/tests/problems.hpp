@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <rh/bricks/bricks.hpp>
 #include <rh/config.hpp>
+#include <rh/engine_bricks.hpp>
 #include <rh/cpu/engine.hpp>
 #include <rh/huber.hpp>
 #include <rh/state.hpp>
@@ -17,6 +19,18 @@
 #include <vector>
 
 namespace rh::test {
+
+// A profiler that times nothing, for the tests that build BatchOps themselves (its scopes are
+// one branch each).
+inline rh::bricks::Profiler& quiet_profiler() {
+  static rh::bricks::Profiler off = [] {
+    rh::bricks::Options options;
+    options.sync_mode = rh::bricks::SyncMode::off;
+    options.track_page_faults = false;
+    return rh::bricks::Profiler(rh::engine_brick_table(), options);
+  }();
+  return off;
+}
 
 template <class T>
 struct Batch {

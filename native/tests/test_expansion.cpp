@@ -20,16 +20,6 @@
 
 namespace {
 
-rh::bricks::Profiler& quiet_profiler() {
-  static rh::bricks::Profiler off = [] {
-    rh::bricks::Options options;
-    options.sync_mode = rh::bricks::SyncMode::off;
-    options.track_page_faults = false;
-    return rh::bricks::Profiler(rh::engine_brick_table(), options);
-  }();
-  return off;
-}
-
 template <class T>
 struct Run {
   std::vector<rh::State<T>> states;
@@ -64,7 +54,7 @@ Run<T> stream(const rh::Config& config, std::size_t rows, std::size_t features,
     const rh::StateView<T> previous = state.view();
     std::optional<rh::cpu::BatchOps<T>> ops;
     ops.emplace(workspace, pool, previous, batch.design(), batch.response(), batch.weights(),
-                config.fit_intercept, quiet_profiler(), /*scan_design=*/true);
+                config.fit_intercept, rh::test::quiet_profiler(), /*scan_design=*/true);
     ops->set_expansion(options.expansion);
     ops->set_tracing(options.tracing);
     rh::TraceSink sink;

@@ -38,16 +38,6 @@ static_assert(rh::FusedTrialOps<rh::cpu::BatchOps<double>>);
 static_assert(rh::SolverOps<OneCallAtATime<double>>);
 static_assert(!rh::FusedTrialOps<OneCallAtATime<double>>);
 
-rh::bricks::Profiler& quiet_profiler() {
-  static rh::bricks::Profiler off = [] {
-    rh::bricks::Options options;
-    options.sync_mode = rh::bricks::SyncMode::off;
-    options.track_page_faults = false;
-    return rh::bricks::Profiler(rh::engine_brick_table(), options);
-  }();
-  return off;
-}
-
 // A stream of batches through renewable_update with Ops type O; every state and diagnostic.
 template <template <class> class O, class T>
 struct Run {
@@ -82,7 +72,7 @@ Run<O, T> stream(const rh::Config& config, std::size_t rows, std::size_t feature
     const rh::StateView<T> previous = state.view();
     std::optional<O<T>> ops;
     ops.emplace(workspace, pool, previous, batch.design(), batch.response(), batch.weights(),
-                config.fit_intercept, quiet_profiler());
+                config.fit_intercept, rh::test::quiet_profiler());
     auto [next, diag] = rh::renewable_update(*ops, previous, config);
     run.states.push_back(next);
     run.diagnostics.push_back(diag);
@@ -163,7 +153,7 @@ void expect_reused_residuals_match_fresh_ones(double tolerance) {
   reused_space.reserve(8, batch.rows, blocks.count());
   fresh_space.reserve(8, batch.rows, blocks.count());
   rh::cpu::BatchOps<T> reused(reused_space, pool, previous, batch.design(), batch.response(),
-                              batch.weights(), true, quiet_profiler());
+                              batch.weights(), true, rh::test::quiet_profiler());
   const std::vector<T> start = {0.5, -1, 2, 0, 0.25, -0.75, 1.5, 0.1};
   std::vector<T> step = {0.01, 0.2, -0.3, 0.05, -0.02, 0.07, -0.11, 0.3};
   std::vector<T> host(batch.rows);
@@ -184,7 +174,7 @@ void expect_reused_residuals_match_fresh_ones(double tolerance) {
        {std::tuple{start, gradient_at_start, objective_at_start},
         std::tuple{next, gradient_at_next, objective_at_next}}) {
     rh::cpu::BatchOps<T> fresh(fresh_space, pool, previous, batch.design(), batch.response(),
-                               batch.weights(), true, quiet_profiler());
+                               batch.weights(), true, rh::test::quiet_profiler());
     fresh.evaluate(point, 1.5);  // ResidualSource::product
     std::vector<T> expected(8);
     fresh.gradient(expected);
@@ -238,7 +228,7 @@ void expect_repeated_evaluation_matches_fresh_one() {
   };
   const auto fresh = [&](const std::vector<T>& point, double tau) {
     rh::cpu::BatchOps<T> f(fresh_space, pool, previous, batch.design(), batch.response(),
-                           batch.weights(), true, quiet_profiler());
+                           batch.weights(), true, rh::test::quiet_profiler());
     f.residuals_to_host(point, host);
     f.evaluate_with_gram(point, tau);
     return look(f);
@@ -302,7 +292,7 @@ void expect_residuals_at_the_current_point_copied() {
   ops.evaluate_with_gram(start, 1.5);
   EXPECT_EQ(residual_calls(), calls);  // neither ran a pass
   rh::cpu::BatchOps<T> fresh(fresh_space, pool, empty.view(), batch.design(), batch.response(),
-                             batch.weights(), true, quiet_profiler());
+                             batch.weights(), true, rh::test::quiet_profiler());
   std::vector<T> passed(batch.rows);
   fresh.residuals_to_host(start, passed);
   EXPECT_EQ(copied, passed);

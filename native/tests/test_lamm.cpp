@@ -55,16 +55,6 @@ TEST(Lamm, StartsAtTheMeanDiagonalWithoutDoublingsFromOne) {
   }
 }
 
-rh::bricks::Profiler& off_profiler() {
-  static rh::bricks::Profiler off = [] {
-    rh::bricks::Options options;
-    options.sync_mode = rh::bricks::SyncMode::off;
-    options.track_page_faults = false;
-    return rh::bricks::Profiler(rh::engine_brick_table(), options);
-  }();
-  return off;
-}
-
 // diagonal_mean() formed in the first evaluation pass and in a pass of its own: the same bits,
 // and the float64 mean of the diagonal of X~^T diag(w) X~ + J~ to rounding.
 template <class T>
@@ -96,14 +86,14 @@ void expect_diagonal_mean(double tolerance) {
   double in_pass = 0.0;
   {
     rh::cpu::BatchOps<T> ops(space, pool, previous.view(), batch.design(), batch.response(),
-                             batch.weights(), true, off_profiler(), false,
+                             batch.weights(), true, rh::test::quiet_profiler(), false,
                              rh::cpu::GramStrategy::incremental, rh::cpu::default_chunk_bytes,
                              /*diagonal_in_pass=*/true);
     ops.evaluate(beta, 1.0);
     in_pass = ops.diagonal_mean();
   }
   rh::cpu::BatchOps<T> own(space, pool, previous.view(), batch.design(), batch.response(),
-                           batch.weights(), true, off_profiler());
+                           batch.weights(), true, rh::test::quiet_profiler());
   const double own_pass = own.diagonal_mean();
   EXPECT_EQ(in_pass, own_pass);
   EXPECT_NEAR(in_pass, expected, tolerance * expected);
