@@ -214,6 +214,18 @@ def test_parquet_errors_name_row_and_column(tmp_path):
         read_batches(path, target="y")
 
 
+def test_parquet_with_two_columns_of_one_name_is_refused_by_name(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "twice.parquet"
+    table = pa.Table.from_arrays([pa.array([1.0, 2.0]), pa.array([3.0, 4.0]), pa.array([5.0, 6.0])],
+                                 names=["a", "a", "y"])
+    pq.write_table(table, path)
+    with pytest.raises(DataFileError, match=r"twice\.parquet: has more than one column named 'a'"):
+        read_batches(path, target="y")
+
+
 def test_array_errors_name_row_index_and_column(tmp_path):
     data = np.arange(12.0).reshape(4, 3)
     data[2, 1] = np.inf

@@ -81,6 +81,7 @@ def test_checkpoint_that_is_a_single_npy_array(tmp_path):
     ("npz", "member_not_npy", ".npz", "of the archive is not a .npy array"),
     ("parquet", "damaged_page_header", ".parquet", "the file is damaged from here on"),
     ("parquet", "column_name_not_utf8", ".parquet", "cannot be read as Parquet: 'utf-8' codec"),
+    ("parquet", "duplicate_column_names", ".parquet", "has more than one column named"),
 ])
 def test_damaged_files_found_by_fuzzing_are_data_file_errors(tmp_path, target, name, suffix,
                                                              message):

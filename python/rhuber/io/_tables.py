@@ -129,6 +129,14 @@ class ParquetReader(_TableReader):
         self._pq = _require("pyarrow.parquet", "reading Parquet")
         schema, self.n_rows = self._schema()
         self.columns = tuple(schema.names)
+        # Parquet allows two columns of one name; a column is chosen by its name here, so such
+        # a name would be ambiguous (pyarrow looks it up as absent; found by fuzz/).
+        repeated = sorted({name for name in self.columns if self.columns.count(name) > 1})
+        if repeated:
+            raise self.error(
+                "has more than one column named " + " and ".join(repr(n) for n in repeated)
+                + "; every column needs a name of its own"
+            )
         self._select(target, features, target_required=target_required)
         for name in self._used_columns():
             kind = schema.field(name).type
