@@ -76,6 +76,7 @@ def test_checkpoint_that_is_a_single_npy_array(tmp_path):
 
 @pytest.mark.parametrize(("target", "name", "suffix", "message"), [
     ("npy", "header_token_error", ".npy", "cannot be read as a .npy array: TokenError"),
+    ("npy", "no_rows_too_many_columns", ".npy", "has 111,111,112 columns; at most 1,048,576"),
     ("npz", "unknown_compression", ".npz",
      "cannot be read as a .npz archive: NotImplementedError: That compression method"),
     ("npz", "member_not_npy", ".npz", "of the archive is not a .npy array"),

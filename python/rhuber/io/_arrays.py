@@ -11,6 +11,12 @@ from numpy.typing import NDArray
 
 from ._base import Batch, BatchReader, ColumnLabel
 
+#: The most columns an array file may have. Every column gets a label (its index) and a place
+#: in the feature list: an array with no rows but a declared shape of 10^8 columns (a few dozen
+#: bytes on disk; found by fuzz/) took gigabytes of them. A model of 2^20 features would already
+#: need an information matrix of 2^40 values.
+MAX_COLUMNS = 1 << 20
+
 # _LOAD_ERRORS: np.load's .npy header parser and zipfile raise a dozen kinds of error on damaged
 # bytes (ValueError, EOFError, zlib.error, tokenize.TokenError, NotImplementedError for an unknown
 # compression, MemoryError for an absurd declared shape, ...; found by fuzz/). Around np.load
@@ -58,6 +64,10 @@ class _ArrayReader(BatchReader):
             raise self.error(f"wrong shape: {name} has shape {a.shape}; expected {expected}")
         if a.dtype.kind not in "biuf":
             raise self.error(f"{name} has dtype {a.dtype}; expected numbers")
+        if ndim == 2 and a.shape[1] > MAX_COLUMNS:
+            raise self.error(
+                f"wrong shape: {name} has {a.shape[1]:,} columns; at most {MAX_COLUMNS:,} are read"
+            )
 
     def _column_index(self, spec: ColumnLabel, n_columns: int) -> int:
         # The command line hands over text; a NumPy column can only be named by its index.
