@@ -176,13 +176,12 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
     return false;
   }
   const bool at_anchor = !point_expansion_.active;
-  const std::vector<double> from =
-      at_anchor ? std::vector<double>(dim_, 0.0) : point_expansion_.offset;
   Vector end = current_;
   for (std::size_t j = 0; j < dim_; ++j) end[j] += step[j];  // as the drivers form beta + step
   // Both ends of the segment bound every point on it (the norm is convex); room for the
   // rounding of offsets formed later from the same values.
-  const double radius = std::max(norm2(from), norm2(anchor_offset(end))) * (1.0 + 1e-12);
+  const double from = at_anchor ? 0.0 : norm2(point_expansion_.offset);
+  const double radius = std::max(from, norm2(anchor_offset(end))) * (1.0 + 1e-12);
 
   if (segment_.near_anchor != anchor_.id || !(radius <= segment_.radius)) {
     // A new near set, for a radius with room for the steps after this one (a Newton solve's
@@ -194,7 +193,7 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
     RH_BRICK_SCOPE(prof_, EngineBrick::line_search, near * dim_, near * features_ * sizeof(T),
                    2 * near * dim_);
     near_products(step.data(), segment_.projection);
-    if (point_expansion_.active) {
+    if (!at_anchor) {
       near_products(current_.data(), segment_.residual);
       for (std::size_t k = 0; k < near; ++k) {
         segment_.residual[k] = static_cast<double>(y_[segment_.rows[k]]) - segment_.residual[k];
@@ -206,15 +205,14 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
       }
     }
   }
-  // (S0 - G0 from)' step and step' G0 step.
+  // (S0 - G0 D)' step and step' G0 step, D the current point's offset (0 at the anchor).
   std::vector<double> step64(step.begin(), step.end());
-  const std::vector<double> gram_from =
-      at_anchor ? std::vector<double>(dim_, 0.0) : point_expansion_.gram_offset;
   const std::vector<double> gram_step = times(anchor_.gram, step64);
   double slope = 0.0;
   double curvature = 0.0;
   for (std::size_t j = 0; j < dim_; ++j) {
-    slope += (anchor_.score[j] - gram_from[j]) * step64[j];
+    const double gram_offset = at_anchor ? 0.0 : point_expansion_.gram_offset[j];
+    slope += (anchor_.score[j] - gram_offset) * step64[j];
     curvature += step64[j] * gram_step[j];
   }
   segment_.slope = slope;
@@ -387,8 +385,8 @@ InferenceSums BatchOps<T>::expansion_sums() const {
   const T tau = anchor_.tau;
   const auto tau64 = static_cast<double>(tau);
   if (!anchor_.inside_score_ready) {
-    // A0 = S0 less the outside rows' score, read from X here: the anchor's pass did not form it
-    // (expansion turned on after it).
+    // A0 = S0 less the outside rows' score, read from X here: no pass formed it for the anchor
+    // (a point evaluated by expansion whose residuals were formed later, then anchored).
     std::vector<double> outside(dim_, 0.0);
     for (std::size_t i = 0; i < X_.rows; ++i) {
       if (std::fabs(r0[i]) <= tau) continue;
