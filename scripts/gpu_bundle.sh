@@ -37,14 +37,15 @@ while read -r kind spec module; do
       keep["wheels/$file"]="wheel	$name	$module"
       ;;
     deb)
-      file="$(cd "$bundle/debs" && ls -- "${spec}_"*_amd64.deb 2>/dev/null | head -1 || true)"
+      file="$(cd "$bundle/debs" && ls -- "${spec}_"*_{amd64,all}.deb 2>/dev/null | head -1 || true)"
       if [[ -z "$file" ]]; then
         if (( ! apt_updated )) && ! apt-cache show "$spec" >/dev/null 2>&1; then
           apt-get update -qq
         fi
         apt_updated=1
         (cd "$bundle/debs" && apt-get download -qq -o APT::Sandbox::User=root "$spec:amd64")
-        file="$(cd "$bundle/debs" && ls -- "${spec}_"*_amd64.deb | head -1)"
+        file="$(cd "$bundle/debs" && ls -- "${spec}_"*_{amd64,all}.deb 2>/dev/null | head -1 || true)"
+        [[ -n "$file" ]] || { echo "gpu-bundle: apt-get download $spec left no .deb" >&2; exit 1; }
       fi
       keep["debs/$file"]="deb	$spec	-"
       ;;

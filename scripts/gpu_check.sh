@@ -11,7 +11,7 @@
 #     on the borrowed GPU machine"): uses the machine's own python3 ($PYTHON) and its packages,
 #     installs what it lacks of scripts/gpu_bundle.txt from the bundle that `make gpu-bundle`
 #     downloaded ($RH_GPU_BUNDLE, default .gpu-bundle: wheels with pip --no-index, OpenBLAS and
-#     LAPACKE .debs unpacked into the prefix, never into /), then installs our three packages with
+#     LAPACKE (and nlohmann-json) .debs unpacked into the prefix, never into /), then installs our three packages with
 #     --no-deps --no-build-isolation into a temporary prefix (pip --target; PYTHONPATH, and
 #     LD_LIBRARY_PATH for the bundle's libraries, point there), building both native modules for
 #     RH_CUDA_ARCHITECTURES (default 90).
@@ -136,7 +136,7 @@ PY
 # The bundle's lines of scripts/gpu_bundle.txt: "wheel NAME==VERSION MODULE" and "deb NAME".
 bundle_entries() { sed -e 's/#.*//' scripts/gpu_bundle.txt | awk -v k="$1" '$1 == k'; }
 
-# Whether the machine has what native/cmake/RhBlas.cmake looks for.
+# Whether the machine has what native/cmake/RhBlas.cmake and find_package(nlohmann_json) look for.
 system_has_blas() {
   local found=0 dir suffix lib
   for dir in /usr/include /usr/include/x86_64-linux-gnu /usr/local/include; do
@@ -151,7 +151,12 @@ system_has_blas() {
     [[ -e "$dir/libopenblas.so" ]] && found=$(( found | 4 ))
     [[ -e "$dir/liblapacke.so" ]] && found=$(( found | 8 ))
   done
-  (( found == 15 ))
+  # nlohmann-json's CMake package (native/CMakeLists.txt's find_package(nlohmann_json)).
+  for dir in /usr/share/cmake /usr/lib/cmake /usr/lib/x86_64-linux-gnu/cmake /usr/local/share/cmake \
+             /usr/local/lib/cmake; do
+    [[ -f "$dir/nlohmann_json/nlohmann_jsonConfig.cmake" ]] && found=$(( found | 16 ))
+  done
+  (( found == 31 ))
 }
 
 # unpack_debs DIR: every bundled .deb's files under DIR (dpkg -x; ar and tar where dpkg is not).
@@ -159,7 +164,7 @@ unpack_debs() {
   local dir="$1" name deb
   mkdir -p "$dir"
   for name in $(bundle_entries deb | awk '{print $2}'); do
-    deb="$(ls "$bundle"/debs/"${name}"_*_amd64.deb 2>/dev/null | head -1)"
+    deb="$(ls "$bundle"/debs/"${name}"_*_{amd64,all}.deb 2>/dev/null | head -1)"
     if [[ -z "$deb" ]]; then
       echo "missing from the bundle: $name (run make gpu-bundle here and carry $bundle)"
       return 1
@@ -181,7 +186,7 @@ preflight() {
   "$python" --version || return 1
   echo "the machine lacks: ${missing:-nothing that the bundle does not carry}"
   echo "wheels from the bundle: ${wheels[*]:-none}"
-  echo "OpenBLAS and LAPACKE from: $blas_source"
+  echo "OpenBLAS, LAPACKE and nlohmann-json from: $blas_source"
   [[ -z "$missing" ]]
 }
 
@@ -258,7 +263,8 @@ if (( offline )); then
       "-DRH_CBLAS_INCLUDE_DIR=$blas_prefix/usr/include/x86_64-linux-gnu/openblas-pthread"
       "-DRH_LAPACKE_INCLUDE_DIR=$blas_prefix/usr/include"
       "-DRH_OPENBLAS_LIBRARY=$lib/openblas-pthread/libopenblas.so"
-      "-DRH_LAPACKE_LIBRARY=$lib/liblapacke.so")
+      "-DRH_LAPACKE_LIBRARY=$lib/liblapacke.so"
+      "-Dnlohmann_json_DIR=$blas_prefix/usr/share/cmake/nlohmann_json")
     export LD_LIBRARY_PATH="$lib/openblas-pthread:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
   pip_install=("$python" -m pip install --no-index --no-deps --no-build-isolation --no-compile
