@@ -6,6 +6,14 @@
 flag or count). The float32 reference rounds through NumPy's BLAS, whose summation order changes
 between NumPy releases (numpy 2.4.6 moved a float32 scale by 1.1e-6): 1e-5 still catches any
 change of the reference's arithmetic, 200 times inside the contract's float32 tolerance (2e-3).
+
+The qr cases are ill-conditioned by construction (Filip's design keeps about 7 digits), and the
+blocked Householder kernels of LAPACK differ between processors: regenerated on an AMD EPYC
+(AVX2) the corpus written on an AVX-512 Xeon moved polynomial_huber_qr by 8e-11 and Filip's
+coefficients by 1.3e-7 (its predictions by 2e-8). A qr case is checked at 1e-9; a case whose
+batches declare a `tolerance` (Filip: its data determine its coefficients to about 1e-7) is one
+where the reference on another processor is one more valid engine, so it is checked as engines
+are, at the contract's tolerance and each declared field at its own.
 """
 
 from __future__ import annotations
@@ -16,9 +24,39 @@ import sys
 from pathlib import Path
 
 from rhuber.lab.golden import CORPUS_FILE, build_corpus, max_relative_difference
+from rhuber.lab.golden import RTOL as CONTRACT_RTOL
 
 DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "golden" / CORPUS_FILE
 CHECK_RTOL = {"float64": 1e-12, "float32": 1e-5}
+QR_CHECK_RTOL = 1e-9
+
+
+def _case_excess(old: dict, new: dict) -> tuple[float, str]:
+    """A case's largest difference over its tolerance, with a description of it."""
+    name = new.get("name")
+    rtol = CHECK_RTOL.get(new.get("dtype"), CHECK_RTOL["float64"])
+    if new.get("config", {}).get("factorization") == "qr":
+        rtol = max(rtol, QR_CHECK_RTOL)
+    declared = [(key, tol) for batch in new.get("batches", [])
+                for key, tol in batch.get("tolerance", {}).items()]
+    if declared:
+        rtol = max(rtol, CONTRACT_RTOL[new.get("dtype", "float64")])
+    if not declared or len(old.get("batches", [])) != len(new.get("batches", [])):
+        diff = max_relative_difference(old, new)
+        return diff / rtol, f"case {name!r}: {diff:.3g} > {rtol:g}"
+    # The declared fields (of the batch state) at their tolerance, everything else at rtol.
+    strip = json.loads(json.dumps([old, new]))
+    worst = (0.0, "")
+    for batch_old, batch_new, kept_old, kept_new in zip(old["batches"], new["batches"],
+                                                         strip[0]["batches"], strip[1]["batches"],
+                                                         strict=True):
+        for key, tol in batch_new.get("tolerance", {}).items():
+            diff = max_relative_difference(batch_old["state"].get(key), batch_new["state"].get(key))
+            worst = max(worst, (diff / tol, f"case {name!r}, {key}: {diff:.3g} > {tol:g}"))
+            kept_old["state"].pop(key, None)
+            kept_new["state"].pop(key, None)
+    diff = max_relative_difference(strip[0], strip[1])
+    return max(worst, (diff / rtol, f"case {name!r}: {diff:.3g} > {rtol:g}"))
 
 
 def _excess(committed: dict, corpus: dict) -> tuple[float, str]:
@@ -30,9 +68,7 @@ def _excess(committed: dict, corpus: dict) -> tuple[float, str]:
     worst = (max_relative_difference({k: committed[k] for k in top}, top)
              / CHECK_RTOL["float64"], "top-level entries")
     for old, new in zip(committed["cases"], corpus["cases"], strict=True):
-        rtol = CHECK_RTOL.get(new.get("dtype"), CHECK_RTOL["float64"])
-        diff = max_relative_difference(old, new)
-        worst = max(worst, (diff / rtol, f"case {new.get('name')!r}: {diff:.3g} > {rtol:g}"))
+        worst = max(worst, _case_excess(old, new))
     return worst
 
 

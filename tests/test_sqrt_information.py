@@ -59,21 +59,28 @@ def test_the_fixture_is_the_shared_nist_data():
     assert json.loads(FILIP.read_text()) == json.loads(FILIP_FIXTURE.read_text())
 
 
+# About seven certified digits: which of them survive rounding moves with the row order, the batch
+# size and the machine's BLAS kernels (over 12 row orders 6.9-8.4 at once, 6.5-8.5 in batches of
+# 20 and 7, on both engines; in the natural order 6.99 in batches of 7 on an AMD EPYC, 6.96 at
+# once on an H200: docs/numerics.md). The Cholesky mode keeps none.
+FILIP_DIGITS = {82: 6.8, 20: 6.5, 7: 6.5}
+
+
 @pytest.mark.parametrize("batch", [82, 20, 7])
-def test_filip_keeps_seven_digits_at_once_and_streamed(backend, filip, batch):
+def test_filip_keeps_about_seven_digits_at_once_and_streamed(backend, filip, batch):
     X, y, certified = filip
     model = fitted(X, y, batch, factorization="qr", backend=backend)
-    assert lre(coefficients(model), certified) >= 7
+    assert lre(coefficients(model), certified) >= FILIP_DIGITS[batch]
     assert model.diagnostics_[-1]["solver"] == "qr"
     assert 0 < model.diagnostics_[-1]["rcond"] < 1e-10  # the Newton matrix's, R's squared
 
 
-def test_filip_fit_at_once_keeps_seven_digits(backend, filip):
+def test_filip_fit_at_once_keeps_about_seven_digits(backend, filip):
     X, y, certified = filip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IllConditionedWarning)
         model = RenewableHuberRegressor(tau=1e9, factorization="qr", backend=backend).fit(X, y)
-    assert lre(coefficients(model), certified) >= 7
+    assert lre(coefficients(model), certified) >= FILIP_DIGITS[82]
 
 
 def test_filip_defeats_the_cholesky_mode_and_its_warning_names_the_remedy(filip):

@@ -71,12 +71,17 @@ std::pair<State<double>, Diagnostics> filip_stream(std::size_t rows, const Confi
   return {state, diagnostics};
 }
 
-TEST(SquareRoot, FilipToSevenCertifiedDigitsAtOnceAndStreamed) {
+// About seven certified digits. Which of them survive rounding moves with the row order, the
+// batch size and the machine's BLAS kernels: over 12 row orders 6.9-8.4 at once and 6.5-8.5 in
+// batches of 20 and 7 (AMD EPYC; the NumPy reference alike), and in the natural order 7.27 at
+// once and 6.99 in batches of 7 there, 7.3 on an AVX-512 Xeon, 6.96 at once on an H200
+// (docs/numerics.md). The Cholesky mode keeps none.
+TEST(SquareRoot, FilipToAboutSevenCertifiedDigitsAtOnceAndStreamed) {
   for (const std::size_t rows : {82, 20, 7}) {
     const auto [state, diagnostics] = filip_stream(rows, least_squares(Factorization::qr));
     const double digits = filip_digits(state.coef);
     std::printf("Filip in batches of %zu rows: %.2f correct digits\n", rows, digits);
-    EXPECT_GE(digits, 7.0) << "batches of " << rows << " rows";
+    EXPECT_GE(digits, rows == 82 ? 6.8 : 6.5) << "batches of " << rows << " rows";
     EXPECT_EQ(diagnostics.solver, Solver::qr) << rows;
     EXPECT_TRUE(diagnostics.converged) << rows;
     // The Cholesky mode's normal equations lose Filip's digits: the reason for the mode.

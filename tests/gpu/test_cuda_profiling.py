@@ -137,10 +137,11 @@ def test_the_abi_size_query_and_a_small_buffer(native):
     """rh_cuda_engine_profile_json through ctypes on a live engine: a size query, a too-small
     buffer (needed size, buffer untouched), then the text."""
     import ctypes
-    from pathlib import Path
 
-    soname = f"librh_cuda.so.{native.abi_version() >> 16}"  # the soname carries the ABI major
-    lib = ctypes.CDLL(str(Path(native.__file__).with_name(soname)))
+    # The library the binding loaded (rhuber_native_cuda/, not beside the binding); its soname
+    # carries the ABI major.
+    assert native.LIBRARY_PATH.name == f"librh_cuda.so.{native.abi_version() >> 16}"
+    lib = ctypes.CDLL(str(native.LIBRARY_PATH))
     lib.rh_cuda_last_error.restype = ctypes.c_char_p
 
     class Options(ctypes.Structure):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,8 +106,7 @@ def test_reading_a_state_while_it_is_updated_is_never_torn(native):
 
 def test_a_borrowed_stream_0_is_reported_as_the_legacy_stream(native):
     """DLPack forbids stream 0 for CUDA; the legacy default stream is 1."""
-    lib = ctypes.CDLL(str(Path(native.__file__).with_name(
-        f"librh_cuda.so.{native.ABI_VERSION >> 16}")))
+    lib = ctypes.CDLL(str(native.LIBRARY_PATH))  # the library the binding loaded
 
     class Options(ctypes.Structure):
         _fields_ = [("device", ctypes.c_int32), ("borrow_stream", ctypes.c_int32),
