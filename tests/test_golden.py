@@ -2,6 +2,8 @@
 
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -92,49 +94,41 @@ def test_badly_scaled_case_takes_cholesky_and_matches_least_squares():
 
 
 
-def test_generator_check_passes_on_committed_corpus():
-    import subprocess
-    import sys
+def run_check(corpus: dict | None, tmp_path=None) -> subprocess.CompletedProcess:
+    """scripts/generate_native_golden.py --check on the committed corpus, or on ``corpus``
+    written to a file under ``tmp_path``."""
+    command = [sys.executable, str(ROOT / "scripts" / "generate_native_golden.py"), "--check"]
+    if corpus is not None:
+        path = tmp_path / "golden.json"
+        path.write_text(json.dumps(corpus))
+        command += ["--path", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
 
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "generate_native_golden.py"), "--check"],
-        capture_output=True, text=True, check=False,
-    )
+
+def differs(out: subprocess.CompletedProcess) -> bool:
+    return out.returncode == 1 and "differs" in out.stderr
+
+
+def test_generator_check_passes_on_committed_corpus():
+    out = run_check(None)
     assert out.returncode == 0, out.stderr
 
 
 def test_generator_check_fails_on_a_changed_number(tmp_path):
-    import subprocess
-    import sys
-
     corpus = json.loads(json.dumps(CORPUS))
     corpus["cases"][0]["batches"][0]["state"]["coef"][0] *= 1 + 1e-9
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(corpus))
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "generate_native_golden.py"), "--check",
-         "--path", str(path)], capture_output=True, text=True, check=False,
-    )
-    assert out.returncode == 1 and "differs" in out.stderr
+    assert differs(run_check(corpus, tmp_path))
 
 
 @pytest.mark.parametrize(("change", "fails"), [(1e-4, True), (1e-6, False)])
 def test_generator_check_allows_float32_cases_blas_rounding_only(tmp_path, change, fails):
     """A float32 case rounds through NumPy's BLAS, which changes between NumPy releases: the
     check allows 1e-5 relative there (1e-12 for float64 cases), not more."""
-    import subprocess
-    import sys
-
     corpus = json.loads(json.dumps(CORPUS))
     index = next(k for k, case in enumerate(corpus["cases"]) if case["dtype"] == "float32")
     corpus["cases"][index]["batches"][0]["state"]["scale"] *= 1 + change
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(corpus))
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "generate_native_golden.py"), "--check",
-         "--path", str(path)], capture_output=True, text=True, check=False,
-    )
-    assert (out.returncode == 1 and "differs" in out.stderr) == fails, out.stderr
+    out = run_check(corpus, tmp_path)
+    assert differs(out) == fails, out.stderr
 
 
 @pytest.mark.parametrize(("name", "field", "change", "fails"), [
@@ -150,9 +144,6 @@ def test_generator_check_allows_the_qr_cases_processor_rounding_only(tmp_path, n
     """The qr cases' reference numbers move with LAPACK's kernels on another processor (an AMD
     EPYC moved Filip's coefficients by 1.3e-7 from an AVX-512 Xeon's): 1e-9 for a qr case, and for
     Filip, whose batches declare coef's tolerance, the contract's 1e-7 and that tolerance."""
-    import subprocess
-    import sys
-
     corpus = json.loads(json.dumps(CORPUS))
     case = next(c for c in corpus["cases"] if c["name"] == name)
     state = case["batches"][-1]["state"]
@@ -160,13 +151,8 @@ def test_generator_check_allows_the_qr_cases_processor_rounding_only(tmp_path, n
         state[field][0] *= 1 + change
     else:
         state[field] *= 1 + change
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(corpus))
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "generate_native_golden.py"), "--check",
-         "--path", str(path)], capture_output=True, text=True, check=False,
-    )
-    assert (out.returncode == 1 and "differs" in out.stderr) == fails, out.stderr
+    out = run_check(corpus, tmp_path)
+    assert differs(out) == fails, out.stderr
 
 
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["name"])
