@@ -35,8 +35,9 @@ def test_the_corpus_covers_its_machines_with_every_plan_of_each():
             workload = Workload.from_id(workload_id)
             solvers = len(L1_SOLVERS) if workload.penalized else 1
             native = threads * len(GRAM_STRATEGIES) * len(CHUNK_KIB) * solvers
-            assert len(measured) <= 1 + native, workload_id
-            short += len(measured) < 1 + native  # numpy + every native_cpu plan
+            cuda = 1 if fingerprint.get("gpu_count") else 0  # a machine with a GPU: plan "cuda"
+            assert len(measured) <= 1 + native + cuda, workload_id
+            short += len(measured) < 1 + native + cuda  # numpy, every native_cpu plan, cuda
         assert short <= 1, hardware_id
     good = [m for m in measurements if m.status == "ok"]
     assert len(good) >= 0.9 * len(measurements)
