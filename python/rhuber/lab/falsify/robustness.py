@@ -278,7 +278,7 @@ def f096(ctx: Context) -> Outcome:
 
 not_applicable("F097", "Multi-GPU handling",
                "an estimator runs on one device (its `device` parameter) and the plans have no "
-               "multi-device dimension; the corpus has no GPU at all")
+               "multi-device dimension; the corpus's one GPU machine has one device")
 not_applicable("F098", "WASM compatibility (zero-JS browser)",
                "no browser target: the product is a Python package with C++ extension modules")
 
