@@ -137,7 +137,7 @@ PY
 bundle_entries() { sed -e 's/#.*//' scripts/gpu_bundle.txt | awk -v k="$1" '$1 == k'; }
 
 # Whether the machine has what native/cmake/RhBlas.cmake and find_package(nlohmann_json) look for.
-system_has_blas() {
+system_has_build_libraries() {
   local found=0 dir suffix lib
   for dir in /usr/include /usr/include/x86_64-linux-gnu /usr/local/include; do
     for suffix in "" openblas openblas-pthread; do
@@ -249,7 +249,7 @@ if (( offline )); then
   blas_source="${RH_GPU_CHECK_BLAS:-auto}"
   if [[ "$blas_source" == auto ]]; then
     blas_source=system
-    system_has_blas || blas_source=bundle
+    system_has_build_libraries || blas_source=bundle
   fi
   step preflight 30 preflight || build=1
   if (( ${#wheels[@]} )); then

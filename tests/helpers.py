@@ -69,6 +69,14 @@ def nist_filip():
     return X, np.asarray(data["y"]), np.asarray(data["certified_b0_to_b10"])
 
 
+# Filip's certified digits the qr mode must keep, by batch size (82: at once). Which of its about
+# seven digits survive rounding moves with the row order, the batch size and the machine's BLAS
+# kernels (over 12 row orders 6.9-8.4 at once, 6.5-8.5 in batches of 20 and 7, on every engine;
+# in the natural order 6.99 in batches of 7 on an AMD EPYC, 6.96 at once on an H200:
+# docs/numerics.md). The Cholesky mode keeps none.
+FILIP_DIGITS = {82: 6.8, 20: 6.5, 7: 6.5}
+
+
 def log_relative_error(estimate, certified):
     """NIST's log relative error: the fewest correct digits over the coefficients."""
     return float(np.min(-np.log10(np.abs(estimate - certified) / np.abs(certified))))

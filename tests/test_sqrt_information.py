@@ -12,7 +12,7 @@ import pytest
 from statsmodels.datasets import longley
 
 from helpers import FILIP as FILIP_FIXTURE
-from helpers import NATIVE_CPU, nist_filip, require_module
+from helpers import FILIP_DIGITS, NATIVE_CPU, nist_filip, require_module
 from helpers import log_relative_error as lre
 from rhuber import IllConditionedWarning, RenewableHuberRegressor
 from rhuber.engines import make_engine
@@ -57,13 +57,6 @@ def test_the_fixture_is_the_shared_nist_data():
     if not FILIP.exists():
         pytest.skip(f"{FILIP} is not on this machine (the fixture is its copy)")
     assert json.loads(FILIP.read_text()) == json.loads(FILIP_FIXTURE.read_text())
-
-
-# About seven certified digits: which of them survive rounding moves with the row order, the batch
-# size and the machine's BLAS kernels (over 12 row orders 6.9-8.4 at once, 6.5-8.5 in batches of
-# 20 and 7, on both engines; in the natural order 6.99 in batches of 7 on an AMD EPYC, 6.96 at
-# once on an H200: docs/numerics.md). The Cholesky mode keeps none.
-FILIP_DIGITS = {82: 6.8, 20: 6.5, 7: 6.5}
 
 
 @pytest.mark.parametrize("batch", [82, 20, 7])
