@@ -40,7 +40,7 @@ PENALIZED = Workload(4096, 32, penalized=True)
 OUT = Workload(1_048_576, 8, dtype="float32", intercept=False)
 #: A workload the shipped model moves off the rule's plan for (a retrained one may not: pick
 #: another).
-CHOSEN = Workload(65536, 4, "float64")
+CHOSEN = Workload(65536, 2, "float64")
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ TARGET = "log_rows_per_s"
 SEED = 0
 GBT_PARAMS = {"n_estimators": 600, "max_depth": 6, "learning_rate": 0.05, "subsample": 0.8,
               "min_samples_leaf": 3}
-FOREST_PARAMS = {"n_estimators": 64, "max_depth": 10, "min_samples_leaf": 2}
+FOREST_PARAMS = {"n_estimators": 64, "max_depth": 10, "min_samples_leaf": 4}
 
 
 def _library_version() -> str:
