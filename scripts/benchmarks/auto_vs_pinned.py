@@ -6,8 +6,10 @@ over the best pinned plan's.
 
 Every (shape, dtype, variant) runs in its own fresh subprocess, the variants interleaved and
 their order shuffled per repetition so that load on a shared machine falls on all alike; the
-figures are medians over repetitions. ``--build NAME=PYTHONPATH`` adds a build of the library
-to compare (its auto only), e.g. the tree before a change: ``--build before=/tmp/old/python``.
+figures are medians over repetitions, and beside them the paired figure: the median over
+repetitions of auto's time over the best pinned plan's in the same repetition. ``--build
+NAME=PYTHONPATH`` adds a build of the library to compare (its auto only), e.g. the tree before a
+change: ``--build before=/tmp/old/python``.
 
     auto_vs_pinned.py --repetitions 5 --out docs/perf/auto_vs_pinned.json
 """
@@ -59,6 +61,12 @@ def run(pythonpath: str, spec: list, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _paired(a: list[list[float]], b: list[list[float]], stream: int) -> float:
+    """The median over repetitions of a's time / b's time in the same repetition (stream 0 the
+    process's first, 1 its second): load that drifts between repetitions cancels."""
+    return statistics.median(x[stream] / y[stream] for x, y in zip(a, b, strict=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,9 +108,12 @@ def main(argv: list[str] | None = None) -> int:
             best_plan = [min(pinned, key=lambda p, i=i: med[p][i]) for i in (0, 1)]
             key = f"{shape.name}/{dtype}"
             report[key] = {"median_s": med, "best_pinned": best_plan, "plans": plans,
-                           "over_best": {n: [med[n][i] / best[i] for i in (0, 1)] for n in med}}
-            line = "  ".join(f"{n} {med[n][0] / best[0]:.3f}/{med[n][1] / best[1]:.3f}"
-                             for n in builds)
+                           "over_best": {n: [med[n][i] / best[i] for i in (0, 1)] for n in med},
+                           "paired_over_best": {n: [_paired(times[n], times[best_plan[i]], i)
+                                                    for i in (0, 1)] for n in builds}}
+            line = "  ".join(f"{n} {med[n][0] / best[0]:.3f}/{med[n][1] / best[1]:.3f} "
+                             f"(paired {report[key]['paired_over_best'][n][0]:.3f}/"
+                             f"{report[key]['paired_over_best'][n][1]:.3f})" for n in builds)
             print(f"{key:>20}  best pinned {best[0] * 1e3:8.2f} / {best[1] * 1e3:8.2f} ms "
                   f"({best_plan[0].split('/l1')[0]}, {best_plan[1].split('/l1')[0]})  "
                   f"first/warm over best: {line}  [auto ran {plans['auto']}]", flush=True)
