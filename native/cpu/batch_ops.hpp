@@ -111,6 +111,12 @@ class BatchOps {
     evaluate_point(beta, tau, !gram_valid_ || gram_strategy_ == GramStrategy::full);
   }
 
+  // rh::AnchoringOps: where steps by expansion are on, no Gram is kept yet and the current
+  // point's rows near the bandwidth for a step of this length are few enough to expand about it,
+  // the point's Gram (one pass); otherwise nothing, so a batch whose steps would take their
+  // passes anyway pays no Gram it would not have formed.
+  void anchor_if_expanding(const Vector& step);
+
   // rh::TracingOps (docs/tracing.md): with tracing on, every evaluation pass also reduces the
   // residuals, weighted scores and quadratic-zone rows per row block (in the pass, from cache);
   // trace_point merges the current point's blocks in block order. Off: one branch per block.

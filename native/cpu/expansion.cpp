@@ -150,6 +150,39 @@ bool BatchOps<T>::anchor_at_current() {
 }
 
 template <std::floating_point T>
+void BatchOps<T>::anchor_if_expanding(const Vector& step) {
+  if (!expansion_usable() || !point_valid_ || point_expansion_.active || gram_valid_ ||
+      !(residual_known_ && residual_point_ == current_)) {
+    return;
+  }
+  // The margins anchor_at_current would find, and a count of the rows begin_segment would call
+  // near for this step (its first, roomier radius): a row pass, no read of X.
+  double squared = 0.0;
+  for (const T v : step) squared += static_cast<double>(v) * static_cast<double>(v);
+  const double radius = std::sqrt(squared) * (1.0 + 1e-12) * near_radius_room;
+  const float reach = std::nextafter(static_cast<float>(radius * radius),
+                                     std::numeric_limits<float>::infinity());
+  if (ws_.expansion_residual.size() < X_.rows) ws_.expansion_residual.resize(X_.rows);
+  if (ws_.expansion_margin.size() < X_.rows) ws_.expansion_margin.resize(X_.rows);
+  std::vector<std::size_t> counts(blocks_.count(), 0);
+  for_each_block([&](std::size_t b) {
+    const std::size_t lo = blocks_.begin(b);
+    const std::size_t n = blocks_.end(b) - lo;
+    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, n, 4 * n * sizeof(T), n);
+    double sums[3];
+    anchor_rows(ws_.point.residual.data() + lo, weights_.data() + lo, n, tau_,
+                ws_.expansion_residual.data() + lo, ws_.expansion_margin.data() + lo, sums);
+    auto* flags = thread_rows<NearFlags, unsigned char>(n);
+    near_flags(ws_.expansion_margin.data() + lo, ws_.row_norms.data() + lo, n, reach, flags);
+    counts[b] = n - static_cast<std::size_t>(std::count(flags, flags + n, 0));
+  });
+  std::size_t near = 0;
+  for (const std::size_t c : counts) near += c;
+  if (near > X_.rows / max_expansion_rows_inverse) return;
+  weighted_gram(EngineBrick::gram);  // at the current curvature: the anchor's G0
+}
+
+template <std::floating_point T>
 std::vector<double> BatchOps<T>::anchor_offset(const Vector& point) const {
   std::vector<double> offset(dim_);
   for (std::size_t j = 0; j < dim_; ++j) {
@@ -459,6 +492,7 @@ void BatchOps<T>::materialize_point() {
   template std::optional<std::vector<double>> BatchOps<T>::covered_offset(const Vector&) const; \
   template bool BatchOps<T>::begin_segment(const Vector&);                                      \
   template bool BatchOps<T>::find_near_rows(double);                                            \
+  template void BatchOps<T>::anchor_if_expanding(const Vector&);                                \
   template void BatchOps<T>::evaluate_by_expansion(const Vector&, std::vector<double>,          \
                                                    PointRows<T>&, ExpandedPoint&);              \
   template double BatchOps<T>::expansion_loss_change(double) const;                             \

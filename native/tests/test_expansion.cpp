@@ -1,7 +1,7 @@
-// Steps by expansion (cpu/expansion.cpp): a large batch's Newton steps evaluated without a pass
-// over X give the state and diagnostics of the same steps taken with their passes, to rounding;
-// they are taken where the batch allows them, the same for every thread count, and not on small
-// batches, under tracing or in the qr mode.
+// Steps by expansion (cpu/expansion.cpp): a large batch's Newton steps (and a later batch's LAMM
+// iterations) evaluated without a pass over X give the state and diagnostics of the same steps
+// taken with their passes, to rounding; they are taken where the batch allows them, the same for
+// every thread count, and not on small batches, under tracing or in the qr mode.
 
 #include <gtest/gtest.h>
 
@@ -145,6 +145,44 @@ TEST(Expansion, MatchesWithInferenceMatrices) {
   rh::Config config;
   config.inference_matrices = true;
   expect_expansion_matches_passes<double>(config, 20000, 12, 1e-12);
+}
+
+// LAMM (alpha > 0) on a later batch starts at the previous coefficients: its first point's Gram
+// is formed in the pass and its later iterations are expanded about it; the first batch's solves
+// take their passes (their steps outrun any expansion).
+rh::Config lamm_config(double alpha) {
+  rh::Config config;
+  config.alpha = alpha;
+  return config;
+}
+
+TEST(Expansion, LammLaterBatchesMatchTheirPassesInFloat64) {
+  expect_expansion_matches_passes<double>(lamm_config(0.01), 20000, 12, 1e-12);
+  expect_expansion_matches_passes<double>(lamm_config(0.5), 20000, 12, 1e-12, /*weighted=*/true);
+}
+
+TEST(Expansion, LammLaterBatchesMatchTheirPassesInFloat32) {
+  expect_expansion_matches_passes<float>(lamm_config(0.01), 20000, 12, 2e-5);
+}
+
+TEST(Expansion, LammUnderTheSmoothedCurvatureAndWithInferenceMatrices) {
+  auto config = lamm_config(0.01);
+  config.curvature = rh::Curvature::smoothed;
+  expect_expansion_matches_passes<double>(config, 20000, 12, 1e-10);
+  config = lamm_config(0.01);
+  config.inference_matrices = true;
+  expect_expansion_matches_passes<double>(config, 20000, 12, 1e-12);
+}
+
+TEST(Expansion, LammEveryThreadCountGivesTheSameBits) {
+  const auto config = lamm_config(0.01);
+  const auto one = stream<double>(config, 20000, 12, {.threads = 1});
+  const auto three = stream<double>(config, 20000, 12, {.threads = 3});
+  EXPECT_GT(one.expanded, 0U);
+  for (std::size_t b = 0; b < one.states.size(); ++b) {
+    EXPECT_EQ(one.states[b].coef, three.states[b].coef);
+    EXPECT_EQ(one.states[b].information, three.states[b].information);
+  }
 }
 
 // Heavily contaminated batches put many rows near the bandwidth: steps whose near rows are too

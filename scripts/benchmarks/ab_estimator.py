@@ -10,6 +10,7 @@ library path (--a-library, --b-library: RH_NATIVE_CPU_LIBRARY for that side).
 
     ab_estimator.py --a /tmp/old/python:/tmp/old-site --b "" --backend native_cpu
     ab_estimator.py --a "" --b "" --a-library /tmp/old/librhuber_cpu.so --full
+    ab_estimator.py --a "" --b "" --a-library … --b-library … --full --alpha 0.01 --tau 1.345
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ import json, sys, time
 import numpy as np
 from rhuber import RenewableHuberRegressor
 from rhuber.datasets import make_contaminated_stream
-rows, features, batch, backend, passes, dtype, n_jobs = json.loads(sys.argv[1])
+rows, features, batch, backend, passes, dtype, n_jobs, alpha, tau = json.loads(sys.argv[1])
 stream = make_contaminated_stream(rows, features, batch_size=batch, seed=0, dtype=dtype)
 batches = [stream.batch(k) for k in range(stream.n_batches)]
 times = []
 for _ in range(passes):
-    model = RenewableHuberRegressor(backend=backend, n_jobs=n_jobs)
+    model = RenewableHuberRegressor(backend=backend, n_jobs=n_jobs, alpha=alpha, tau=tau)
     start = time.perf_counter()
     for X, y in batches:
         model.partial_fit(X, y)
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     parser.add_argument("--n-jobs", type=int,
                         help="the estimator's n_jobs (default: None, all cores)")
+    parser.add_argument("--alpha", type=float, default=0.0,
+                        help="the estimator's alpha (L1 per unit of weight; default 0)")
+    parser.add_argument("--tau", type=float, default=None,
+                        help="a fixed tau (default: the MAD scale's)")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--passes", type=int, default=2, help="passes per subprocess (min kept)")
     parser.add_argument("--full", action="store_true", help="the RFC shapes at full size, "
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.shapes and size.name not in args.shapes:
             continue
         spec = (size.n_samples, size.n_features, size.batch_size, args.backend, args.passes,
-                args.dtype, args.n_jobs)
+                args.dtype, args.n_jobs, args.alpha, args.tau)
         a, b = [], []
         for _ in range(args.repetitions):
             a.append(run_once(args.a, spec, env, args.a_library))

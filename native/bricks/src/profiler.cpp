@@ -283,11 +283,13 @@ std::vector<Event> Profiler::events() const {
     const std::uint64_t n = std::min<std::uint64_t>(head, ts->ring_mask + 1);
     for (std::uint64_t i = head - n; i < head; ++i) out.push_back(ts->ring[i & ts->ring_mask]);
   }
-  std::sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
+  // By thread and start; at one start, the enclosing scope first (the shallower), and siblings
+  // that start together (a phase of zero length) in the order they were recorded.
+  std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    if (a.duration_ns != b.duration_ns) return a.duration_ns > b.duration_ns;
-    return a.depth < b.depth;
+    if (a.depth != b.depth) return a.depth < b.depth;
+    return false;
   });
   return out;
 }

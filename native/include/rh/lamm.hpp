@@ -71,11 +71,16 @@ double lamm_majorizer(O& ops, const typename O::Vector& gradient, const typename
 }  // namespace detail
 
 // Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place). With a
-// trace sink, each iteration appends its record (rh/trace.hpp).
+// trace sink, each iteration appends its record (rh/trace.hpp). near_start: beta is close to the
+// minimizer (a later batch starting from the previous coefficients); then an AnchoringOps engine
+// is shown the first step and may form the first point's Gram, which the batch's information
+// needs at the end anyway (brought there by the rows whose curvature changed), to take the later
+// iterations by expansion about it, without a pass over X~ (docs/native.md). Far from the
+// minimizer the steps outrun the expansion and the Gram would be formed twice, so not there.
 template <SolverOps O>
 SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lambda,
                        double weight_total, const Config& config, double tol,
-                       TraceSink* trace = nullptr) {
+                       TraceSink* trace = nullptr, bool near_start = false) {
   using Vector = typename O::Vector;
   constexpr int slots = FusedTrialOps<O> ? phi_trials_per_pass : 1;
   SolveResult result{.solver = Solver::lamm};
@@ -111,6 +116,9 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
       for (int i = 0; i < count; ++i, trial_phi *= 2.0) {
         detail::lamm_candidate(ops, beta, gradient, trial_phi, l1_strength, shifted,
                                candidates[i], steps[i]);
+      }
+      if constexpr (AnchoringOps<O>) {
+        if (k == 0 && near_start && count == 1) ops.anchor_if_expanding(steps[0]);
       }
       detail::lamm_trial_changes(ops, std::span<const Vector>(steps).first(count), candidates[0],
                                  std::span<double>(changes).first(count));

@@ -131,7 +131,7 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config,
 template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lambda,
                         double weight_total, const Config& config, double tol, TraceSink* trace,
-                        SolvePhase phase, DriftProbe* probe = nullptr) {
+                        SolvePhase phase, DriftProbe* probe = nullptr, bool near_start = false) {
   if (trace != nullptr) trace->begin_solve(phase);
   if (lambda > 0.0) {
     if (config.l1_solver == L1Solver::prox_newton) {
@@ -141,7 +141,7 @@ SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lam
         throw InvalidArgument("l1_solver 'prox_newton' is not available on this engine");
       }
     }
-    return lamm_solve(ops, beta, tau, lambda, weight_total, config, tol, trace);
+    return lamm_solve(ops, beta, tau, lambda, weight_total, config, tol, trace, near_start);
   }
   return newton_solve(ops, beta, tau, config, tol, trace, probe, phase);
 }
@@ -237,8 +237,11 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   // The drift test reads the main solve's first Newton point, which is (beta~, tau_b).
   DriftProbe probe;
   const bool drift = previous.batch_count > 0 && previous.previous_lambda == 0.0 && lambda == 0.0;
-  const SolveResult solve = detail::solve_batch(ops, beta, tau, lambda, weight_total, config, tol,
-                                                trace, SolvePhase::main, drift ? &probe : nullptr);
+  const SolveResult solve =
+      detail::solve_batch(ops, beta, tau, lambda, weight_total, config, tol, trace,
+                          SolvePhase::main, drift ? &probe : nullptr,
+                          previous.batch_count > 0 &&
+                              config.factorization == Factorization::cholesky);
   DriftResult drift_result;
   if constexpr (DriftOps<O>) {
     if (drift) drift_result = drift_test(probe, previous.information, ops.drift_solver());

@@ -2,6 +2,7 @@
 // merged when read. Scopes are opened with the macros of scope.hpp.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstdint>
@@ -90,6 +91,7 @@ struct ThreadState {
   std::thread::id owner;
   std::int64_t os_tid = 0;
   std::string name;
+  std::uint64_t last_ticks = 0;  // the thread's latest CPU clock reading (Profiler::thread_ticks)
 };
 
 // The state of one open scope, kept on the caller's stack by Scope.
@@ -196,6 +198,10 @@ class Profiler {
   void stop_async(detail::OpenScope& s) noexcept;
   // The end of a scope at a CPU reading already taken.
   void stop_cpu_at(detail::OpenScope& s, std::uint64_t now) noexcept;
+  // The CPU clock read for a thread, never behind that thread's previous reading nor the epoch:
+  // where the cores' time-stamp counters disagree (seen on a KVM guest), a thread moved between
+  // cores would otherwise see time run backwards, and its events end before they start.
+  std::uint64_t thread_ticks(detail::ThreadState& ts) const noexcept;
   // The asynchronous end of a scope at a mark already taken.
   void stop_async_at(detail::OpenScope& s, ClockSource::Token stop) noexcept;
   // What a scope records besides its times: the counts, the call site, the current batch and
@@ -272,12 +278,18 @@ inline void Profiler::start(detail::OpenScope& s, BrickId brick, const CallSite*
                                                 : table_[brick].name.c_str());
   }
 #endif
-  s.start = clock_ ? clock_->mark() : cpu_.ticks();
+  s.start = clock_ ? clock_->mark() : thread_ticks(ts);
+}
+
+inline std::uint64_t Profiler::thread_ticks(detail::ThreadState& ts) const noexcept {
+  const std::uint64_t now = std::max({cpu_.ticks(), ts.last_ticks, epoch_ticks_});
+  ts.last_ticks = now;
+  return now;
 }
 
 inline void Profiler::stop(detail::OpenScope& s) noexcept {
   if (clock_) return stop_async(s);
-  stop_cpu_at(s, cpu_.ticks());  // pops the NVTX range too
+  stop_cpu_at(s, thread_ticks(*s.ts));  // pops the NVTX range too
 }
 
 inline void Profiler::stop_cpu_at(detail::OpenScope& s, std::uint64_t now) noexcept {
@@ -318,7 +330,7 @@ inline void Profiler::chain(detail::OpenScope& s, BrickId brick, const CallSite*
     reopen(s, brick, site, elements, bytes, flops, at);
     return;
   }
-  const std::uint64_t now = cpu_.ticks();
+  const std::uint64_t now = thread_ticks(*s.ts);
   stop_cpu_at(s, now);
   reopen(s, brick, site, elements, bytes, flops, now);
 }
