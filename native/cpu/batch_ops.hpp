@@ -265,6 +265,14 @@ class BatchOps {
                          double* partial) const;
   // Makes the current (formed) point the anchor when its Gram is the one kept; false if not.
   bool anchor_at_current();
+  // The current point's rows as an anchor's (ws_.expansion_residual, ws_.expansion_margin), a
+  // row pass; returns the blocks' sums, three per block, for set_anchor.
+  std::vector<double> anchor_margins();
+  // The current point, its margins formed with these sums and its Gram the one kept, as the
+  // anchor.
+  void set_anchor(const std::vector<double>& sums);
+  // near_flags' squared radius for offsets up to `radius`: a float rounded up.
+  static float squared_reach(double radius);
   // Sets segment_ for `step` from the current point; false when the step needs the usual pass.
   bool begin_segment(const Vector& step);
   // segment_'s near rows for offsets up to `radius`, gathered; false if they are too many.

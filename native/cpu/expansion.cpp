@@ -104,10 +104,16 @@ template <std::floating_point T>
 bool BatchOps<T>::anchor_at_current() {
   if (anchor_.valid && tau_ == anchor_.tau && current_ == anchor_.point) return true;
   if (!gram_valid_ || !gram_at_current_curvature(EngineBrick::line_search)) return false;
+  set_anchor(anchor_margins());
+  return true;
+}
+
+template <std::floating_point T>
+std::vector<double> BatchOps<T>::anchor_margins() {
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, X_.rows, 4 * X_.rows * sizeof(T), 8 * X_.rows);
   if (ws_.expansion_residual.size() < X_.rows) ws_.expansion_residual.resize(X_.rows);
   if (ws_.expansion_margin.size() < X_.rows) ws_.expansion_margin.resize(X_.rows);
-  // Block by block (on the pool), the blocks' sums added in block order.
+  // Block by block (on the pool), the blocks' sums added in block order by set_anchor.
   std::vector<double> sums(3 * blocks_.count());
   for_each_block([&](std::size_t b) {
     const std::size_t lo = blocks_.begin(b);
@@ -115,6 +121,11 @@ bool BatchOps<T>::anchor_at_current() {
                 ws_.expansion_residual.data() + lo, ws_.expansion_margin.data() + lo,
                 sums.data() + 3 * b);
   });
+  return sums;
+}
+
+template <std::floating_point T>
+void BatchOps<T>::set_anchor(const std::vector<double>& sums) {
   anchor_.inside_square = 0.0;
   anchor_.outside_weight = 0.0;
   anchor_.loss = 0.0;
@@ -146,7 +157,12 @@ bool BatchOps<T>::anchor_at_current() {
   point_expansion_.curvature_anchor = anchor_.id;  // huber_rows' curvature of r0, the same bits
   point_expansion_.rows.clear();
   anchor_.valid = true;
-  return true;
+}
+
+template <std::floating_point T>
+float BatchOps<T>::squared_reach(double radius) {
+  return std::nextafter(static_cast<float>(radius * radius),
+                        std::numeric_limits<float>::infinity());
 }
 
 template <std::floating_point T>
@@ -155,23 +171,18 @@ void BatchOps<T>::anchor_if_expanding(const Vector& step) {
       !(residual_known_ && residual_point_ == current_)) {
     return;
   }
-  // The margins anchor_at_current would find, and a count of the rows begin_segment would call
-  // near for this step (its first, roomier radius): a row pass, no read of X.
+  // The current point's margins, then a count of the rows begin_segment would call near for
+  // this step (its first, roomier radius): row passes, no read of X. The Gram only if they are
+  // few; the margins then make the anchor as they are.
+  const std::vector<double> sums = anchor_margins();
   double squared = 0.0;
   for (const T v : step) squared += static_cast<double>(v) * static_cast<double>(v);
-  const double radius = std::sqrt(squared) * (1.0 + 1e-12) * near_radius_room;
-  const float reach = std::nextafter(static_cast<float>(radius * radius),
-                                     std::numeric_limits<float>::infinity());
-  if (ws_.expansion_residual.size() < X_.rows) ws_.expansion_residual.resize(X_.rows);
-  if (ws_.expansion_margin.size() < X_.rows) ws_.expansion_margin.resize(X_.rows);
+  const float reach = squared_reach(std::sqrt(squared) * (1.0 + 1e-12) * near_radius_room);
   std::vector<std::size_t> counts(blocks_.count(), 0);
   for_each_block([&](std::size_t b) {
     const std::size_t lo = blocks_.begin(b);
     const std::size_t n = blocks_.end(b) - lo;
-    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, n, 4 * n * sizeof(T), n);
-    double sums[3];
-    anchor_rows(ws_.point.residual.data() + lo, weights_.data() + lo, n, tau_,
-                ws_.expansion_residual.data() + lo, ws_.expansion_margin.data() + lo, sums);
+    RH_BRICK_SCOPE(prof_, EngineBrick::line_search, n, 2 * n * sizeof(float), n);
     auto* flags = thread_rows<NearFlags, unsigned char>(n);
     near_flags(ws_.expansion_margin.data() + lo, ws_.row_norms.data() + lo, n, reach, flags);
     counts[b] = n - static_cast<std::size_t>(std::count(flags, flags + n, 0));
@@ -180,6 +191,7 @@ void BatchOps<T>::anchor_if_expanding(const Vector& step) {
   for (const std::size_t c : counts) near += c;
   if (near > X_.rows / max_expansion_rows_inverse) return;
   weighted_gram(EngineBrick::gram);  // at the current curvature: the anchor's G0
+  set_anchor(sums);
 }
 
 template <std::floating_point T>
@@ -259,8 +271,7 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
 template <std::floating_point T>
 bool BatchOps<T>::find_near_rows(double radius) {
   segment_.near_anchor = 0;
-  const float reach = std::nextafter(static_cast<float>(radius * radius),
-                                     std::numeric_limits<float>::infinity());
+  const float reach = squared_reach(radius);
   // Each block's near rows (on the pool): their flags a chunk at a time (a vectorized compare),
   // then their indices, eight flags at a time (most words are 0); the rows of X gathered into
   // the block's share of segment_.design, all of their cache lines asked for first so that the
@@ -492,6 +503,9 @@ void BatchOps<T>::materialize_point() {
   template std::optional<std::vector<double>> BatchOps<T>::covered_offset(const Vector&) const; \
   template bool BatchOps<T>::begin_segment(const Vector&);                                      \
   template bool BatchOps<T>::find_near_rows(double);                                            \
+  template std::vector<double> BatchOps<T>::anchor_margins();                                   \
+  template void BatchOps<T>::set_anchor(const std::vector<double>&);                            \
+  template float BatchOps<T>::squared_reach(double);                                            \
   template void BatchOps<T>::anchor_if_expanding(const Vector&);                                \
   template void BatchOps<T>::evaluate_by_expansion(const Vector&, std::vector<double>,          \
                                                    PointRows<T>&, ExpandedPoint&);              \

@@ -288,8 +288,7 @@ std::vector<Event> Profiler::events() const {
   std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    if (a.depth != b.depth) return a.depth < b.depth;
-    return false;
+    return a.depth < b.depth;
   });
   return out;
 }

@@ -239,9 +239,7 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   const bool drift = previous.batch_count > 0 && previous.previous_lambda == 0.0 && lambda == 0.0;
   const SolveResult solve =
       detail::solve_batch(ops, beta, tau, lambda, weight_total, config, tol, trace,
-                          SolvePhase::main, drift ? &probe : nullptr,
-                          previous.batch_count > 0 &&
-                              config.factorization == Factorization::cholesky);
+                          SolvePhase::main, drift ? &probe : nullptr, previous.batch_count > 0);
   DriftResult drift_result;
   if constexpr (DriftOps<O>) {
     if (drift) drift_result = drift_test(probe, previous.information, ops.drift_solver());
