@@ -6,6 +6,10 @@
 //                                       thread its CPU time is the batch's whole work), and
 //   read/65536/32/<threads>             one read of that batch's X on that many threads (the
 //                                       in-run bound's unit)
+//   steady_stream, read_stream          the same, each repetition on the next of 8 distinct
+//                                       batches (128 MiB, several times a server's L3): X comes
+//                                       from memory, as a long stream's batches do, where the
+//                                       two above find it in the cache
 //   later<T>/4096/16/<threads>          make bench's steady latency batch: the batch again on
 //                                       the state it left (tau fixed, smoothed curvature, as
 //                                       the seed-matched estimator row runs), float64/float32
@@ -94,6 +98,35 @@ void steady_batch(benchmark::State& st) {
   }
 }
 
+// Eight distinct batches of 65,536 x 32 (16 MiB each): a stream's batches, not one in cache.
+constexpr std::size_t kStreamBatches = 8;
+
+std::vector<Batch<>> stream_batches(std::size_t rows, std::size_t features) {
+  std::vector<Batch<>> batches;
+  for (std::size_t k = 0; k < kStreamBatches; ++k) batches.push_back(make_batch(rows, features, 2 + k));
+  return batches;
+}
+
+void steady_stream(benchmark::State& st) {
+  const auto rows = std::size_t(st.range(0));
+  const auto features = std::size_t(st.range(1));
+  const Batch<> first = make_batch(rows, features, 1);
+  const std::vector<Batch<>> batches = stream_batches(rows, features);
+  rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
+  const rh::Config config;
+  const auto state = engine.update(rh::State<double>::empty(features + 1).view(), first.view(),
+                                   std::span<const double>(first.y),
+                                   std::span<const double>(first.w), config)
+                         .first;
+  std::size_t next = 0;
+  for (auto _ : st) {
+    const Batch<>& b = batches[next++ % kStreamBatches];
+    auto out = engine.update(state.view(), b.view(), std::span<const double>(b.y),
+                             std::span<const double>(b.w), config);
+    benchmark::DoNotOptimize(out.first.coef.data());
+  }
+}
+
 template <class T>
 void later_batch(benchmark::State& st) {
   const auto rows = std::size_t(st.range(0));
@@ -116,13 +149,14 @@ void later_batch(benchmark::State& st) {
 // One read of X: the sum of its entries in 16 independent lanes (so the adds vectorize and the
 // loop runs at memory speed, not at one add's latency), each thread summing its own slice on
 // the engine's pool: what a pass over the batch costs at least on that many threads.
-void read_once(benchmark::State& st) {
-  const Batch<> b = make_batch(std::size_t(st.range(0)), std::size_t(st.range(1)), 2);
+void read_batches(benchmark::State& st, const std::vector<Batch<>>& batches) {
   const std::size_t threads = std::size_t(st.range(2));
   const auto pool = rh::cpu::shared_pool(threads);
   std::vector<double> sums(threads);
-  const std::size_t slice = (b.X.size() / threads) & ~std::size_t(15);
+  std::size_t next = 0;
   for (auto _ : st) {
+    const Batch<>& b = batches[next++ % batches.size()];
+    const std::size_t slice = (b.X.size() / threads) & ~std::size_t(15);
     pool->run(threads, [&](std::size_t t) {
       const double* x = b.X.data() + t * slice;
       const std::size_t n = t + 1 == threads ? b.X.size() - t * slice : slice;
@@ -135,6 +169,14 @@ void read_once(benchmark::State& st) {
     });
     benchmark::DoNotOptimize(sums.data());
   }
+}
+
+void read_once(benchmark::State& st) {
+  read_batches(st, {make_batch(std::size_t(st.range(0)), std::size_t(st.range(1)), 2)});
+}
+
+void read_stream(benchmark::State& st) {
+  read_batches(st, stream_batches(std::size_t(st.range(0)), std::size_t(st.range(1))));
 }
 
 }  // namespace
@@ -150,6 +192,11 @@ BENCHMARK(steady_batch)
     ->Args({65536, 32, 1})
     ->Args({65536, 32, 2})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(steady_stream)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({65536, 32, 1})
+    ->Args({65536, 32, 2})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(later_batch<double>)
     ->ArgNames({"rows", "features", "threads"})
     ->Args({4096, 16, 1})
@@ -159,6 +206,11 @@ BENCHMARK(later_batch<float>)
     ->Args({4096, 16, 1})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(read_once)
+    ->ArgNames({"rows", "features", "threads"})
+    ->Args({65536, 32, 1})
+    ->Args({65536, 32, 2})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(read_stream)
     ->ArgNames({"rows", "features", "threads"})
     ->Args({65536, 32, 1})
     ->Args({65536, 32, 2})

@@ -112,10 +112,10 @@ class BatchOps {
   }
 
   // rh::AnchoringOps: where steps by expansion are on, no Gram is kept yet and the current
-  // point's rows near the bandwidth for a step of this length are few enough to expand about it,
-  // the point's Gram (one pass); otherwise nothing, so a batch whose steps would take their
-  // passes anyway pays no Gram it would not have formed.
-  void anchor_if_expanding(const Vector& step);
+  // point's rows near the bandwidth for offsets up to reach_factor times this step's length are
+  // few enough to expand about it, the point's Gram (one pass), and true; otherwise nothing, so
+  // a batch whose steps would take their passes anyway pays no Gram it would not have formed.
+  bool anchor_if_expanding(const Vector& step, double reach_factor);
 
   // rh::TracingOps (docs/tracing.md): with tracing on, every evaluation pass also reduces the
   // residuals, weighted scores and quadratic-zone rows per row block (in the pass, from cache);

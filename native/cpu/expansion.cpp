@@ -166,18 +166,19 @@ float BatchOps<T>::squared_reach(double radius) {
 }
 
 template <std::floating_point T>
-void BatchOps<T>::anchor_if_expanding(const Vector& step) {
+bool BatchOps<T>::anchor_if_expanding(const Vector& step, double reach_factor) {
   if (!expansion_usable() || !point_valid_ || point_expansion_.active || gram_valid_ ||
       !(residual_known_ && residual_point_ == current_)) {
-    return;
+    return false;
   }
   // The current point's margins, then a count of the rows begin_segment would call near for
-  // this step (its first, roomier radius): row passes, no read of X. The Gram only if they are
+  // this reach (its first, roomier radius): row passes, no read of X. The Gram only if they are
   // few; the margins then make the anchor as they are.
   const std::vector<double> sums = anchor_margins();
   double squared = 0.0;
   for (const T v : step) squared += static_cast<double>(v) * static_cast<double>(v);
-  const float reach = squared_reach(std::sqrt(squared) * (1.0 + 1e-12) * near_radius_room);
+  const float reach =
+      squared_reach(std::sqrt(squared) * reach_factor * (1.0 + 1e-12) * near_radius_room);
   std::vector<std::size_t> counts(blocks_.count(), 0);
   for_each_block([&](std::size_t b) {
     const std::size_t lo = blocks_.begin(b);
@@ -189,9 +190,10 @@ void BatchOps<T>::anchor_if_expanding(const Vector& step) {
   });
   std::size_t near = 0;
   for (const std::size_t c : counts) near += c;
-  if (near > X_.rows / max_expansion_rows_inverse) return;
+  if (near > X_.rows / max_expansion_rows_inverse) return false;
   weighted_gram(EngineBrick::gram);  // at the current curvature: the anchor's G0
   set_anchor(sums);
+  return true;
 }
 
 template <std::floating_point T>
@@ -506,7 +508,7 @@ void BatchOps<T>::materialize_point() {
   template std::vector<double> BatchOps<T>::anchor_margins();                                   \
   template void BatchOps<T>::set_anchor(const std::vector<double>&);                            \
   template float BatchOps<T>::squared_reach(double);                                            \
-  template void BatchOps<T>::anchor_if_expanding(const Vector&);                                \
+  template bool BatchOps<T>::anchor_if_expanding(const Vector&, double);                                \
   template void BatchOps<T>::evaluate_by_expansion(const Vector&, std::vector<double>,          \
                                                    PointRows<T>&, ExpandedPoint&);              \
   template double BatchOps<T>::expansion_loss_change(double) const;                             \

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -68,15 +70,52 @@ double lamm_majorizer(O& ops, const typename O::Vector& gradient, const typename
   return ops.dot(gradient, step) + 0.5 * phi * ops.dot(step, step);
 }
 
+// When LAMM shows an AnchoringOps engine a step, and how far it says the rest of the solve goes.
+// A later batch's first step (near_start): its own length, the rest of a solve begun near the
+// minimizer being about that long. Otherwise once the steps contract: a step of length s after
+// one of length s' (s < max_contraction s') leaves about s / (1 - s/s') of path if they keep
+// contracting so (a geometric tail). Declined, the engine is asked again only once that reach
+// has halved, so a solve pays a few of its row passes at most.
+class AnchorSchedule {
+ public:
+  static constexpr double max_contraction = 0.75;
+
+  explicit AnchorSchedule(bool near_start) : near_start_(near_start) {}
+
+  // The reach factor to ask iteration k's first step with (its length given), or 0: not now.
+  double factor(std::int64_t k, double length) const {
+    if (anchored_) return 0.0;
+    double factor = 0.0;
+    if (k == 0) {
+      factor = near_start_ ? 1.0 : 0.0;
+    } else if (length < max_contraction * last_length_) {
+      factor = 1.0 / (1.0 - length / last_length_);
+    }
+    return factor > 0.0 && length * factor <= 0.5 * declined_reach_ ? factor : 0.0;
+  }
+  void asked(double length, double factor, bool anchored) {
+    anchored_ = anchored;
+    if (!anchored) declined_reach_ = length * factor;
+  }
+  void accepted(double length) { last_length_ = length; }
+
+ private:
+  bool near_start_;
+  bool anchored_ = false;
+  double last_length_ = 0.0;
+  double declined_reach_ = std::numeric_limits<double>::infinity();
+};
+
 }  // namespace detail
 
 // Minimizes f(beta) + weight_total * lambda * ||beta_S||_1 from beta (updated in place). With a
-// trace sink, each iteration appends its record (rh/trace.hpp). near_start: beta is close to the
-// minimizer (a later batch starting from the previous coefficients); then an AnchoringOps engine
-// is shown the first step and may form the first point's Gram, which the batch's information
-// needs at the end anyway (brought there by the rows whose curvature changed), to take the later
-// iterations by expansion about it, without a pass over X~ (docs/native.md). Far from the
-// minimizer the steps outrun the expansion and the Gram would be formed twice, so not there.
+// trace sink, each iteration appends its record (rh/trace.hpp). An AnchoringOps engine is shown
+// steps (detail::AnchorSchedule) and may form the current point's Gram, which the batch's
+// information needs at the end anyway (brought there by the rows whose curvature changed), to
+// take the later iterations by expansion about it, without a pass over X~ (docs/native.md):
+// the first step where beta is close to the minimizer (near_start: a later batch starting from
+// the previous coefficients), else once the steps have shrunk. Far from the minimizer the steps
+// outrun the expansion and the Gram would be formed twice, so not there.
 template <SolverOps O>
 SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lambda,
                        double weight_total, const Config& config, double tol,
@@ -97,6 +136,7 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
   std::array<double, slots> changes{};
   const double l1_strength = weight_total * lambda;
   double phi = 0.0;  // set after the first evaluation (which may form it); never decreases
+  detail::AnchorSchedule anchor_schedule(near_start);
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     ops.evaluate(beta, tau);
@@ -118,7 +158,13 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
                                candidates[i], steps[i]);
       }
       if constexpr (AnchoringOps<O>) {
-        if (k == 0 && near_start && count == 1) ops.anchor_if_expanding(steps[0]);
+        if (count == 1) {
+          const double length = detail::norm2(ops, steps[0]);
+          const double factor = anchor_schedule.factor(k, length);
+          if (factor > 0.0) {
+            anchor_schedule.asked(length, factor, ops.anchor_if_expanding(steps[0], factor));
+          }
+        }
       }
       detail::lamm_trial_changes(ops, std::span<const Vector>(steps).first(count), candidates[0],
                                  std::span<double>(changes).first(count));
@@ -145,6 +191,7 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
       record->step_norm = detail::norm2(ops, steps[accepted]);
       record->step_scale = 1.0;
     }
+    if constexpr (AnchoringOps<O>) anchor_schedule.accepted(detail::norm2(ops, steps[accepted]));
     const double moved = ops.norm_inf(steps[accepted]);
     ops.copy(candidates[accepted], beta);
     if (moved <= tol * std::max(1.0, ops.norm_inf(beta))) {

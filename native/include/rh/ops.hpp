@@ -122,14 +122,16 @@ concept FusedTrialOps = SolverOps<O> &&
 };
 
 // Optional, for an engine that takes steps by expansion about a point whose Gram it keeps (the
-// CPU engine, docs/native.md "Steps by expansion"): told the first step of a solve that forms no
-// Newton matrix (LAMM's), it may form the current point's Gram where steps of that length would
-// be expanded about it, so that the later points are evaluated without a pass over X~. The
+// CPU engine, docs/native.md "Steps by expansion"): told a step of a solve that forms no Newton
+// matrix (LAMM's) and how far the rest of the solve is expected to go (reach_factor times the
+// step's length), it may form the current point's Gram where offsets that long would be expanded
+// about it, so that the later points are evaluated without a pass over X~; true if it did. The
 // results are those of the passes up to the expansion's regrouped sums.
 template <class O>
-concept AnchoringOps = SolverOps<O> && requires(O& ops, const typename O::Vector& v) {
-  ops.anchor_if_expanding(v);
-};
+concept AnchoringOps =
+    SolverOps<O> && requires(O& ops, const typename O::Vector& v, double reach_factor) {
+      { ops.anchor_if_expanding(v, reach_factor) } -> std::same_as<bool>;
+    };
 
 // The outputs of the square-root information update (factorization="qr"): the new R~ (d x d,
 // row-major, upper triangular, diagonal >= 0) and z~ (d); G_b and K_b added as for the Cholesky
