@@ -5,6 +5,7 @@
 #include <cmath>
 #include <rh/cpu/engine.hpp>
 #include <rh/engine_bricks.hpp>
+#include <rh/lamm.hpp>
 
 #include "batch_ops.hpp"
 #include "problems.hpp"
@@ -101,5 +102,30 @@ void expect_diagonal_mean(double tolerance) {
 
 TEST(Lamm, DiagonalMeanInThePassOrItsOwnInFloat64) { expect_diagonal_mean<double>(1e-13); }
 TEST(Lamm, DiagonalMeanInThePassOrItsOwnInFloat32) { expect_diagonal_mean<float>(1e-13); }
+
+// When LAMM asks an engine to anchor (rh::detail::AnchorSchedule): a later batch's first step with
+// its own length; a solve from far away only once its steps contract, with the geometric tail's
+// reach; after a refusal only once that reach has halved; never again once anchored.
+TEST(Lamm, AnchorScheduleAsksWhereTheRestOfThePathIsShort) {
+  rh::detail::AnchorSchedule later(/*near_start=*/true);
+  EXPECT_EQ(later.factor(0, 0.3), 1.0);
+  later.asked(0.3, 1.0, /*anchored=*/true);
+  later.accepted(0.3);
+  EXPECT_EQ(later.factor(1, 0.1), 0.0) << "anchored: never asked again";
+
+  rh::detail::AnchorSchedule first(/*near_start=*/false);
+  EXPECT_EQ(first.factor(0, 1.0), 0.0) << "a first step from far away";
+  first.accepted(1.0);
+  EXPECT_EQ(first.factor(1, 0.8), 0.0) << "not contracting (0.8 > 0.75)";
+  first.accepted(0.8);
+  EXPECT_DOUBLE_EQ(first.factor(2, 0.4), 2.0) << "ratio 1/2: the tail 0.4 / (1 - 1/2)";
+  first.asked(0.4, 2.0, /*anchored=*/false);  // declined at a reach of 0.8
+  first.accepted(0.4);
+  EXPECT_EQ(first.factor(3, 0.25), 0.0) << "reach 0.25 / (1 - 0.625) = 0.67 > 0.8 / 2";
+  first.accepted(0.25);
+  EXPECT_DOUBLE_EQ(first.factor(4, 0.05), 1.25) << "reach 0.0625 <= 0.4";
+  first.asked(0.05, 1.25, /*anchored=*/true);
+  EXPECT_EQ(first.factor(5, 0.01), 0.0);
+}
 
 }  // namespace
