@@ -167,13 +167,15 @@ float BatchOps<T>::squared_reach(double radius) {
 
 template <std::floating_point T>
 bool BatchOps<T>::anchor_if_expanding(const Vector& step, double reach_factor) {
-  if (!expansion_usable() || !point_valid_ || point_expansion_.active || gram_valid_ ||
+  if (!expansion_usable() || !point_valid_ || point_expansion_.active ||
       !(residual_known_ && residual_point_ == current_)) {
     return false;
   }
   // The current point's margins, then a count of the rows begin_segment would call near for
   // this reach (its first, roomier radius): row passes, no read of X. The Gram only if they are
-  // few; the margins then make the anchor as they are.
+  // few — a kept one (an earlier solve's of this batch, at another bandwidth: the first batch's
+  // pilot) brought here by its flipped rows where they are few, else a new one —; the margins
+  // then make the anchor as they are.
   const std::vector<double> sums = anchor_margins();
   double squared = 0.0;
   for (const T v : step) squared += static_cast<double>(v) * static_cast<double>(v);

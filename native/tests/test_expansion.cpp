@@ -202,6 +202,49 @@ TEST(Expansion, LammFirstBatchExpandsOnceItsStepsShrink) {
   EXPECT_GT(stream<double>(config, 20000, 12).expanded_by_batch.front(), 0U);
 }
 
+// Under the MAD scale the first batch's main solve follows its pilot at another bandwidth, the
+// pilot's anchored Gram still kept: LAMM anchors again once its steps shrink (the kept Gram
+// brought to the point, or a new one) and expands the rest, as the passes would have gone.
+struct TwoSolves {
+  std::vector<double> pilot, main;
+  std::size_t pilot_expanded = 0, main_expanded = 0;
+};
+
+TwoSolves pilot_then_main(bool expansion) {
+  rh::cpu::ThreadPool pool(2);
+  rh::cpu::Workspace<double> workspace;
+  const std::size_t rows = 20000, features = 12;
+  const auto batch = rh::test::contaminated_batch<double>(400, rows, features, 0.1);
+  workspace.reserve(features + 1, rows, rh::cpu::RowBlocks(rows).count());
+  const auto empty = rh::State<double>::empty(features + 1);
+  rh::cpu::BatchOps<double> ops(workspace, pool, empty.view(), batch.design(), batch.response(),
+                                batch.weights(), /*fit_intercept=*/true,
+                                rh::test::quiet_profiler(), /*scan_design=*/true);
+  ops.set_expansion(expansion);
+  const rh::Config config = lamm_config(0.01);
+  TwoSolves out;
+  std::vector<double> beta(features + 1, 0.0);
+  rh::lamm_solve(ops, beta, 1.0, 0.01, double(rows), config, 1e-10);
+  out.pilot = beta;
+  out.pilot_expanded = ops.expanded_evaluations();
+  rh::lamm_solve(ops, beta, 2.0, 0.01, double(rows), config, 1e-10);
+  out.main = beta;
+  out.main_expanded = ops.expanded_evaluations() - out.pilot_expanded;
+  return out;
+}
+
+TEST(Expansion, LammAnchorsAgainAfterASolveAtAnotherBandwidth) {
+  const TwoSolves expanded = pilot_then_main(true);
+  const TwoSolves passes = pilot_then_main(false);
+  EXPECT_GT(expanded.pilot_expanded, 0U);
+  EXPECT_GT(expanded.main_expanded, 0U) << "the second solve took every pass";
+  EXPECT_EQ(passes.pilot_expanded + passes.main_expanded, 0U);
+  // Solved to tol 1e-10 (tighter than the engine's default), the regrouped sums' rounding moves
+  // the end points by up to ~1e-11 relative: 1e-10, four orders inside the contract's 1e-7.
+  expect_close(expanded.pilot, passes.pilot, 1e-10, "pilot");
+  expect_close(expanded.main, passes.main, 1e-10, "main");
+}
+
 TEST(Expansion, LammUnderTheSmoothedCurvatureAndWithInferenceMatrices) {
   auto config = lamm_config(0.01);
   config.curvature = rh::Curvature::smoothed;
