@@ -111,10 +111,12 @@ class BatchOps {
     evaluate_point(beta, tau, !gram_valid_ || gram_strategy_ == GramStrategy::full);
   }
 
-  // rh::AnchoringOps: where steps by expansion are on, no Gram is kept yet and the current
-  // point's rows near the bandwidth for offsets up to reach_factor times this step's length are
-  // few enough to expand about it, the point's Gram (one pass), and true; otherwise nothing, so
-  // a batch whose steps would take their passes anyway pays no Gram it would not have formed.
+  // rh::AnchoringOps: true where the current point is expanded about an anchor already (it was
+  // evaluated so, or is one); else, where steps by expansion are on and the point's rows near
+  // the bandwidth for offsets up to reach_factor times this step's length are few enough to
+  // expand about it, the point's Gram (the kept one brought here, or a new one) and true;
+  // otherwise nothing, so a batch whose steps would take their passes pays no Gram it would not
+  // have formed.
   bool anchor_if_expanding(const Vector& step, double reach_factor);
 
   // rh::TracingOps (docs/tracing.md): with tracing on, every evaluation pass also reduces the

@@ -167,10 +167,13 @@ float BatchOps<T>::squared_reach(double radius) {
 
 template <std::floating_point T>
 bool BatchOps<T>::anchor_if_expanding(const Vector& step, double reach_factor) {
-  if (!expansion_usable() || !point_valid_ || point_expansion_.active ||
-      !(residual_known_ && residual_point_ == current_)) {
-    return false;
+  if (!expansion_usable() || !point_valid_) return false;
+  // Expanded already: the point was evaluated about an anchor, or is one.
+  if (point_expansion_.active ||
+      (anchor_.valid && anchor_.tau == tau_ && anchor_.point == current_)) {
+    return true;
   }
+  if (!(residual_known_ && residual_point_ == current_)) return false;
   // The current point's margins, then a count of the rows begin_segment would call near for
   // this reach (its first, roomier radius): row passes, no read of X. The Gram only if they are
   // few — a kept one (an earlier solve's of this batch, at another bandwidth: the first batch's

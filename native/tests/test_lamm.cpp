@@ -104,28 +104,30 @@ TEST(Lamm, DiagonalMeanInThePassOrItsOwnInFloat64) { expect_diagonal_mean<double
 TEST(Lamm, DiagonalMeanInThePassOrItsOwnInFloat32) { expect_diagonal_mean<float>(1e-13); }
 
 // When LAMM asks an engine to anchor (rh::detail::AnchorSchedule): a later batch's first step with
-// its own length; a solve from far away only once its steps contract, with the geometric tail's
-// reach; after a refusal only once that reach has halved; never again once anchored.
+// its own length; otherwise with the geometric tail's reach (the contraction counted at most
+// 0.75); after a refusal only once that reach has halved; while the engine answers that the
+// point is expanded, at every step (so that a point whose path outran its anchor anchors anew).
 TEST(Lamm, AnchorScheduleAsksWhereTheRestOfThePathIsShort) {
   rh::detail::AnchorSchedule later(/*near_start=*/true);
   EXPECT_EQ(later.factor(0, 0.3), 1.0);
-  later.asked(0.3, 1.0, /*anchored=*/true);
+  later.asked(0.3, 1.0, /*expanded=*/true);
   later.accepted(0.3);
-  EXPECT_EQ(later.factor(1, 0.1), 0.0) << "anchored: never asked again";
+  EXPECT_DOUBLE_EQ(later.factor(1, 0.1), 1.5) << "expanded: asked again, 0.1 / (1 - 1/3)";
 
   rh::detail::AnchorSchedule first(/*near_start=*/false);
   EXPECT_EQ(first.factor(0, 1.0), 0.0) << "a first step from far away";
   first.accepted(1.0);
-  EXPECT_EQ(first.factor(1, 0.8), 0.0) << "not contracting (0.8 > 0.75)";
+  EXPECT_DOUBLE_EQ(first.factor(1, 0.8), 4.0) << "contraction 0.8 counted as 0.75";
+  first.asked(0.8, 4.0, /*expanded=*/false);  // declined at a reach of 3.2
   first.accepted(0.8);
-  EXPECT_DOUBLE_EQ(first.factor(2, 0.4), 2.0) << "ratio 1/2: the tail 0.4 / (1 - 1/2)";
-  first.asked(0.4, 2.0, /*anchored=*/false);  // declined at a reach of 0.8
+  EXPECT_DOUBLE_EQ(first.factor(2, 0.4), 2.0) << "reach 0.4 / (1 - 1/2) = 0.8 <= 3.2 / 2";
+  first.asked(0.4, 2.0, /*expanded=*/false);  // declined at 0.8
   first.accepted(0.4);
   EXPECT_EQ(first.factor(3, 0.25), 0.0) << "reach 0.25 / (1 - 0.625) = 0.67 > 0.8 / 2";
   first.accepted(0.25);
   EXPECT_DOUBLE_EQ(first.factor(4, 0.05), 1.25) << "reach 0.0625 <= 0.4";
-  first.asked(0.05, 1.25, /*anchored=*/true);
-  EXPECT_EQ(first.factor(5, 0.01), 0.0);
+  first.asked(0.05, 1.25, /*expanded=*/true);
+  first.accepted(0.05);
+  EXPECT_DOUBLE_EQ(first.factor(5, 0.04), 4.0) << "expanded: asked at every step";
 }
-
 }  // namespace

@@ -72,10 +72,13 @@ double lamm_majorizer(O& ops, const typename O::Vector& gradient, const typename
 
 // When LAMM shows an AnchoringOps engine a step, and how far it says the rest of the solve goes.
 // A later batch's first step (near_start): its own length, the rest of a solve begun near the
-// minimizer being about that long. Otherwise once the steps contract: a step of length s after
-// one of length s' (s < max_contraction s') leaves about s / (1 - s/s') of path if they keep
-// contracting so (a geometric tail). Declined, the engine is asked again only once that reach
-// has halved, so a solve pays a few of its row passes at most.
+// minimizer being about that long. Otherwise a step of length s after one of length s' leaves
+// about s / (1 - q) of path, q = s/s' (at most max_contraction), if the steps keep contracting
+// so (a geometric tail). The engine answers whether the current point is expanded about an
+// anchor (one it has, or one it forms for that reach); asked again while it is, at no cost,
+// so that where the path outruns the anchor and a pass is taken the point can anchor anew.
+// Declined, the engine is asked again only once the reach has halved, so a solve pays a few of
+// its row passes at most.
 class AnchorSchedule {
  public:
   static constexpr double max_contraction = 0.75;
@@ -84,24 +87,21 @@ class AnchorSchedule {
 
   // The reach factor to ask iteration k's first step with (its length given), or 0: not now.
   double factor(std::int64_t k, double length) const {
-    if (anchored_) return 0.0;
     double factor = 0.0;
     if (k == 0) {
       factor = near_start_ ? 1.0 : 0.0;
-    } else if (length < max_contraction * last_length_) {
-      factor = 1.0 / (1.0 - length / last_length_);
+    } else if (last_length_ > 0.0) {
+      factor = 1.0 / (1.0 - std::min(length / last_length_, max_contraction));
     }
     return factor > 0.0 && length * factor <= 0.5 * declined_reach_ ? factor : 0.0;
   }
-  void asked(double length, double factor, bool anchored) {
-    anchored_ = anchored;
-    if (!anchored) declined_reach_ = length * factor;
+  void asked(double length, double factor, bool expanded) {
+    declined_reach_ = expanded ? std::numeric_limits<double>::infinity() : length * factor;
   }
   void accepted(double length) { last_length_ = length; }
 
  private:
   bool near_start_;
-  bool anchored_ = false;
   double last_length_ = 0.0;
   double declined_reach_ = std::numeric_limits<double>::infinity();
 };
