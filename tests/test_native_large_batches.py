@@ -1,6 +1,6 @@
 """The native CPU engine on batches large enough for its steps by expansion (docs/native.md,
-"Passes over X per batch": from 2^17 entries a Newton step, and a later batch's LAMM iteration,
-is evaluated without a pass over X)
+"Passes over X per batch": from 2^17 entries a Newton step, and a LAMM iteration once its solve
+has anchored, is evaluated without a pass over X)
 against the reference, at the contract's cross-engine tolerance, state and diagnostics of every
 batch of a stream, under the options that reach the information and the objective differently."""
 
@@ -24,7 +24,7 @@ CONFIGS = {
     "smoothed": Config(curvature="smoothed"),
     "matrices": Config(inference_matrices=True),
     "half-life": Config(half_life=20_000.0),
-    # LAMM: a later batch's iterations by expansion about its first point (docs/native.md)
+    # LAMM: iterations by expansion once the solve has anchored (docs/native.md)
     "l1": Config(alpha=0.01),
     "l1-schedule-smoothed": Config(lambda_scale=0.5, curvature="smoothed"),
     "l1-half-life-no-intercept": Config(alpha=0.01, half_life=20_000.0, fit_intercept=False),

@@ -513,7 +513,7 @@ void BatchOps<T>::materialize_point() {
   template std::vector<double> BatchOps<T>::anchor_margins();                                   \
   template void BatchOps<T>::set_anchor(const std::vector<double>&);                            \
   template float BatchOps<T>::squared_reach(double);                                            \
-  template bool BatchOps<T>::anchor_if_expanding(const Vector&, double);                                \
+  template bool BatchOps<T>::anchor_if_expanding(const Vector&, double);                        \
   template void BatchOps<T>::evaluate_by_expansion(const Vector&, std::vector<double>,          \
                                                    PointRows<T>&, ExpandedPoint&);              \
   template double BatchOps<T>::expansion_loss_change(double) const;                             \

@@ -125,7 +125,8 @@ concept FusedTrialOps = SolverOps<O> &&
 // CPU engine, docs/native.md "Steps by expansion"): told a step of a solve that forms no Newton
 // matrix (LAMM's) and how far the rest of the solve is expected to go (reach_factor times the
 // step's length), it may form the current point's Gram where offsets that long would be expanded
-// about it, so that the later points are evaluated without a pass over X~; true if it did. The
+// about it, so that the later points are evaluated without a pass over X~; true where the point
+// is expanded about an anchor (formed now, or one it had), false where it takes passes. The
 // results are those of the passes up to the expansion's regrouped sums.
 template <class O>
 concept AnchoringOps =
