@@ -168,12 +168,23 @@ void BatchOps<T>::residual_rows(const T* beta, std::size_t begin, std::size_t en
 
 template <std::floating_point T>
 void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
+  form_residuals(beta, out.data());
+}
+
+template <std::floating_point T>
+std::span<const T> BatchOps<T>::host_residuals(const Vector& beta) {
+  form_residuals(beta, nullptr);
+  return {ws_.point.residual.data(), X_.rows};
+}
+
+template <std::floating_point T>
+void BatchOps<T>::form_residuals(const Vector& beta, T* out) {
   if (point_valid_ && beta == current_) {
     // The last evaluation's point (the pilot's final one, for the first batch's scale): its
     // residual is in ws_.point already (formed now if the point was evaluated by expansion),
     // and the evaluation stays valid.
     materialize_point();
-    std::copy_n(ws_.point.residual.begin(), X_.rows, out.begin());
+    if (out != nullptr) std::copy_n(ws_.point.residual.begin(), X_.rows, out);
     return;
   }
   // Into ws_.point.residual as well: an evaluation at beta (the solve's first, usually) takes it
@@ -207,7 +218,7 @@ void BatchOps<T>::residuals_to_host(const Vector& beta, std::span<T> out) {
       if (scan_design_ && !at_zero && product_rows_non_finite(lo, hi, residual)) {
         non_finite.store(true, std::memory_order_relaxed);
       }
-      std::copy(residual + lo, residual + hi, out.begin() + static_cast<std::ptrdiff_t>(lo));
+      if (out != nullptr) std::copy(residual + lo, residual + hi, out + lo);  // from cache
     });
   });
   finish_design_scan(non_finite.load());

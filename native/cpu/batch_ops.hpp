@@ -63,6 +63,8 @@ class BatchOps {
   std::span<const T> host_weights() const { return weights_; }
   // At the last evaluation's point: a copy of its residual, no pass.
   void residuals_to_host(const Vector& beta, std::span<T> out);
+  // The same residuals where the engine keeps them (ws_.point.residual), not copied out.
+  std::span<const T> host_residuals(const Vector& beta);
 
   void evaluate(const Vector& beta, double tau) { evaluate_point(beta, tau, false); }
   void gradient(Vector& out);
@@ -308,6 +310,8 @@ class BatchOps {
   void require_design_scanned() const;
   // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick);
   // with_norms: the rows' squared norms into ws_.row_norms from the same read.
+  // residuals_to_host, copying into out unless it is null (host_residuals).
+  void form_residuals(const Vector& beta, T* out);
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out,
                      bool with_norms = false) const;
   // The residuals at beta = (the evaluated point) + a projected step, from the evaluated point's

@@ -296,6 +296,14 @@ void expect_residuals_at_the_current_point_copied() {
   std::vector<T> passed(batch.rows);
   fresh.residuals_to_host(start, passed);
   EXPECT_EQ(copied, passed);
+  // Read in place, at the current point and after a pass at another one: the same bits.
+  const std::span<const T> kept = ops.host_residuals(start);
+  EXPECT_EQ(std::vector<T>(kept.begin(), kept.end()), passed);
+  const std::vector<T> other = {0.25, -0.5, 1, 0.5, 0, -0.25, 1, 0.2};
+  std::vector<T> other_copied(batch.rows);
+  fresh.residuals_to_host(other, other_copied);
+  const std::span<const T> in_place = ops.host_residuals(other);
+  EXPECT_EQ(std::vector<T>(in_place.begin(), in_place.end()), other_copied);
 }
 
 TEST(RepeatedEvaluation, ResidualsAtTheCurrentPointAreACopy) {

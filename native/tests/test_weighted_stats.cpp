@@ -181,6 +181,36 @@ TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
   EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(w)), 1.0);
 }
 
+// The unit weights' check compares bit patterns in blocks: any weight that is not exactly +1,
+// in any block (the last, partial one included), makes the set integer or general, as the
+// sequential loop classifies it.
+template <class W>
+void expect_weight_kinds() {
+  using rh::detail::WeightKind;
+  double total = 0.0;
+  for (const std::size_t n : {std::size_t{1}, std::size_t{511}, std::size_t{512},
+                              std::size_t{513}, std::size_t{5000}}) {
+    std::vector<W> w(n, W{1});
+    EXPECT_EQ(rh::detail::weight_kind(std::span<const W>(w), total), WeightKind::units);
+    EXPECT_EQ(total, static_cast<double>(n));
+    for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+      std::vector<W> other = w;
+      other[at] = W{2};
+      EXPECT_EQ(rh::detail::weight_kind(std::span<const W>(other), total), WeightKind::integers);
+      EXPECT_EQ(total, static_cast<double>(n) + 1.0);
+      other[at] = W{0.5};
+      EXPECT_EQ(rh::detail::weight_kind(std::span<const W>(other), total), WeightKind::general);
+      other[at] = std::nextafter(W{1}, W{2});  // one bit off 1
+      EXPECT_EQ(rh::detail::weight_kind(std::span<const W>(other), total), WeightKind::general);
+    }
+  }
+}
+
+TEST(WeightKind, UnitsAreExactlyOneInEveryBlock) {
+  expect_weight_kinds<double>();
+  expect_weight_kinds<float>();
+}
+
 TEST(WeightedStd, MatchesTheDefinition) {
   const std::vector<double> v = {1, 3};
   const std::vector<double> w = {1, 3};

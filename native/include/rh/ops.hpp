@@ -134,6 +134,15 @@ concept AnchoringOps =
       { ops.anchor_if_expanding(v, reach_factor) } -> std::same_as<bool>;
     };
 
+// Optional, for an engine whose residuals live in host memory (the CPU engine): y - X~ beta as
+// residuals_to_host forms it, read where the engine keeps it instead of copied out; the view is
+// valid until the next call on ops. The scale's median reads it (a row-length copy less).
+template <class O>
+concept HostResidualOps =
+    SolverOps<O> && requires(O& ops, const typename O::Vector& v) {
+      { ops.host_residuals(v) } -> std::same_as<std::span<const typename O::Scalar>>;
+    };
+
 // The outputs of the square-root information update (factorization="qr"): the new R~ (d x d,
 // row-major, upper triangular, diagonal >= 0) and z~ (d); G_b and K_b added as for the Cholesky
 // mode's information update.

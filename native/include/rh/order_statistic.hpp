@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace rh::detail {
@@ -62,7 +63,8 @@ V order_statistic(std::size_t n, std::size_t k, Value&& value) {
   // and above. The window's room is checked once per block of values.
   constexpr std::size_t block = 1024;
   const std::size_t capacity = n / 4;
-  std::vector<V> between(capacity + block);
+  // Not value-initialized: only the slots the pass writes are read.
+  const std::unique_ptr<V[]> between(new V[capacity + block]);
   std::size_t below = 0;
   std::size_t count = 0;
   std::size_t above = 0;
@@ -78,8 +80,8 @@ V order_statistic(std::size_t n, std::size_t k, Value&& value) {
   }
   const bool complete = below + count + above == n;  // every value ordered, none left unread
   if (complete && below <= k && k < below + count) {
-    const auto kth = between.begin() + static_cast<std::ptrdiff_t>(k - below);
-    std::nth_element(between.begin(), kth, between.begin() + static_cast<std::ptrdiff_t>(count));
+    V* const kth = between.get() + (k - below);
+    std::nth_element(between.get(), kth, between.get() + count);
     if (*kth != V{0}) return *kth;
   }
   return order_statistic_full<V>(n, k, value);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -43,9 +44,17 @@ template <SolverOps O>
 double residual_scale(O& ops, const typename O::Vector& beta, double fallback) {
   using T = typename O::Scalar;
   const auto weights = ops.host_weights();
-  std::vector<T> residuals(weights.size());
-  ops.residuals_to_host(beta, residuals);
-  const double scale = mad_k * weighted_mad(std::span<const T>(residuals), weights);
+  double scale = 0.0;
+  if constexpr (HostResidualOps<O>) {
+    scale = mad_k * weighted_mad(ops.host_residuals(beta), weights);
+  } else {
+    // Not value-initialized: residuals_to_host writes every entry (a zeroed row-length vector
+    // cost a memset and the first touch of its pages on every batch).
+    const std::size_t rows = weights.size();
+    const std::unique_ptr<T[]> residuals(new T[rows]);
+    ops.residuals_to_host(beta, std::span<T>(residuals.get(), rows));
+    scale = mad_k * weighted_mad(std::span<const T>(residuals.get(), rows), weights);
+  }
   return finite_positive(scale) ? scale : fallback;
 }
 

@@ -3,8 +3,12 @@
 // scale (and hence tau) is the same number in every engine.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -89,9 +93,32 @@ enum class WeightKind { units, integers, general };
 
 // What the weights allow: all 1 (the default), integers with exact sums (total <= 2^53), or
 // neither; and their float64 total.
+// Whether every weight is exactly 1: bit patterns compared in blocks, with no branch or float
+// add chain per weight, so the loop vectorizes (the default weights take this path on every
+// scale; the loop below runs at a float add's latency per weight, ~75 us on 65,536 weights).
+template <class W>
+bool all_unit_weights(std::span<const W> weights) {
+  using Bits = std::conditional_t<sizeof(W) == 8, std::uint64_t, std::uint32_t>;
+  constexpr Bits one = std::bit_cast<Bits>(W{1});
+  constexpr std::size_t block = 512;
+  for (std::size_t start = 0; start < weights.size(); start += block) {
+    const std::size_t end = std::min(weights.size(), start + block);
+    Bits differ = 0;
+    for (std::size_t i = start; i < end; ++i) differ |= std::bit_cast<Bits>(weights[i]) ^ one;
+    if (differ != 0) return false;
+  }
+  return true;
+}
+
 template <class W>
 WeightKind weight_kind(std::span<const W> weights, double& total) {
   constexpr double exact_limit = 9007199254740992.0;  // 2^53
+  if constexpr (std::floating_point<W> && (sizeof(W) == 4 || sizeof(W) == 8)) {
+    if (all_unit_weights(weights)) {
+      total = static_cast<double>(weights.size());  // exact: n < 2^53
+      return WeightKind::units;
+    }
+  }
   total = 0.0;
   bool units = true;
   bool integers = true;
