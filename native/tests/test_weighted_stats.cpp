@@ -9,6 +9,7 @@
 #include <random>
 #include <rh/order_statistic.hpp>
 #include <rh/weighted_stats.hpp>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -180,6 +181,47 @@ TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
   // median 3; deviations 2, 1, 0, 1, 97 -> lower median 1.
   EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(w)), 1.0);
 }
+
+#if defined(RH_WINDOW_AVX512)
+// The AVX-512 window pass gives the portable loop's Window and window, value for value: values
+// and deviations, windows that hold many values, NaN in the values and as a bound, a window that
+// outgrows its capacity (the pass stops at the same block), lengths that are not multiples of 8.
+TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
+  if (!rh::detail::cpu_has_avx512f()) {
+    GTEST_SKIP() << "this CPU has no AVX-512: the portable pass is the only one it runs";
+  }
+  std::mt19937_64 rng(11);
+  std::student_t_distribution<double> t(3.0);
+  for (const std::size_t n : {std::size_t{7}, std::size_t{1029}, std::size_t{20001}}) {
+    std::vector<double> v(n);
+    for (double& x : v) x = std::round(t(rng) * 8.0) / 8.0;  // ties
+    if (n > 100) v[n / 3] = std::numeric_limits<double>::quiet_NaN();
+    for (const bool deviations : {false, true}) {
+      for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{
+               {-0.5, 0.25}, {-100.0, 100.0}, {0.0, 0.0},
+               {std::numeric_limits<double>::quiet_NaN(), 1.0}}) {
+        for (const std::size_t capacity : {n / 4, n}) {
+          const auto value = [&](std::size_t i) {
+            return deviations ? std::fabs(v[i] - 0.125) : v[i];
+          };
+          std::vector<double> expected(capacity + rh::detail::window_room);
+          std::vector<double> got(capacity + rh::detail::window_room);
+          const auto a = rh::detail::gather_window<double>(n, value, lo, hi, expected.data(),
+                                                           capacity);
+          const auto b = rh::detail::gather_window_avx512(v.data(), n, 0.125, deviations, lo, hi,
+                                                          got.data(), capacity);
+          EXPECT_EQ(a.below, b.below);
+          EXPECT_EQ(a.count, b.count);
+          EXPECT_EQ(a.above, b.above);
+          for (std::size_t k = 0; k < a.count; ++k) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(expected[k]), std::bit_cast<std::uint64_t>(got[k]));
+          }
+        }
+      }
+    }
+  }
+}
+#endif
 
 // The unit weights' check compares bit patterns in blocks: any weight that is not exactly +1,
 // in any block (the last, partial one included), makes the set integer or general, as the

@@ -15,7 +15,13 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <span>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__) && !defined(__CUDACC__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace rh::detail {
 
@@ -36,11 +42,92 @@ V order_statistic_full(std::size_t n, std::size_t k, Value&& value) {
   return *kth;
 }
 
+// One pass over the values for a window [lo, hi]: how many lie below it and above it, and the
+// ones inside gathered into between[0, count) in index order. The pass stops at the end of a
+// block of values once more than `capacity` are inside (below + count + above < n then). NaN
+// (anywhere, or as a bound) is none of below, inside and above. `between` has room for
+// capacity + window_room values.
+struct Window {
+  std::size_t below = 0;
+  std::size_t count = 0;
+  std::size_t above = 0;
+};
+inline constexpr std::size_t window_block = 1024;
+inline constexpr std::size_t window_room = window_block + 16;
+
+// Without a branch per value: each value is stored at the window's end and kept there only if
+// it is inside.
+template <class V, class Value>
+Window gather_window(std::size_t n, Value&& value, V lo, V hi, V* between,
+                     std::size_t capacity) {
+  Window w;
+  for (std::size_t start = 0; start < n && w.count <= capacity; start += window_block) {
+    const std::size_t end = std::min(n, start + window_block);
+    for (std::size_t i = start; i < end; ++i) {
+      const V v = value(i);
+      w.below += static_cast<std::size_t>(v < lo);
+      w.above += static_cast<std::size_t>(v > hi);
+      between[w.count] = v;
+      w.count += static_cast<std::size_t>(v >= lo) & static_cast<std::size_t>(v <= hi);
+    }
+  }
+  return w;
+}
+
+#if defined(__x86_64__) && !defined(__CUDACC__) && defined(__GNUC__)
+#define RH_WINDOW_AVX512 1
+// gather_window over float64 values v[i], or their deviations |v[i] - center|, eight at a time:
+// the comparisons as masks, their counts by popcount, the inside values compressed in index
+// order (the same window, the same counts and bits as the loop above: the subtraction and the
+// absolute value are the scalar ones, lane by lane). About a tenth of the scalar loop's time,
+// which runs at three cycles a value. Hand-written: the scale's two selections on every
+// large batch read each residual once here, and no library offers a counted, compressing
+// window pass. Call only where cpu_has_avx512f().
+__attribute__((target("avx512f,popcnt"))) inline Window gather_window_avx512(
+    const double* v, std::size_t n, double center, bool deviations, double lo, double hi,
+    double* between, std::size_t capacity) {
+  Window w;
+  const __m512d low = _mm512_set1_pd(lo);
+  const __m512d high = _mm512_set1_pd(hi);
+  const __m512d middle = _mm512_set1_pd(center);
+  for (std::size_t start = 0; start < n && w.count <= capacity; start += window_block) {
+    const std::size_t end = std::min(n, start + window_block);
+    std::size_t i = start;
+    for (; i + 8 <= end; i += 8) {
+      __m512d x = _mm512_loadu_pd(v + i);
+      if (deviations) x = _mm512_abs_pd(_mm512_sub_pd(x, middle));
+      const __mmask8 below = _mm512_cmp_pd_mask(x, low, _CMP_LT_OQ);
+      const __mmask8 above = _mm512_cmp_pd_mask(x, high, _CMP_GT_OQ);
+      const __mmask8 inside =
+          _mm512_cmp_pd_mask(x, low, _CMP_GE_OQ) & _mm512_cmp_pd_mask(x, high, _CMP_LE_OQ);
+      w.below += static_cast<std::size_t>(__builtin_popcount(below));
+      w.above += static_cast<std::size_t>(__builtin_popcount(above));
+      _mm512_storeu_pd(between + w.count, _mm512_maskz_compress_pd(inside, x));
+      w.count += static_cast<std::size_t>(__builtin_popcount(inside));
+    }
+    for (; i < end; ++i) {
+      const double x = deviations ? std::fabs(v[i] - center) : v[i];
+      w.below += static_cast<std::size_t>(x < lo);
+      w.above += static_cast<std::size_t>(x > hi);
+      between[w.count] = x;
+      w.count += static_cast<std::size_t>(x >= lo) & static_cast<std::size_t>(x <= hi);
+    }
+  }
+  return w;
+}
+
+inline bool cpu_has_avx512f() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+#endif
+
 // The k-th smallest (0-based, k < n) of value(0), ..., value(n - 1), bit for bit what
 // order_statistic_full gives; value(i) is called a few times per i (no copy of the whole set
-// unless the sample's bounds miss).
-template <class V, class Value>
-V order_statistic(std::size_t n, std::size_t k, Value&& value) {
+// unless the sample's bounds miss). gather(lo, hi, between, capacity) makes the window's pass:
+// gather_window over value, or a faster pass that gives the same Window.
+template <class V, class Value, class Gather>
+V order_statistic(std::size_t n, std::size_t k, Value&& value, Gather&& gather) {
   if (n < sampled_selection_min) return order_statistic_full<V>(n, k, value);
   constexpr std::size_t m = selection_sample;
   std::vector<V> sample(m);
@@ -58,33 +145,64 @@ V order_statistic(std::size_t n, std::size_t k, Value&& value) {
   std::nth_element(sample.begin() + static_cast<std::ptrdiff_t>(lo_rank),
                    sample.begin() + static_cast<std::ptrdiff_t>(hi_rank), sample.end());
   const V hi = sample[hi_rank];
-  // The pass, without a branch per value: each value is stored at the window's end and kept
-  // there only if it is inside [lo, hi]. NaN (anywhere, or as a bound) is none of below, inside
-  // and above. The window's room is checked once per block of values.
-  constexpr std::size_t block = 1024;
   const std::size_t capacity = n / 4;
   // Not value-initialized: only the slots the pass writes are read.
-  const std::unique_ptr<V[]> between(new V[capacity + block]);
-  std::size_t below = 0;
-  std::size_t count = 0;
-  std::size_t above = 0;
-  for (std::size_t start = 0; start < n && count <= capacity; start += block) {
-    const std::size_t end = std::min(n, start + block);
-    for (std::size_t i = start; i < end; ++i) {
-      const V v = value(i);
-      below += static_cast<std::size_t>(v < lo);
-      above += static_cast<std::size_t>(v > hi);
-      between[count] = v;
-      count += static_cast<std::size_t>(v >= lo) & static_cast<std::size_t>(v <= hi);
-    }
-  }
-  const bool complete = below + count + above == n;  // every value ordered, none left unread
-  if (complete && below <= k && k < below + count) {
-    V* const kth = between.get() + (k - below);
-    std::nth_element(between.get(), kth, between.get() + count);
+  const std::unique_ptr<V[]> between(new V[capacity + window_room]);
+  const Window w = gather(lo, hi, between.get(), capacity);
+  const bool complete = w.below + w.count + w.above == n;  // every value ordered, none unread
+  if (complete && w.below <= k && k < w.below + w.count) {
+    V* const kth = between.get() + (k - w.below);
+    std::nth_element(between.get(), kth, between.get() + w.count);
     if (*kth != V{0}) return *kth;
   }
   return order_statistic_full<V>(n, k, value);
+}
+
+template <class V, class Value>
+V order_statistic(std::size_t n, std::size_t k, Value&& value) {
+  return order_statistic<V>(n, k, value, [&](V lo, V hi, V* between, std::size_t capacity) {
+    return gather_window<V>(n, value, lo, hi, between, capacity);
+  });
+}
+
+// The window's pass over float64 values[i] (or |values[i] - center|) by gather_window_avx512
+// where the CPU has AVX-512, else by gather_window.
+template <class V, class Value>
+auto contiguous_gather(std::span<const V> values, const Value& value, double center,
+                       bool deviations) {
+  using R = decltype(value(std::size_t{0}));
+  return [values, &value, center, deviations](R lo, R hi, R* between, std::size_t capacity) {
+#if defined(RH_WINDOW_AVX512)
+    if constexpr (std::is_same_v<V, double>) {
+      if (cpu_has_avx512f()) {
+        return gather_window_avx512(values.data(), values.size(), center, deviations, lo, hi,
+                                    between, capacity);
+      }
+    }
+#else
+    (void)center;
+    (void)deviations;
+#endif
+    return gather_window<R>(values.size(), value, lo, hi, between, capacity);
+  };
+}
+
+// The k-th smallest of the values, compared in their own type.
+template <class V>
+V order_statistic_of_values(std::span<const V> values, std::size_t k) {
+  const auto value = [&values](std::size_t i) { return values[i]; };
+  return order_statistic<V>(values.size(), k, value,
+                            contiguous_gather(values, value, 0.0, false));
+}
+
+// The k-th smallest of the deviations |values[i] - center|, formed in float64.
+template <class V>
+double order_statistic_of_deviations(std::span<const V> values, std::size_t k, double center) {
+  const auto value = [&values, center](std::size_t i) {
+    return std::fabs(static_cast<double>(values[i]) - center);
+  };
+  return order_statistic<double>(values.size(), k, value,
+                                 contiguous_gather(values, value, center, true));
 }
 
 }  // namespace rh::detail

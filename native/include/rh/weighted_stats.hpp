@@ -140,8 +140,7 @@ template <class V, class W>
 double weighted_median_of(std::span<const V> values, std::span<const W> weights,
                           WeightKind kind, double total) {
   if (kind == WeightKind::units) {
-    return static_cast<double>(order_statistic<V>(
-        values.size(), unit_median_rank(values.size()), [&](std::size_t i) { return values[i]; }));
+    return static_cast<double>(order_statistic_of_values(values, unit_median_rank(values.size())));
   }
   if (kind == WeightKind::integers) return weighted_median_exact_sums(values, weights, total);
   return weighted_median_sorted(values, weights);
@@ -174,8 +173,8 @@ double weighted_mad(std::span<const V> values, std::span<const W> weights) {
     return std::fabs(static_cast<double>(values[i]) - center);
   };
   if (kind == detail::WeightKind::units) {
-    return detail::order_statistic<double>(values.size(), detail::unit_median_rank(values.size()),
-                                           deviation);
+    return detail::order_statistic_of_deviations(values, detail::unit_median_rank(values.size()),
+                                                 center);
   }
   std::vector<double> deviations(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = deviation(i);
