@@ -223,6 +223,36 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
 }
 #endif
 
+// The window's selection, narrowed once more where the window is large, gives nth_element's
+// value on the window: random values with ties, sorted and reversed ones, float64 and float32,
+// every region of ranks.
+template <class V>
+void expect_kth_smallest_is_nth_elements() {
+  std::mt19937_64 rng(13);
+  std::student_t_distribution<double> t(3.0);
+  for (const std::size_t count : {std::size_t{100}, std::size_t{4096}, std::size_t{30001}}) {
+    for (const int order : {0, 1, 2}) {
+      std::vector<V> values(count);
+      for (V& x : values) x = static_cast<V>(std::round(t(rng) * 64.0) / 64.0);
+      if (order == 1) std::sort(values.begin(), values.end());
+      if (order == 2) std::sort(values.rbegin(), values.rend());
+      for (const std::size_t k : {std::size_t{0}, count / 7, count / 2, count - 1}) {
+        std::vector<V> expected = values;
+        std::nth_element(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(k),
+                         expected.end());
+        std::vector<V> got = values;
+        EXPECT_EQ(rh::detail::kth_smallest(got.data(), count, k), expected[k])
+            << "count " << count << " order " << order << " k " << k;
+      }
+    }
+  }
+}
+
+TEST(OrderStatistic, TheWindowsSelectionIsNthElementsValue) {
+  expect_kth_smallest_is_nth_elements<double>();
+  expect_kth_smallest_is_nth_elements<float>();
+}
+
 // The unit weights' check compares bit patterns in blocks: any weight that is not exactly +1,
 // in any block (the last, partial one included), makes the set integer or general, as the
 // sequential loop classifies it.
