@@ -216,6 +216,39 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
           for (std::size_t k = 0; k < a.count; ++k) {
             EXPECT_EQ(std::bit_cast<std::uint64_t>(expected[k]), std::bit_cast<std::uint64_t>(got[k]));
           }
+          // float32 values: their deviations in float64, and the values in float32.
+          const std::vector<float> f(v.begin(), v.end());
+          const auto f_value = [&](std::size_t i) {
+            return deviations ? std::fabs(static_cast<double>(f[i]) - 0.125)
+                              : static_cast<double>(f[i]);
+          };
+          const auto c = rh::detail::gather_window<double>(n, f_value, lo, hi, expected.data(),
+                                                           capacity);
+          const auto d = rh::detail::gather_window_avx512(f.data(), n, 0.125, deviations, lo, hi,
+                                                          got.data(), capacity);
+          EXPECT_EQ(c.below, d.below);
+          EXPECT_EQ(c.count, d.count);
+          EXPECT_EQ(c.above, d.above);
+          for (std::size_t k = 0; k < c.count; ++k) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(expected[k]), std::bit_cast<std::uint64_t>(got[k]));
+          }
+          if (!deviations) {
+            std::vector<float> f_expected(capacity + rh::detail::window_room);
+            std::vector<float> f_got(capacity + rh::detail::window_room);
+            const auto flo = static_cast<float>(lo);
+            const auto fhi = static_cast<float>(hi);
+            const auto e = rh::detail::gather_window<float>(
+                n, [&](std::size_t i) { return f[i]; }, flo, fhi, f_expected.data(), capacity);
+            const auto g =
+                rh::detail::gather_window_avx512(f.data(), n, flo, fhi, f_got.data(), capacity);
+            EXPECT_EQ(e.below, g.below);
+            EXPECT_EQ(e.count, g.count);
+            EXPECT_EQ(e.above, g.above);
+            for (std::size_t k = 0; k < e.count; ++k) {
+              EXPECT_EQ(std::bit_cast<std::uint32_t>(f_expected[k]),
+                        std::bit_cast<std::uint32_t>(f_got[k]));
+            }
+          }
         }
       }
     }
