@@ -308,10 +308,10 @@ class BatchOps {
   void finish_design_scan(bool found);
   // For the passes that never come first: throws std::logic_error if X is still unscanned.
   void require_design_scanned() const;
-  // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick);
-  // with_norms: the rows' squared norms into ws_.row_norms from the same read.
   // residuals_to_host, copying into out unless it is null (host_residuals).
   void form_residuals(const Vector& beta, T* out);
+  // out[begin, end) = y - X~ beta on those rows (untimed: callers time it as a residual brick);
+  // with_norms: the rows' squared norms into ws_.row_norms from the same read.
   void residual_rows(const T* beta, std::size_t begin, std::size_t end, T* out,
                      bool with_norms = false) const;
   // The residuals at beta = (the evaluated point) + a projected step, from the evaluated point's

@@ -130,4 +130,5 @@ TEST(Lamm, AnchorScheduleAsksWhereTheRestOfThePathIsShort) {
   first.accepted(0.05);
   EXPECT_DOUBLE_EQ(first.factor(5, 0.04), 4.0) << "expanded: asked at every step";
 }
+
 }  // namespace

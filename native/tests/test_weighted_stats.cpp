@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <rh/order_statistic.hpp>
 #include <rh/weighted_stats.hpp>
 #include <utility>
@@ -183,6 +184,19 @@ TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
 }
 
 #if defined(RH_WINDOW_AVX512)
+// Two passes' Windows and their windows' values, bit for bit.
+template <class V>
+void expect_same_window(const rh::detail::Window& expected, const std::vector<V>& expected_values,
+                        const rh::detail::Window& got, const std::vector<V>& got_values) {
+  using Bits = std::conditional_t<sizeof(V) == 8, std::uint64_t, std::uint32_t>;
+  EXPECT_EQ(expected.below, got.below);
+  EXPECT_EQ(expected.count, got.count);
+  EXPECT_EQ(expected.above, got.above);
+  for (std::size_t k = 0; k < expected.count; ++k) {
+    EXPECT_EQ(std::bit_cast<Bits>(expected_values[k]), std::bit_cast<Bits>(got_values[k]));
+  }
+}
+
 // The AVX-512 window pass gives the portable loop's Window and window, value for value: values
 // and deviations, windows that hold many values, NaN in the values and as a bound, a window that
 // outgrows its capacity (the pass stops at the same block), lengths that are not multiples of 8.
@@ -210,12 +224,7 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
                                                            capacity);
           const auto b = rh::detail::gather_window_avx512(v.data(), n, 0.125, deviations, lo, hi,
                                                           got.data(), capacity);
-          EXPECT_EQ(a.below, b.below);
-          EXPECT_EQ(a.count, b.count);
-          EXPECT_EQ(a.above, b.above);
-          for (std::size_t k = 0; k < a.count; ++k) {
-            EXPECT_EQ(std::bit_cast<std::uint64_t>(expected[k]), std::bit_cast<std::uint64_t>(got[k]));
-          }
+          expect_same_window(a, expected, b, got);
           // float32 values: their deviations in float64, and the values in float32.
           const std::vector<float> f(v.begin(), v.end());
           const auto f_value = [&](std::size_t i) {
@@ -226,12 +235,7 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
                                                            capacity);
           const auto d = rh::detail::gather_window_avx512(f.data(), n, 0.125, deviations, lo, hi,
                                                           got.data(), capacity);
-          EXPECT_EQ(c.below, d.below);
-          EXPECT_EQ(c.count, d.count);
-          EXPECT_EQ(c.above, d.above);
-          for (std::size_t k = 0; k < c.count; ++k) {
-            EXPECT_EQ(std::bit_cast<std::uint64_t>(expected[k]), std::bit_cast<std::uint64_t>(got[k]));
-          }
+          expect_same_window(c, expected, d, got);
           if (!deviations) {
             std::vector<float> f_expected(capacity + rh::detail::window_room);
             std::vector<float> f_got(capacity + rh::detail::window_room);
@@ -241,13 +245,7 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
                 n, [&](std::size_t i) { return f[i]; }, flo, fhi, f_expected.data(), capacity);
             const auto g =
                 rh::detail::gather_window_avx512(f.data(), n, flo, fhi, f_got.data(), capacity);
-            EXPECT_EQ(e.below, g.below);
-            EXPECT_EQ(e.count, g.count);
-            EXPECT_EQ(e.above, g.above);
-            for (std::size_t k = 0; k < e.count; ++k) {
-              EXPECT_EQ(std::bit_cast<std::uint32_t>(f_expected[k]),
-                        std::bit_cast<std::uint32_t>(f_got[k]));
-            }
+            expect_same_window(e, f_expected, g, f_got);
           }
         }
       }

@@ -8,9 +8,9 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 #include <numeric>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "rh/order_statistic.hpp"
@@ -91,8 +91,6 @@ namespace detail {
 
 enum class WeightKind { units, integers, general };
 
-// What the weights allow: all 1 (the default), integers with exact sums (total <= 2^53), or
-// neither; and their float64 total.
 // Whether every weight is exactly 1: bit patterns compared in blocks, with no branch or float
 // add chain per weight, so the loop vectorizes (the default weights take this path on every
 // scale; the loop below runs at a float add's latency per weight, ~75 us on 65,536 weights).
@@ -110,6 +108,8 @@ bool all_unit_weights(std::span<const W> weights) {
   return true;
 }
 
+// What the weights allow: all 1 (the default), integers with exact sums (total <= 2^53), or
+// neither; and their float64 total.
 template <class W>
 WeightKind weight_kind(std::span<const W> weights, double& total) {
   constexpr double exact_limit = 9007199254740992.0;  // 2^53
