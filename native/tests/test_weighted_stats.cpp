@@ -183,7 +183,7 @@ TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
   EXPECT_EQ(rh::weighted_mad(std::span<const double>(v), std::span<const double>(w)), 1.0);
 }
 
-#if defined(RH_WINDOW_AVX512)
+#if defined(RH_WINDOW_SIMD)
 // Two passes' Windows and their windows' values, bit for bit.
 template <class V>
 void expect_same_window(const rh::detail::Window& expected, const std::vector<V>& expected_values,
@@ -197,13 +197,16 @@ void expect_same_window(const rh::detail::Window& expected, const std::vector<V>
   }
 }
 
-// The AVX-512 window pass gives the portable loop's Window and window, value for value: values
-// and deviations, windows that hold many values, NaN in the values and as a bound, a window that
-// outgrows its capacity (the pass stops at the same block), lengths that are not multiples of 8.
-TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
-  if (!rh::detail::cpu_has_avx512f()) {
-    GTEST_SKIP() << "this CPU has no AVX-512: the portable pass is the only one it runs";
-  }
+// A vector window pass gives the portable loop's Window and window, value for value: values and
+// deviations, windows that hold many values, NaN in the values and as a bound, a window that
+// outgrows its capacity (the pass stops at the same block), lengths that are not multiples of the
+// lanes. `of_double(v, n, center, deviations, lo, hi, between, capacity)` and `of_float` are the
+// pass's float64 and float32-widened forms, `float_values(f, n, lo, hi, between, capacity)` its
+// float32 one.
+template <class OfDouble, class OfFloat, class FloatValues>
+void expect_window_pass_matches_the_portable_one(const OfDouble& of_double,
+                                                 const OfFloat& of_float,
+                                                 const FloatValues& float_values) {
   std::mt19937_64 rng(11);
   std::student_t_distribution<double> t(3.0);
   for (const std::size_t n : {std::size_t{7}, std::size_t{1029}, std::size_t{20001}}) {
@@ -222,8 +225,7 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
           std::vector<double> got(capacity + rh::detail::window_room);
           const auto a = rh::detail::gather_window<double>(n, value, lo, hi, expected.data(),
                                                            capacity);
-          const auto b = rh::detail::gather_window_avx512(v.data(), n, 0.125, deviations, lo, hi,
-                                                          got.data(), capacity);
+          const auto b = of_double(v.data(), n, 0.125, deviations, lo, hi, got.data(), capacity);
           expect_same_window(a, expected, b, got);
           // float32 values: their deviations in float64, and the values in float32.
           const std::vector<float> f(v.begin(), v.end());
@@ -233,8 +235,7 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
           };
           const auto c = rh::detail::gather_window<double>(n, f_value, lo, hi, expected.data(),
                                                            capacity);
-          const auto d = rh::detail::gather_window_avx512(f.data(), n, 0.125, deviations, lo, hi,
-                                                          got.data(), capacity);
+          const auto d = of_float(f.data(), n, 0.125, deviations, lo, hi, got.data(), capacity);
           expect_same_window(c, expected, d, got);
           if (!deviations) {
             std::vector<float> f_expected(capacity + rh::detail::window_room);
@@ -243,13 +244,66 @@ TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
             const auto fhi = static_cast<float>(hi);
             const auto e = rh::detail::gather_window<float>(
                 n, [&](std::size_t i) { return f[i]; }, flo, fhi, f_expected.data(), capacity);
-            const auto g =
-                rh::detail::gather_window_avx512(f.data(), n, flo, fhi, f_got.data(), capacity);
+            const auto g = float_values(f.data(), n, flo, fhi, f_got.data(), capacity);
             expect_same_window(e, f_expected, g, f_got);
           }
         }
       }
     }
+  }
+}
+
+TEST(OrderStatistic, Avx512WindowPassMatchesThePortableOne) {
+  if (!rh::detail::cpu_has_avx512f()) {
+    GTEST_SKIP() << "this CPU has no AVX-512: its window pass cannot run here";
+  }
+  expect_window_pass_matches_the_portable_one(
+      [](auto... args) { return rh::detail::gather_window_avx512<double>(args...); },
+      [](auto... args) { return rh::detail::gather_window_avx512<float>(args...); },
+      [](auto... args) { return rh::detail::gather_window_avx512(args...); });
+}
+
+TEST(OrderStatistic, Avx2WindowPassMatchesThePortableOne) {
+  if (!rh::detail::cpu_has_avx2()) {
+    GTEST_SKIP() << "this CPU has no AVX2: its window pass cannot run here";
+  }
+  expect_window_pass_matches_the_portable_one(
+      [](auto... args) { return rh::detail::gather_window_avx2<double>(args...); },
+      [](auto... args) { return rh::detail::gather_window_avx2<float>(args...); },
+      [](auto... args) { return rh::detail::gather_window_avx2(args...); });
+}
+
+// Every signed zero, subnormal, infinity and NaN as values, bounds and centre: the permutation
+// tables move exactly the inside lanes, whatever their bits.
+TEST(OrderStatistic, Avx2WindowPassKeepsEveryLanesBits) {
+  if (!rh::detail::cpu_has_avx2()) {
+    GTEST_SKIP() << "this CPU has no AVX2: its window pass cannot run here";
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  const std::vector<double> specials = {0.0, -0.0, tiny, -tiny, 1.0, -1.0, inf, -inf, nan, 2.5};
+  std::vector<double> v;
+  for (std::size_t i = 0; i < 4096; ++i) v.push_back(specials[(i * 7 + i / 11) % specials.size()]);
+  const std::size_t n = v.size();
+  const std::vector<float> f(v.begin(), v.end());
+  for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{
+           {-0.0, 0.0}, {-tiny, tiny}, {-inf, inf}, {-1.0, 2.5}, {nan, nan}}) {
+    for (const bool deviations : {false, true}) {
+      const auto value = [&](std::size_t i) { return deviations ? std::fabs(v[i] - 0.0) : v[i]; };
+      std::vector<double> expected(n + rh::detail::window_room), got(n + rh::detail::window_room);
+      const auto a = rh::detail::gather_window<double>(n, value, lo, hi, expected.data(), n);
+      const auto b = rh::detail::gather_window_avx2(v.data(), n, 0.0, deviations, lo, hi,
+                                                    got.data(), n);
+      expect_same_window(a, expected, b, got);
+    }
+    std::vector<float> f_expected(n + rh::detail::window_room), f_got(n + rh::detail::window_room);
+    const auto flo = static_cast<float>(lo);
+    const auto fhi = static_cast<float>(hi);
+    const auto c = rh::detail::gather_window<float>(
+        n, [&](std::size_t i) { return f[i]; }, flo, fhi, f_expected.data(), n);
+    const auto d = rh::detail::gather_window_avx2(f.data(), n, flo, fhi, f_got.data(), n);
+    expect_same_window(c, f_expected, d, f_got);
   }
 }
 #endif

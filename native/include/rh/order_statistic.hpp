@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <type_traits>
@@ -81,7 +82,7 @@ Window gather_window(std::size_t n, Value&& value, V lo, V hi, V* between,
 }
 
 #if defined(__x86_64__) && !defined(__CUDACC__) && defined(__GNUC__)
-#define RH_WINDOW_AVX512 1
+#define RH_WINDOW_SIMD 1
 // gather_window over values v[i] (float64), or the deviations |v[i] - center| in float64 of
 // float64 or float32 values, eight at a time: the comparisons as masks, their counts by popcount,
 // the inside values compressed in index order (the same window, the same counts and bits as the
@@ -158,6 +159,109 @@ inline bool cpu_has_avx512f() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
 }
+
+// The same passes for CPUs with AVX2 but not AVX-512 (AMD Zen 2 and 3, Intel before Ice Lake),
+// four float64 or eight float32 lanes at a time. AVX2 has no compress: the inside lanes are moved
+// to the front by a permutation looked up by their mask (vpermps on 32-bit halves), the whole
+// vector stored at the window's end and the end advanced by their count, as the scalar loop
+// stores every value and keeps the inside ones. The MAD of 65,536 residuals took 92 us instead of
+// 192 in float64 and 54 instead of 169 in float32, the AVX-512 pass's 90 and 47 (this pass
+// measured on an AVX-512 CPU with that pass turned off: experiment scale-window-pass-avx2).
+// Call only where cpu_has_avx2().
+struct CompressPermutations {
+  std::int32_t index[256][8];  // for each mask of 8 lanes, the 32-bit lanes to take, in order
+};
+
+// lanes_per_value 2: a mask of 4 float64 lanes (entries 0-15 used); 1: of 8 float32 lanes.
+constexpr CompressPermutations make_compress_permutations(int lanes_per_value) {
+  CompressPermutations table{};
+  const int values = 8 / lanes_per_value;
+  for (int mask = 0; mask < (1 << values); ++mask) {
+    int to = 0;
+    for (int lane = 0; lane < values; ++lane) {
+      if ((mask >> lane) & 1) {
+        for (int half = 0; half < lanes_per_value; ++half) {
+          table.index[mask][to++] = lane * lanes_per_value + half;
+        }
+      }
+    }
+  }
+  return table;
+}
+inline constexpr CompressPermutations compress_float64 = make_compress_permutations(2);
+inline constexpr CompressPermutations compress_float32 = make_compress_permutations(1);
+
+template <class S>
+__attribute__((target("avx2,popcnt"))) inline Window gather_window_avx2(
+    const S* v, std::size_t n, double center, bool deviations, double lo, double hi,
+    double* between, std::size_t capacity) {
+  static_assert(std::is_same_v<S, double> || std::is_same_v<S, float>);
+  Window w;
+  const __m256d low = _mm256_set1_pd(lo);
+  const __m256d high = _mm256_set1_pd(hi);
+  const __m256d middle = _mm256_set1_pd(center);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  for (std::size_t start = 0; start < n && w.count <= capacity; start += window_block) {
+    const std::size_t end = std::min(n, start + window_block);
+    std::size_t i = start;
+    for (; i + 4 <= end; i += 4) {
+      __m256d x;
+      if constexpr (std::is_same_v<S, double>) {
+        x = _mm256_loadu_pd(v + i);
+      } else {
+        x = _mm256_cvtps_pd(_mm_loadu_ps(v + i));
+      }
+      if (deviations) x = _mm256_andnot_pd(sign, _mm256_sub_pd(x, middle));  // fabs: the sign bit
+      const int below = _mm256_movemask_pd(_mm256_cmp_pd(x, low, _CMP_LT_OQ));
+      const int above = _mm256_movemask_pd(_mm256_cmp_pd(x, high, _CMP_GT_OQ));
+      const int inside = _mm256_movemask_pd(
+          _mm256_and_pd(_mm256_cmp_pd(x, low, _CMP_GE_OQ), _mm256_cmp_pd(x, high, _CMP_LE_OQ)));
+      w.below += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(below)));
+      w.above += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(above)));
+      const __m256i order = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(compress_float64.index[inside]));
+      _mm256_storeu_pd(between + w.count,
+                       _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(x), order)));
+      w.count += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(inside)));
+    }
+    for (; i < end; ++i) {
+      const auto value = static_cast<double>(v[i]);
+      add_to_window(w, deviations ? std::fabs(value - center) : value, lo, hi, between);
+    }
+  }
+  return w;
+}
+
+__attribute__((target("avx2,popcnt"))) inline Window gather_window_avx2(
+    const float* v, std::size_t n, float lo, float hi, float* between, std::size_t capacity) {
+  Window w;
+  const __m256 low = _mm256_set1_ps(lo);
+  const __m256 high = _mm256_set1_ps(hi);
+  for (std::size_t start = 0; start < n && w.count <= capacity; start += window_block) {
+    const std::size_t end = std::min(n, start + window_block);
+    std::size_t i = start;
+    for (; i + 8 <= end; i += 8) {
+      const __m256 x = _mm256_loadu_ps(v + i);
+      const int below = _mm256_movemask_ps(_mm256_cmp_ps(x, low, _CMP_LT_OQ));
+      const int above = _mm256_movemask_ps(_mm256_cmp_ps(x, high, _CMP_GT_OQ));
+      const int inside = _mm256_movemask_ps(
+          _mm256_and_ps(_mm256_cmp_ps(x, low, _CMP_GE_OQ), _mm256_cmp_ps(x, high, _CMP_LE_OQ)));
+      w.below += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(below)));
+      w.above += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(above)));
+      const __m256i order = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(compress_float32.index[inside]));
+      _mm256_storeu_ps(between + w.count, _mm256_permutevar8x32_ps(x, order));
+      w.count += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(inside)));
+    }
+    for (; i < end; ++i) add_to_window(w, v[i], lo, hi, between);
+  }
+  return w;
+}
+
+inline bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
 #endif
 
 // The values at the sample's ranks that bound where rank p * n of the whole set lies, p * m
@@ -180,17 +284,21 @@ std::pair<V, V> sample_bounds(std::vector<V>& sample, double p) {
 }
 
 // gather_window over values[0, n): by gather_window_avx512 for float64 or float32 on a CPU with
-// AVX-512.
+// AVX-512, else by gather_window_avx2 on one with AVX2.
 template <class V>
 Window gather_contiguous(const V* values, std::size_t n, V lo, V hi, V* between,
                          std::size_t capacity) {
-#if defined(RH_WINDOW_AVX512)
-  if (cpu_has_avx512f()) {
-    if constexpr (std::is_same_v<V, double>) {
+#if defined(RH_WINDOW_SIMD)
+  if constexpr (std::is_same_v<V, double>) {
+    if (cpu_has_avx512f()) {
       return gather_window_avx512(values, n, 0.0, false, lo, hi, between, capacity);
-    } else if constexpr (std::is_same_v<V, float>) {
-      return gather_window_avx512(values, n, lo, hi, between, capacity);
     }
+    if (cpu_has_avx2()) {
+      return gather_window_avx2(values, n, 0.0, false, lo, hi, between, capacity);
+    }
+  } else if constexpr (std::is_same_v<V, float>) {
+    if (cpu_has_avx512f()) return gather_window_avx512(values, n, lo, hi, between, capacity);
+    if (cpu_has_avx2()) return gather_window_avx2(values, n, lo, hi, between, capacity);
   }
 #endif
   return gather_window<V>(n, [values](std::size_t i) { return values[i]; }, lo, hi, between,
@@ -263,18 +371,23 @@ V order_statistic_of_values(std::span<const V> values, std::size_t k) {
 }
 
 // The k-th smallest of the deviations |values[i] - center|, formed in float64 (their window's
-// pass by gather_window_avx512 where the CPU has AVX-512).
+// pass by gather_window_avx512 where the CPU has AVX-512, else by gather_window_avx2 where it
+// has AVX2).
 template <class V>
 double order_statistic_of_deviations(std::span<const V> values, std::size_t k, double center) {
   const auto value = [&values, center](std::size_t i) {
     return std::fabs(static_cast<double>(values[i]) - center);
   };
   const auto gather = [&](double lo, double hi, double* between, std::size_t capacity) {
-#if defined(RH_WINDOW_AVX512)
+#if defined(RH_WINDOW_SIMD)
     if constexpr (std::is_same_v<V, double> || std::is_same_v<V, float>) {
       if (cpu_has_avx512f()) {
         return gather_window_avx512(values.data(), values.size(), center, true, lo, hi, between,
                                     capacity);
+      }
+      if (cpu_has_avx2()) {
+        return gather_window_avx2(values.data(), values.size(), center, true, lo, hi, between,
+                                  capacity);
       }
     }
 #endif
