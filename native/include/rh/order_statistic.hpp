@@ -168,17 +168,18 @@ inline bool cpu_has_avx512f() {
 // 192 in float64 and 54 instead of 169 in float32, the AVX-512 pass's 90 and 47 (this pass
 // measured on an AVX-512 CPU with that pass turned off: experiment scale-window-pass-avx2).
 // Call only where cpu_has_avx2().
+template <int Values>  // per vector: 4 float64 or 8 float32
 struct CompressPermutations {
-  std::int32_t index[256][8];  // for each mask of 8 lanes, the 32-bit lanes to take, in order
+  std::int32_t index[1 << Values][8];  // for each mask of the values, the 32-bit lanes to take
 };
 
-// lanes_per_value 2: a mask of 4 float64 lanes (entries 0-15 used); 1: of 8 float32 lanes.
-constexpr CompressPermutations make_compress_permutations(int lanes_per_value) {
-  CompressPermutations table{};
-  const int values = 8 / lanes_per_value;
-  for (int mask = 0; mask < (1 << values); ++mask) {
+template <int Values>
+constexpr CompressPermutations<Values> make_compress_permutations() {
+  CompressPermutations<Values> table{};
+  constexpr int lanes_per_value = 8 / Values;
+  for (int mask = 0; mask < (1 << Values); ++mask) {
     int to = 0;
-    for (int lane = 0; lane < values; ++lane) {
+    for (int lane = 0; lane < Values; ++lane) {
       if ((mask >> lane) & 1) {
         for (int half = 0; half < lanes_per_value; ++half) {
           table.index[mask][to++] = lane * lanes_per_value + half;
@@ -188,8 +189,8 @@ constexpr CompressPermutations make_compress_permutations(int lanes_per_value) {
   }
   return table;
 }
-inline constexpr CompressPermutations compress_float64 = make_compress_permutations(2);
-inline constexpr CompressPermutations compress_float32 = make_compress_permutations(1);
+inline constexpr CompressPermutations<4> compress_float64 = make_compress_permutations<4>();
+inline constexpr CompressPermutations<8> compress_float32 = make_compress_permutations<8>();
 
 template <class S>
 __attribute__((target("avx2,popcnt"))) inline Window gather_window_avx2(
