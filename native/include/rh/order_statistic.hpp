@@ -284,26 +284,49 @@ std::pair<V, V> sample_bounds(std::vector<V>& sample, double p) {
   return {lo, sample[hi_rank]};
 }
 
-// gather_window over values[0, n): by gather_window_avx512 for float64 or float32 on a CPU with
-// AVX-512, else by gather_window_avx2 on one with AVX2.
+// gather_window over v[i] in float64, or over the deviations |v[i] - center| formed in float64,
+// for float64 or float32 v: by gather_window_avx512 on a CPU with AVX-512, else by
+// gather_window_avx2 on one with AVX2, else the portable loop.
+template <class S>
+Window gather_widened(const S* v, std::size_t n, double center, bool deviations, double lo,
+                      double hi, double* between, std::size_t capacity) {
+#if defined(RH_WINDOW_SIMD)
+  if constexpr (std::is_same_v<S, double> || std::is_same_v<S, float>) {
+    if (cpu_has_avx512f()) {
+      return gather_window_avx512(v, n, center, deviations, lo, hi, between, capacity);
+    }
+    if (cpu_has_avx2()) {
+      return gather_window_avx2(v, n, center, deviations, lo, hi, between, capacity);
+    }
+  }
+#endif
+  if (deviations) {
+    const auto deviation = [v, center](std::size_t i) {
+      return std::fabs(static_cast<double>(v[i]) - center);
+    };
+    return gather_window<double>(n, deviation, lo, hi, between, capacity);
+  }
+  const auto value = [v](std::size_t i) { return static_cast<double>(v[i]); };
+  return gather_window<double>(n, value, lo, hi, between, capacity);
+}
+
+// gather_window over values[0, n) compared in their own type: float64 by gather_widened, float32
+// by the AVX-512 or AVX2 pass where the CPU has one.
 template <class V>
 Window gather_contiguous(const V* values, std::size_t n, V lo, V hi, V* between,
                          std::size_t capacity) {
-#if defined(RH_WINDOW_SIMD)
   if constexpr (std::is_same_v<V, double>) {
-    if (cpu_has_avx512f()) {
-      return gather_window_avx512(values, n, 0.0, false, lo, hi, between, capacity);
+    return gather_widened(values, n, 0.0, false, lo, hi, between, capacity);
+  } else {
+#if defined(RH_WINDOW_SIMD)
+    if constexpr (std::is_same_v<V, float>) {
+      if (cpu_has_avx512f()) return gather_window_avx512(values, n, lo, hi, between, capacity);
+      if (cpu_has_avx2()) return gather_window_avx2(values, n, lo, hi, between, capacity);
     }
-    if (cpu_has_avx2()) {
-      return gather_window_avx2(values, n, 0.0, false, lo, hi, between, capacity);
-    }
-  } else if constexpr (std::is_same_v<V, float>) {
-    if (cpu_has_avx512f()) return gather_window_avx512(values, n, lo, hi, between, capacity);
-    if (cpu_has_avx2()) return gather_window_avx2(values, n, lo, hi, between, capacity);
-  }
 #endif
-  return gather_window<V>(n, [values](std::size_t i) { return values[i]; }, lo, hi, between,
-                          capacity);
+    return gather_window<V>(n, [values](std::size_t i) { return values[i]; }, lo, hi, between,
+                            capacity);
+  }
 }
 
 // The k-th smallest of values[0, count) (which it reorders): the value nth_element puts at k.
@@ -372,29 +395,17 @@ V order_statistic_of_values(std::span<const V> values, std::size_t k) {
 }
 
 // The k-th smallest of the deviations |values[i] - center|, formed in float64 (their window's
-// pass by gather_window_avx512 where the CPU has AVX-512, else by gather_window_avx2 where it
-// has AVX2).
+// pass by gather_widened).
 template <class V>
 double order_statistic_of_deviations(std::span<const V> values, std::size_t k, double center) {
   const auto value = [&values, center](std::size_t i) {
     return std::fabs(static_cast<double>(values[i]) - center);
   };
-  const auto gather = [&](double lo, double hi, double* between, std::size_t capacity) {
-#if defined(RH_WINDOW_SIMD)
-    if constexpr (std::is_same_v<V, double> || std::is_same_v<V, float>) {
-      if (cpu_has_avx512f()) {
-        return gather_window_avx512(values.data(), values.size(), center, true, lo, hi, between,
-                                    capacity);
-      }
-      if (cpu_has_avx2()) {
-        return gather_window_avx2(values.data(), values.size(), center, true, lo, hi, between,
-                                  capacity);
-      }
-    }
-#endif
-    return gather_window<double>(values.size(), value, lo, hi, between, capacity);
-  };
-  return order_statistic<double>(values.size(), k, value, gather);
+  return order_statistic<double>(
+      values.size(), k, value, [&](double lo, double hi, double* between, std::size_t capacity) {
+        return gather_widened(values.data(), values.size(), center, true, lo, hi, between,
+                              capacity);
+      });
 }
 
 }  // namespace rh::detail
