@@ -233,9 +233,15 @@ class BatchOps {
     // id: the segment's, and the next steps' while they stay within it.
     double radius = 0.0;
     std::uint64_t near_anchor = 0;
+    std::uint64_t near_id = 0;  // a new one for every near set gathered
     std::vector<std::size_t> rows;
     std::vector<std::vector<std::size_t>> block_rows;  // each block's, as its scan lists them
-    std::vector<T> design;           // their rows of X, gathered (rows x features)
+    // Their rows of X (rows x features) are gathered into ws_.near_design; what the later loops
+    // read of them is staged here too, in their order, so that those loops run contiguously
+    // instead of gathering from the batch's arrays at random.
+    std::vector<T> y;
+    std::vector<T> weight;
+    std::vector<T> anchor_residual;  // r0
     std::vector<double> residual;    // at the current point
     std::vector<double> projection;  // x~_i . step
     double slope = 0.0;       // (S0 - G0 from)' step
@@ -249,6 +255,9 @@ class BatchOps {
     std::vector<double> gram_offset;  // G0 offset
     std::vector<std::size_t> rows;
     std::vector<double> residual;
+    std::vector<T> weight;           // the rows' weights and anchor residuals, as Segment's
+    std::vector<T> anchor_residual;
+    std::uint64_t near_id = 0;       // the near set (Segment::near_id) `rows` are
     // The curvature in its buffer is the anchor's (this id) but on `rows`; 0: not known.
     std::uint64_t curvature_anchor = 0;
   };

@@ -20,27 +20,11 @@ namespace rh::cpu {
 
 namespace {
 
-// A row's piece of the loss at the anchor: inside (|r0| <= tau), the quadratic r^2 / 2 with
-// psi = r; outside, the line tau s r - tau^2 / 2 with psi = tau s, s = sign(r0).
-struct AnchorPiece {
-  bool inside;
-  double sign;
-};
-
-template <class T>
-AnchorPiece piece_of(T r0, T tau) {
-  return {.inside = std::fabs(r0) <= tau, .sign = r0 > T{0} ? 1.0 : -1.0};
-}
-
-// rho(r) less the anchor's piece of it: 0 while the row keeps the anchor's pattern.
-double loss_off_piece(double r, double tau, AnchorPiece piece) {
-  const double on_piece = piece.inside ? 0.5 * r * r : tau * piece.sign * r - 0.5 * tau * tau;
-  return huber_rho(r, tau) - on_piece;
-}
-
-// psi(r) less the anchor's piece of it.
-double psi_off_piece(double r, double tau, AnchorPiece piece) {
-  return std::clamp(r, -tau, tau) - (piece.inside ? r : tau * piece.sign);
+// A sum of per-row terms in row order (one chain: the order the expanded sums have always had).
+double sum_in_order(const double* terms, std::size_t n) {
+  double sum = 0.0;
+  for (std::size_t k = 0; k < n; ++k) sum += terms[k];
+  return sum;
 }
 
 double norm2(const std::vector<double>& v) {
@@ -94,7 +78,7 @@ template <std::floating_point T>
 void BatchOps<T>::near_products(const T* v, std::vector<double>& out) const {
   const std::size_t near = segment_.rows.size();
   T* dots = thread_rows<NearDots, T>(near);
-  row_dots(segment_.design.data(), near, features_, v, dots);
+  row_dots(ws_.near_design.data(), near, features_, v, dots);
   const double offset = intercept_ ? static_cast<double>(v[features_]) : 0.0;
   out.resize(near);
   for (std::size_t k = 0; k < near; ++k) out[k] = static_cast<double>(dots[k]) + offset;
@@ -245,15 +229,18 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
     RH_BRICK_SCOPE(prof_, EngineBrick::line_search, near * dim_, near * features_ * sizeof(T),
                    2 * near * dim_);
     near_products(step.data(), segment_.projection);
-    if (!at_anchor) {
-      near_products(current_.data(), segment_.residual);
-      for (std::size_t k = 0; k < near; ++k) {
-        segment_.residual[k] = static_cast<double>(y_[segment_.rows[k]]) - segment_.residual[k];
-      }
-    } else {
+    if (at_anchor) {
       segment_.residual.resize(near);
       for (std::size_t k = 0; k < near; ++k) {
-        segment_.residual[k] = static_cast<double>(ws_.expansion_residual[segment_.rows[k]]);
+        segment_.residual[k] = static_cast<double>(segment_.anchor_residual[k]);
+      }
+    } else if (point_expansion_.near_id == segment_.near_id) {
+      // The current point was evaluated on these very rows: its residuals are these, bit for bit.
+      segment_.residual = point_expansion_.residual;
+    } else {
+      near_products(current_.data(), segment_.residual);
+      for (std::size_t k = 0; k < near; ++k) {
+        segment_.residual[k] = static_cast<double>(segment_.y[k]) - segment_.residual[k];
       }
     }
   }
@@ -278,11 +265,13 @@ bool BatchOps<T>::begin_segment(const Vector& step) {
 template <std::floating_point T>
 bool BatchOps<T>::find_near_rows(double radius) {
   segment_.near_anchor = 0;
+  ++segment_.near_id;
   const float reach = squared_reach(radius);
   // Each block's near rows (on the pool): their flags a chunk at a time (a vectorized compare),
   // then their indices, eight flags at a time (most words are 0); the rows of X gathered into
-  // the block's share of segment_.design, all of their cache lines asked for first so that the
-  // misses overlap. Then the blocks' lists in block order.
+  // the block's share of ws_.near_design, all of their cache lines asked for first so that the
+  // misses overlap, and their y, weight and r0 staged beside. Then the blocks' lists in block
+  // order.
   auto& lists = segment_.block_rows;
   lists.resize(blocks_.count());
   for_each_block([&](std::size_t b) {
@@ -311,7 +300,10 @@ bool BatchOps<T>::find_near_rows(double radius) {
   for (const auto& list : lists) near += list.size();
   if (near > X_.rows / max_expansion_rows_inverse) return false;
   segment_.rows.resize(near);
-  segment_.design.resize(near * features_);
+  segment_.y.resize(near);
+  segment_.weight.resize(near);
+  segment_.anchor_residual.resize(near);
+  if (ws_.near_design.size() < near * features_) ws_.near_design.resize(near * features_);
   {
     std::size_t first = 0;
     std::vector<std::size_t> firsts(blocks_.count());
@@ -328,10 +320,15 @@ bool BatchOps<T>::find_near_rows(double radius) {
         const auto* row = reinterpret_cast<const char*>(X_.row(i));
         for (std::size_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte);
       }
+      const T* r0 = ws_.expansion_residual.data();
       for (std::size_t k = 0; k < list.size(); ++k) {
-        segment_.rows[firsts[b] + k] = list[k];
-        std::copy_n(X_.row(list[k]), features_,
-                    segment_.design.data() + (firsts[b] + k) * features_);
+        const std::size_t i = list[k];
+        const std::size_t at = firsts[b] + k;
+        segment_.rows[at] = i;
+        segment_.y[at] = y_[i];
+        segment_.weight[at] = weights_[i];
+        segment_.anchor_residual[at] = r0[i];
+        std::copy_n(X_.row(i), features_, ws_.near_design.data() + at * features_);
       }
     });
   }
@@ -346,17 +343,17 @@ void BatchOps<T>::evaluate_by_expansion(const Vector& point, std::vector<double>
   const std::size_t near = segment_.rows.size();
   RH_BRICK_SCOPE(prof_, EngineBrick::huber, X_.rows + near * dim_,
                  (3 * X_.rows + near * dim_) * sizeof(T), X_.rows + 4 * near * dim_);
-  const T* r0 = ws_.expansion_residual.data();
   const T tau = anchor_.tau;
-  const auto tau64 = static_cast<double>(tau);
   // The anchor's curvature on every row (where the buffer holds it, on the rows it was patched
   // at), then the near rows' own.
   T* curvature = rows.weighted_curvature.data();
   if (expanded.curvature_anchor == anchor_.id) {
-    for (const std::size_t i : expanded.rows) {
-      curvature[i] = select(std::fabs(r0[i]) <= tau, weights_[i], T{0});
+    for (std::size_t k = 0; k < expanded.rows.size(); ++k) {
+      curvature[expanded.rows[k]] =
+          select(std::fabs(expanded.anchor_residual[k]) <= tau, expanded.weight[k], T{0});
     }
   } else {
+    const T* r0 = ws_.expansion_residual.data();
     for_each_block([&](std::size_t b) {
       const std::size_t lo = blocks_.begin(b);
       indicator_curvature_rows(r0 + lo, weights_.data() + lo, blocks_.end(b) - lo, tau,
@@ -365,22 +362,24 @@ void BatchOps<T>::evaluate_by_expansion(const Vector& point, std::vector<double>
     expanded.curvature_anchor = anchor_.id;
   }
   expanded.rows = segment_.rows;
+  expanded.weight = segment_.weight;
+  expanded.anchor_residual = segment_.anchor_residual;
+  expanded.near_id = segment_.near_id;
   near_products(point.data(), expanded.residual);
-  // Each near row's w psi off the anchor's piece, to add to S0 - G0 D.
-  T* off = thread_rows<NearScores, T>(near);
+  // Each near row's residual and curvature, and its w psi off the anchor's piece, to add to
+  // S0 - G0 D.
+  T* off = thread_rows<NearScores, T>(2 * near);
+  T* near_curvature = off + near;
+  near_score_rows(segment_.y.data(), expanded.residual.data(), segment_.weight.data(),
+                  segment_.anchor_residual.data(), near, tau, near_curvature, off);
   T off_sum = 0;
   for (std::size_t k = 0; k < near; ++k) {
-    const std::size_t i = segment_.rows[k];
-    const double r = static_cast<double>(y_[i]) - expanded.residual[k];
-    expanded.residual[k] = r;
-    curvature[i] = select(std::fabs(static_cast<T>(r)) <= tau, weights_[i], T{0});
-    off[k] = static_cast<T>(static_cast<double>(weights_[i]) *
-                            psi_off_piece(r, tau64, piece_of(r0[i], tau)));
+    curvature[segment_.rows[k]] = near_curvature[k];
     off_sum += off[k];
   }
   T* score = rows.score_partials.data();  // block 0 holds the score, the others 0
   std::fill_n(score, blocks_.count() * dim_, T{0});
-  add_weighted_rows(segment_.design.data(), near, features_, off, score);
+  add_weighted_rows(ws_.near_design.data(), near, features_, off, score);
   if (intercept_) score[features_] = off_sum;
   expanded.gram_offset = times(anchor_.gram, offset);
   for (std::size_t j = 0; j < dim_; ++j) {
@@ -397,23 +396,18 @@ template <std::floating_point T>
 double BatchOps<T>::expansion_loss_change(double t) const {
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, segment_.rows.size(),
                  3 * segment_.rows.size() * sizeof(double), 12 * segment_.rows.size());
-  const T* r0 = ws_.expansion_residual.data();
-  const auto tau = static_cast<double>(anchor_.tau);
-  double off = 0.0;
-  for (std::size_t k = 0; k < segment_.rows.size(); ++k) {
-    const std::size_t i = segment_.rows[k];
-    const AnchorPiece piece = piece_of(r0[i], anchor_.tau);
-    const double r = segment_.residual[k];
-    off += static_cast<double>(weights_[i]) *
-           (loss_off_piece(r - t * segment_.projection[k], tau, piece) -
-            loss_off_piece(r, tau, piece));
-  }
+  const std::size_t near = segment_.rows.size();
+  double* terms = thread_rows<NearTerms, double>(near);
+  near_loss_change_rows(segment_.residual.data(), segment_.projection.data(),
+                        segment_.weight.data(), segment_.anchor_residual.data(), near, t,
+                        anchor_.tau, terms);
+  const double off = sum_in_order(terms, near);
   return -t * segment_.slope + 0.5 * t * t * segment_.curvature + off;
 }
 
 template <std::floating_point T>
 double BatchOps<T>::expansion_loss() const {
-  const T* r0 = ws_.expansion_residual.data();
+  const ExpandedPoint& point = point_expansion_;
   // L0 - S0' D + D' G0 D / 2, then the near rows off their pieces.
   const std::vector<double>& offset = point_expansion_.offset;
   const std::vector<double>& gram_offset = point_expansion_.gram_offset;
@@ -421,12 +415,11 @@ double BatchOps<T>::expansion_loss() const {
   for (std::size_t j = 0; j < dim_; ++j) {
     loss += offset[j] * (0.5 * gram_offset[j] - anchor_.score[j]);
   }
-  const auto tau = static_cast<double>(anchor_.tau);
-  for (std::size_t k = 0; k < point_expansion_.rows.size(); ++k) {
-    const std::size_t i = point_expansion_.rows[k];
-    loss += static_cast<double>(weights_[i]) *
-            loss_off_piece(point_expansion_.residual[k], tau, piece_of(r0[i], anchor_.tau));
-  }
+  const std::size_t near = point.rows.size();
+  double* terms = thread_rows<NearTerms, double>(near);
+  near_loss_rows(point.residual.data(), point.weight.data(), point.anchor_residual.data(), near,
+                 anchor_.tau, terms);
+  for (std::size_t k = 0; k < near; ++k) loss += terms[k];
   return loss;
 }
 
@@ -457,24 +450,17 @@ InferenceSums BatchOps<T>::expansion_sums() const {
   for (std::size_t j = 0; j < dim_; ++j) {
     score_sq += offset[j] * (gram_offset[j] - 2.0 * anchor_.inside_score[j]);
   }
-  for (std::size_t k = 0; k < point_expansion_.rows.size(); ++k) {
-    const std::size_t i = point_expansion_.rows[k];
-    const double r = point_expansion_.residual[k];
-    const AnchorPiece piece = piece_of(r0[i], tau);
-    const double psi = std::clamp(r, -tau64, tau64);
-    const double on_piece = piece.inside ? r : tau64 * piece.sign;
-    score_sq += static_cast<double>(weights_[i]) * (psi * psi - on_piece * on_piece);
-  }
+  const ExpandedPoint& point = point_expansion_;
+  const std::size_t near = point.rows.size();
+  double* square = thread_rows<NearTerms, double>(2 * near);
+  double* change = square + near;
+  near_sums_rows(point.residual.data(), point.weight.data(), point.anchor_residual.data(), near,
+                 tau, square, change);
+  for (std::size_t k = 0; k < near; ++k) score_sq += square[k];
   // The indicator's curvature sum (w c, c in {0, 1}): the anchor's inside weight, then the near
   // rows that changed sides.
   double curvature_sum = weight_sum_ - anchor_.outside_weight;
-  for (std::size_t k = 0; k < point_expansion_.rows.size(); ++k) {
-    const std::size_t i = point_expansion_.rows[k];
-    const bool inside = std::fabs(static_cast<T>(point_expansion_.residual[k])) <= tau;
-    if (inside != (std::fabs(r0[i]) <= tau)) {
-      curvature_sum += inside ? static_cast<double>(weights_[i]) : -static_cast<double>(weights_[i]);
-    }
-  }
+  for (std::size_t k = 0; k < near; ++k) curvature_sum += change[k];
   return {.score_sq_sum = score_sq,
           .curvature_sum = curvature_sum,
           .curvature_sq_sum = curvature_sum,

@@ -59,6 +59,81 @@ inline T clamp_select(T v, T lo, T hi) {
 
 }  // namespace
 
+namespace {
+
+// The anchor's piece of a row (row_kernels.hpp, "near rows"): whether r0 is inside tau, and the
+// sign of the line outside it.
+struct Piece {
+  bool inside;
+  double sign;
+};
+
+template <std::floating_point T>
+inline Piece piece_of(T r0, T tau) {
+  return {.inside = std::fabs(r0) <= tau, .sign = select(r0 > T{0}, 1.0, -1.0)};
+}
+
+inline double loss_off_piece(double r, double tau, Piece piece) {
+  const double on_piece = select(piece.inside, 0.5 * r * r, tau * piece.sign * r - 0.5 * tau * tau);
+  return huber_rho(r, tau) - on_piece;
+}
+
+}  // namespace
+
+template <std::floating_point T>
+RH_ROW_KERNEL void near_loss_change_rows(const double* residual, const double* projection,
+                                         const T* weight, const T* r0, std::size_t rows, double t,
+                                         T tau, double* terms) {
+  const auto tau64 = static_cast<double>(tau);
+  for (std::size_t k = 0; k < rows; ++k) {
+    const Piece piece = piece_of(r0[k], tau);
+    const double r = residual[k];
+    terms[k] = static_cast<double>(weight[k]) *
+               (loss_off_piece(r - t * projection[k], tau64, piece) - loss_off_piece(r, tau64, piece));
+  }
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void near_loss_rows(const double* residual, const T* weight, const T* r0,
+                                  std::size_t rows, T tau, double* terms) {
+  const auto tau64 = static_cast<double>(tau);
+  for (std::size_t k = 0; k < rows; ++k) {
+    terms[k] = static_cast<double>(weight[k]) * loss_off_piece(residual[k], tau64, piece_of(r0[k], tau));
+  }
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void near_score_rows(const T* y, double* residual, const T* weight, const T* r0,
+                                   std::size_t rows, T tau, T* curvature, T* score) {
+  const auto tau64 = static_cast<double>(tau);
+  for (std::size_t k = 0; k < rows; ++k) {
+    const double r = static_cast<double>(y[k]) - residual[k];
+    residual[k] = r;
+    const T w = weight[k];
+    curvature[k] = select(std::fabs(static_cast<T>(r)) <= tau, w, T{0});
+    const Piece piece = piece_of(r0[k], tau);
+    const double psi_off =
+        clamp_select(r, -tau64, tau64) - select(piece.inside, r, tau64 * piece.sign);
+    score[k] = static_cast<T>(static_cast<double>(w) * psi_off);
+  }
+}
+
+template <std::floating_point T>
+RH_ROW_KERNEL void near_sums_rows(const double* residual, const T* weight, const T* r0,
+                                  std::size_t rows, T tau, double* square, double* change) {
+  const auto tau64 = static_cast<double>(tau);
+  for (std::size_t k = 0; k < rows; ++k) {
+    const double r = residual[k];
+    const auto w = static_cast<double>(weight[k]);
+    const Piece piece = piece_of(r0[k], tau);
+    const double psi = clamp_select(r, -tau64, tau64);
+    const double on_piece = select(piece.inside, r, tau64 * piece.sign);
+    square[k] = w * (psi * psi - on_piece * on_piece);
+    const bool inside = std::fabs(static_cast<T>(r)) <= tau;
+    change[k] = select(inside == piece.inside, 0.0, select(inside, w, -w));
+  }
+}
+
 template <std::floating_point T>
 RH_ROW_KERNEL void information_rows(const T* residual, const T* weight, const T* kept,
                                     std::size_t rows, T tau, T two_h, bool smoothed,
@@ -238,6 +313,17 @@ template void loss_change_rows<float>(const float*, const float*, const float*, 
                                       double, double*);
 template void loss_change_rows<double>(const double*, const double*, const double*, std::size_t,
                                        double, double, double*);
+#define RH_NEAR_ROWS_INSTANTIATE(T)                                                              \
+  template void near_loss_change_rows<T>(const double*, const double*, const T*, const T*,       \
+                                         std::size_t, double, T, double*);                       \
+  template void near_loss_rows<T>(const double*, const T*, const T*, std::size_t, T, double*);   \
+  template void near_score_rows<T>(const T*, double*, const T*, const T*, std::size_t, T, T*,   \
+                                   T*);                                                          \
+  template void near_sums_rows<T>(const double*, const T*, const T*, std::size_t, T, double*,    \
+                                  double*);
+RH_NEAR_ROWS_INSTANTIATE(float)
+RH_NEAR_ROWS_INSTANTIATE(double)
+#undef RH_NEAR_ROWS_INSTANTIATE
 template void information_rows<float>(const float*, const float*, const float*, std::size_t,
                                       float, float, bool, double*, double*, double*, float*,
                                       float*, float*, float*);

@@ -64,6 +64,28 @@ template <std::floating_point T>
 void indicator_curvature_rows(const T* residual, const T* weight, std::size_t rows, T tau,
                               T* weighted_curvature);
 
+// The near rows of steps by expansion (expansion.cpp), each with its weight w and its residual at
+// the anchor r0, whose piece of rho (inside tau: r^2 / 2; outside: the line through it, of slope
+// tau sign(r0)) the rest of the batch keeps. "Off its piece": rho(r) or psi(r) less that piece's.
+// Per row, in float64: terms = w (off(r - t a) - off(r)), a the projection of the step.
+template <std::floating_point T>
+void near_loss_change_rows(const double* residual, const double* projection, const T* weight,
+                           const T* r0, std::size_t rows, double t, T tau, double* terms);
+// Per row, in float64: terms = w off(r) of rho.
+template <std::floating_point T>
+void near_loss_rows(const double* residual, const T* weight, const T* r0, std::size_t rows, T tau,
+                    double* terms);
+// Per row, from y and the products x~ . beta: residual = y - product (in float64; in place),
+// curvature = w 1{|r| <= tau} and score = w psi(r) off its piece, both in T.
+template <std::floating_point T>
+void near_score_rows(const T* y, double* residual, const T* weight, const T* r0, std::size_t rows,
+                     T tau, T* curvature, T* score);
+// Per row, in float64: square = w (psi(r)^2 - psi_piece(r)^2), and change = +w where the row
+// came inside tau, -w where it left, else 0.
+template <std::floating_point T>
+void near_sums_rows(const double* residual, const T* weight, const T* r0, std::size_t rows, T tau,
+                    double* square, double* change);
+
 // Per row: flags = 1 where the row may reach the bandwidth's edge: not margin > 0 with
 // margin^2 > squared_norm * squared_radius (NaN included), else 0.
 void near_flags(const float* margin, const float* squared_norms, std::size_t rows,

@@ -27,7 +27,8 @@ struct GramLeaving {};  // the incremental Gram's correction for a block's leavi
 struct OutsideRows {};  // a chunk's rows outside the bandwidth (steps by expansion)
 struct NearFlags {};    // a chunk's rows near the bandwidth's edge (steps by expansion)
 struct NearDots {};     // the near rows' products with a vector
-struct NearScores {};   // the near rows' w psi off the anchor's piece
+struct NearScores {};   // the near rows' w psi off the anchor's piece, and their curvature
+struct NearTerms {};    // the near rows' terms of a sum (expansion.cpp)
 struct RowSquares {};   // a chunk's rows' x . x (their norms' bounds are formed from them)
 
 }  // namespace rh::cpu

@@ -132,6 +132,8 @@ struct Workspace {
   std::vector<T> expansion_residual;
   std::vector<float> expansion_margin;  // each row's distance from the bandwidth's edge
                                         // (row_kernels.hpp, anchor_rows)
+  std::vector<T> near_design;  // the near rows of X, gathered (grown, never shrunk: a batch
+                               // gathers ~1 MB, which would be allocated and zeroed anew)
 
   // One slot per row block, combined in block order.
   std::vector<T> gram_partials;          // blocks x d x d, lower triangles
