@@ -202,8 +202,6 @@ class BatchOps {
   // (update_gram_incrementally says why).
   static constexpr std::size_t max_flip_fraction_inverse = 8;
   static constexpr std::size_t max_flip_share_inverse = 2;
-  // Fewer flips than rows / this many are listed by a branch per row (update_gram_incrementally).
-  static constexpr std::size_t max_sparse_flips_inverse = 32;
 
   // --- steps by expansion (expansion.cpp) ---
   // The point a run of steps by expansion expands around: its residuals (a copy, in

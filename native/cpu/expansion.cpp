@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "batch_ops.hpp"
@@ -282,18 +281,9 @@ bool BatchOps<T>::find_near_rows(double radius) {
     list.clear();
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       const std::size_t n = hi - lo;
-      auto* flags = thread_rows<NearFlags, unsigned char>(n + 8);
+      auto* flags = thread_rows<NearFlags, unsigned char>(n);
       near_flags(ws_.expansion_margin.data() + lo, ws_.row_norms.data() + lo, n, reach, flags);
-      std::fill_n(flags + n, 8, static_cast<unsigned char>(0));
-      for (std::size_t k = 0; k < n; k += 8) {
-        std::uint64_t word;
-        std::memcpy(&word, flags + k, sizeof word);
-        while (word != 0) {
-          const auto byte = static_cast<std::size_t>(std::countr_zero(word)) / 8;
-          list.push_back(lo + k + byte);
-          word &= ~(std::uint64_t{0xff} << (8 * byte));
-        }
-      }
+      append_flagged(flags, n, lo, list);
     });
   });
   std::size_t near = 0;

@@ -129,15 +129,22 @@ template <std::floating_point T>
 void BatchOps<T>::reduce_partials(const T* partials, T* out, EngineBrick brick) const {
   RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
                  blocks_.count() * dim_ * (dim_ + 1) / 2);
+  // Block after block into the lower triangle (each entry's sum in block order; the rows of a
+  // triangle are contiguous, so the adds vectorize), then mirrored.
+  const std::size_t square = dim_ * dim_;
   for (std::size_t i = 0; i < dim_; ++i) {
-    for (std::size_t j = 0; j <= i; ++j) {
-      T sum = partials[i * dim_ + j];
-      for (std::size_t b = 1; b < blocks_.count(); ++b) {
-        sum += partials[b * dim_ * dim_ + i * dim_ + j];
-      }
-      out[i * dim_ + j] = sum;
-      out[j * dim_ + i] = sum;
+    std::copy_n(partials + i * dim_, i + 1, out + i * dim_);
+  }
+  for (std::size_t b = 1; b < blocks_.count(); ++b) {
+    const T* partial = partials + b * square;
+    for (std::size_t i = 0; i < dim_; ++i) {
+      T* row = out + i * dim_;
+      const T* add = partial + i * dim_;
+      for (std::size_t j = 0; j <= i; ++j) row[j] += add[j];
     }
+  }
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j < i; ++j) out[j * dim_ + i] = out[i * dim_ + j];
   }
 }
 
@@ -168,11 +175,21 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   const std::size_t rows = X_.rows;
   const T* now = ws_.point.weighted_curvature.data();
   T* kept = ws_.gram_curvature.data();  // the curvature the Gram has
+  // Per row block (on the pool), the counts and the list of the flipped rows, in row order.
+  std::vector<std::vector<std::size_t>>& flipped_rows = ws_.flipped_rows;
+  if (flipped_rows.size() < blocks_.count()) flipped_rows.resize(blocks_.count());
+  std::vector<FlipCounts> block_counts(blocks_.count());
+  for_each_block([&](std::size_t b) {
+    const std::size_t lo = blocks_.begin(b);
+    const std::size_t n = blocks_.end(b) - lo;
+    RH_BRICK_SCOPE(prof_, brick, n, 3 * n * sizeof(T), 0);
+    auto* flags = thread_rows<FlipFlags, unsigned char>(n);
+    block_counts[b] = count_flips(now + lo, kept + lo, weights_.data() + lo, n, flags);
+    flipped_rows[b].clear();
+    append_flagged(flags, n, lo, flipped_rows[b]);
+  });
   FlipCounts counts;
-  {
-    RH_BRICK_SCOPE(prof_, brick, rows, 3 * rows * sizeof(T), 0);
-    counts = count_flips(now, kept, weights_.data(), rows);
-  }
+  for (const FlipCounts& block : block_counts) counts += block;
   const std::size_t flips = counts.flipped;
   const std::size_t in_set = counts.in_set;  // rows of the new curvature set
   if (flips == 0) return true;  // the Gram is this point's already
@@ -220,31 +237,20 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
       blas::syrk_lower(staged, dim_, scaled, T{1}, out, dim_);
     }
   };
-  const bool sparse = flips * max_sparse_flips_inverse < rows;
   for_each_block([&](std::size_t b) {
-    const std::size_t lo = blocks_.begin(b);
-    const std::size_t hi = blocks_.end(b);
-    // The block's entering and leaving rows, in row order. Where many rows flipped (at random:
-    // a branch per row mispredicts) every row is written and the count keeps it or not; where
-    // few did, a branch per row is predicted and skips the writes.
-    std::size_t* entering = thread_rows<GramRows, std::size_t>(hi - lo);
-    std::size_t* leaving = thread_rows<LeavingRows, std::size_t>(hi - lo);
+    // The block's entering and leaving rows, in row order, each flipped row written to both
+    // lists and kept by the counts (no branch on rows that flip at random); then the kept
+    // curvature brought to the new one on them.
+    const std::vector<std::size_t>& flipped = flipped_rows[b];
+    std::size_t* entering = thread_rows<GramRows, std::size_t>(flipped.size());
+    std::size_t* leaving = thread_rows<LeavingRows, std::size_t>(flipped.size());
     std::size_t entering_count = 0;
     std::size_t leaving_count = 0;
-    if (sparse) {
-      for (std::size_t i = lo; i < hi; ++i) {
-        if (now[i] == kept[i]) continue;
-        if (now[i] != T{0}) entering[entering_count++] = i;
-        if (kept[i] != T{0}) leaving[leaving_count++] = i;
-      }
-    } else {
-      for (std::size_t i = lo; i < hi; ++i) {
-        const bool moved = now[i] != kept[i];
-        entering[entering_count] = i;
-        entering_count += moved & (now[i] != T{0});
-        leaving[leaving_count] = i;
-        leaving_count += moved & (kept[i] != T{0});
-      }
+    for (const std::size_t i : flipped) {
+      entering[entering_count] = i;
+      entering_count += now[i] != T{0};
+      leaving[leaving_count] = i;
+      leaving_count += kept[i] != T{0};
     }
     T* partial = ws_.gram_partials.data() + b * square;
     T* removed = thread_rows<GramLeaving, T>(square);
@@ -253,7 +259,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
     for (std::size_t i = 0; i < dim_; ++i) {
       for (std::size_t j = 0; j <= i; ++j) partial[i * dim_ + j] -= removed[i * dim_ + j];
     }
-    std::copy(now + lo, now + hi, kept + lo);
+    for (const std::size_t i : flipped) kept[i] = now[i];
   });
   // The blocks' sum, mirrored, then added to the lower triangle and mirrored: exactly symmetric.
   T* change = ws_.gram_change.data();

@@ -1,6 +1,8 @@
 #include "row_kernels.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -178,20 +180,38 @@ RH_ROW_KERNEL void information_rows(const T* residual, const T* weight, const T*
 // branch per row (or a compiler keeping the NaN-aware scalar compares) cost 3 ns a row.
 template <std::floating_point T>
 RH_ROW_KERNEL FlipCounts count_flips(const T* now, const T* kept, const T* weight,
-                                     std::size_t rows) {
-  std::uint64_t flipped = 0;
+                                     std::size_t rows, unsigned char* flipped) {
+  std::uint64_t flips = 0;
   std::uint64_t in_set = 0;
   std::uint64_t leaving = 0;
   std::uint64_t whole = 0;
   for (std::size_t i = 0; i < rows; ++i) {
     const std::uint64_t moved = now[i] != kept[i];
     const std::uint64_t inside = now[i] != T{0};
-    flipped += moved;
+    flipped[i] = static_cast<unsigned char>(moved);
+    flips += moved;
     in_set += inside;
     leaving += moved & (kept[i] != T{0}) & (inside ^ 1u);
     whole += kept[i] == weight[i];
   }
-  return {.flipped = flipped, .in_set = in_set, .leaving = leaving, .whole = whole};
+  return {.flipped = flips, .in_set = in_set, .leaving = leaving, .whole = whole};
+}
+
+void append_flagged(const unsigned char* flags, std::size_t rows, std::size_t first_row,
+                    std::vector<std::size_t>& list) {
+  std::size_t k = 0;
+  for (; k + 8 <= rows; k += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, flags + k, sizeof word);
+    while (word != 0) {
+      const auto byte = static_cast<std::size_t>(std::countr_zero(word)) / 8;
+      list.push_back(first_row + k + byte);
+      word &= ~(std::uint64_t{0xff} << (8 * byte));
+    }
+  }
+  for (; k < rows; ++k) {
+    if (flags[k] != 0) list.push_back(first_row + k);
+  }
 }
 
 template <std::floating_point T>
@@ -330,8 +350,10 @@ template void information_rows<float>(const float*, const float*, const float*, 
 template void information_rows<double>(const double*, const double*, const double*, std::size_t,
                                        double, double, bool, double*, double*, double*, double*,
                                        double*, double*, double*);
-template FlipCounts count_flips<float>(const float*, const float*, const float*, std::size_t);
-template FlipCounts count_flips<double>(const double*, const double*, const double*, std::size_t);
+template FlipCounts count_flips<float>(const float*, const float*, const float*, std::size_t,
+                                        unsigned char*);
+template FlipCounts count_flips<double>(const double*, const double*, const double*, std::size_t,
+                                         unsigned char*);
 template bool any_non_finite_rows<float>(const float*, std::size_t);
 template bool any_non_finite_rows<double>(const double*, std::size_t);
 template void add_listed_rows<float>(const float*, std::size_t, const std::size_t*, std::size_t,

@@ -8,6 +8,7 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
+#include <vector>
 
 namespace rh::cpu {
 
@@ -99,15 +100,30 @@ void information_rows(const T* residual, const T* weight, const T* kept, std::si
 
 // What the incremental Gram weighs before it corrects: of the rows whose weighted curvature
 // `now` differs from the Gram's `kept` (flipped), how many, how many of the new set (now != 0)
-// and of the kept set leaving it, and how many the Gram has with their whole weight (kept == w).
+// and of the kept set leaving it, and how many the Gram has with their whole weight (kept == w);
+// and per row, flipped = 1 where it flipped, else 0.
 struct FlipCounts {
   std::size_t flipped = 0;
   std::size_t in_set = 0;
   std::size_t leaving = 0;
   std::size_t whole = 0;
+
+  FlipCounts& operator+=(const FlipCounts& other) {
+    flipped += other.flipped;
+    in_set += other.in_set;
+    leaving += other.leaving;
+    whole += other.whole;
+    return *this;
+  }
 };
 template <std::floating_point T>
-FlipCounts count_flips(const T* now, const T* kept, const T* weight, std::size_t rows);
+FlipCounts count_flips(const T* now, const T* kept, const T* weight, std::size_t rows,
+                       unsigned char* flipped);
+
+// Appends first_row + k to `list` for every flags[k] != 0, k < rows, in order: eight flags at a
+// time, where most words of a sparse set are 0.
+void append_flagged(const unsigned char* flags, std::size_t rows, std::size_t first_row,
+                    std::vector<std::size_t>& list);
 
 // A sum of per-row values in float64 whose order does not depend on how the rows are cut into
 // calls: row i goes to lane i % lanes (i its index in the batch), each lane adds its rows in row

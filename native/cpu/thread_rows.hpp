@@ -26,6 +26,7 @@ struct ScaledRows {};  // the incremental Gram's staged scaled rows (SYRK)
 struct GramLeaving {};  // the incremental Gram's correction for a block's leaving rows (d x d)
 struct OutsideRows {};  // a chunk's rows outside the bandwidth (steps by expansion)
 struct NearFlags {};    // a chunk's rows near the bandwidth's edge (steps by expansion)
+struct FlipFlags {};    // a block's rows whose curvature flipped (the incremental Gram)
 struct NearDots {};     // the near rows' products with a vector
 struct NearScores {};   // the near rows' w psi off the anchor's piece, and their curvature
 struct NearTerms {};    // the near rows' terms of a sum (expansion.cpp)

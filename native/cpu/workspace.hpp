@@ -121,6 +121,9 @@ struct Workspace {
   std::vector<T> projections;         // X~ s of each step s being tried, slot k at k * rows;
                                       // grown to the slots a pass uses (BatchOps)
   std::vector<T> gram_curvature;      // w * c of the point the maintained Gram belongs to
+  // Per row block: the rows whose w * c differs from gram_curvature (the incremental Gram's
+  // corrections), listed by the block's scan.
+  std::vector<std::vector<std::size_t>> flipped_rows;
   // The information pass (BatchOps::information), sized on first use.
   std::vector<T> band_added_weights;    // w * c_h on the rows outside the quadratic zone
   std::vector<T> band_removed_weights;  // w * (1 - c_h) on the rows inside it
