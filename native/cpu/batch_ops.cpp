@@ -54,6 +54,8 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       projected_steps_(phi_trials_per_pass, Vector(dim_, T{0})),
       prepared_point_(dim_, T{0}),
       expansion_allowed_(X.rows * (X.cols + 1) >= min_expansion_entries && !square_root_) {
+  ws_.point.curvature_stamp = 0;  // an earlier batch's stamps say nothing of this one
+  ws_.prepared.curvature_stamp = 0;
   LaneSum weights;  // by rows' lanes: vectorized, and exact for integer weights as before
   weights.add(weights_.data(), 0, weights_.size());
   weight_sum_ = weights.total();
@@ -370,6 +372,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   if (with_norms && ws_.row_norms.size() < X_.rows) ws_.row_norms.resize(X_.rows);
   // The outside rows' score, from cache, of a point that may anchor such steps.
   point.outside_formed = expansion_enabled();
+  point.curvature_stamp = ++curvature_stamps_;
   expansion_of(point).curvature_anchor = 0;  // the pass writes every row's curvature
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
@@ -417,7 +420,7 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   finish_design_scan(non_finite.load());
   if (with_diagonal) diagonal_mean_ = finish_diagonal_mean();
   if (with_norms) row_norms_ready_ = true;
-  if (with_gram) reduce_gram(point.weighted_curvature.data(), EngineBrick::gram);
+  if (with_gram) reduce_gram(point, EngineBrick::gram);
 }
 
 template <std::floating_point T>

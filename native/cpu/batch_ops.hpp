@@ -425,7 +425,13 @@ class BatchOps {
   void finish_block_gram(BlockGram& gram, EngineBrick brick) const;
   // The blocks' partials summed in block order into ws_.gram, mirrored; `curvature` recorded as
   // the Gram's curvature set.
-  void reduce_gram(const T* curvature, EngineBrick brick);
+  // Whether the kept Gram is at ws_.point's curvature by their stamps (false: not known).
+  bool gram_kept_at_point() const {
+    return gram_valid_ && gram_curvature_stamp_ != 0 &&
+           gram_curvature_stamp_ == ws_.point.curvature_stamp;
+  }
+  // The Gram's partials summed into ws_.gram, formed at `point`'s curvature, which it keeps.
+  void reduce_gram(const PointRows<T>& point, EngineBrick brick);
   // Brings ws_.gram to X~^T diag(w * c) X~ at the current point, exactly symmetric: from the
   // Gram of an earlier point of this batch by rank-k corrections for the rows whose curvature
   // flipped (GramStrategy::incremental), or afresh; kept as it is when no curvature changed.
@@ -484,6 +490,8 @@ class BatchOps {
   bool thin_gram_;  // Grams by the thin-Gram kernel, else by SYRK (gram::use_kernel: d and T only)
   std::size_t chunk_;                    // rows per cache-sized chunk of a fused pass
   bool gram_valid_ = false;              // ws_.gram belongs to an earlier point of this batch
+  std::uint64_t curvature_stamps_ = 0;   // the last PointRows::curvature_stamp given
+  std::uint64_t gram_curvature_stamp_ = 0;  // the stamp of the curvature ws_.gram is at
   std::uint32_t incremental_updates_ = 0;  // since the last full Gram
   double weight_sum_ = 0.0;
   bool diagonal_in_pass_;                   // the next evaluation pass forms diagonal_mean_

@@ -337,6 +337,7 @@ void BatchOps<T>::evaluate_by_expansion(const Vector& point, std::vector<double>
   // The anchor's curvature on every row (where the buffer holds it, on the rows it was patched
   // at), then the near rows' own.
   T* curvature = rows.weighted_curvature.data();
+  rows.curvature_stamp = ++curvature_stamps_;
   if (expanded.curvature_anchor == anchor_.id) {
     for (std::size_t k = 0; k < expanded.rows.size(); ++k) {
       curvature[expanded.rows[k]] =

@@ -40,6 +40,7 @@ void BatchOps<T>::weighted_gram(EngineBrick brick) {
 
 template <std::floating_point T>
 bool BatchOps<T>::gram_at_current_curvature(EngineBrick brick) const {
+  if (gram_kept_at_point()) return true;
   RH_BRICK_SCOPE(prof_, brick, X_.rows, 2 * X_.rows * sizeof(T), 0);
   return std::equal(ws_.point.weighted_curvature.begin(),
                     ws_.point.weighted_curvature.begin() + static_cast<std::ptrdiff_t>(X_.rows),
@@ -149,9 +150,10 @@ void BatchOps<T>::reduce_partials(const T* partials, T* out, EngineBrick brick) 
 }
 
 template <std::floating_point T>
-void BatchOps<T>::reduce_gram(const T* curvature, EngineBrick brick) {
+void BatchOps<T>::reduce_gram(const PointRows<T>& point, EngineBrick brick) {
   reduce_partials(ws_.gram_partials.data(), ws_.gram.data(), brick);
-  std::copy_n(curvature, X_.rows, ws_.gram_curvature.begin());
+  std::copy_n(point.weighted_curvature.begin(), X_.rows, ws_.gram_curvature.begin());
+  gram_curvature_stamp_ = point.curvature_stamp;
   gram_valid_ = true;
   incremental_updates_ = 0;
 }
@@ -167,11 +169,12 @@ void BatchOps<T>::full_gram(EngineBrick brick) {
     });
     finish_block_gram(gram, brick);
   });
-  reduce_gram(curvature, brick);
+  reduce_gram(ws_.point, brick);
 }
 
 template <std::floating_point T>
 bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
+  if (gram_kept_at_point()) return true;  // no row can have flipped
   const std::size_t rows = X_.rows;
   const T* now = ws_.point.weighted_curvature.data();
   T* kept = ws_.gram_curvature.data();  // the curvature the Gram has
@@ -192,7 +195,10 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   for (const FlipCounts& block : block_counts) counts += block;
   const std::size_t flips = counts.flipped;
   const std::size_t in_set = counts.in_set;  // rows of the new curvature set
-  if (flips == 0) return true;  // the Gram is this point's already
+  if (flips == 0) {  // the Gram is this point's already
+    gram_curvature_stamp_ = ws_.point.curvature_stamp;
+    return true;
+  }
   // Each flipped row costs a rank-1 correction (two for a row whose weight moved without
   // leaving), a fresh Gram one per row of the new set. From the batch's whole weighted Gram
   // (every row inside: the least-squares start's), the corrections are taken up to half the new
@@ -272,6 +278,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
       gram[j * dim_ + i] = value;
     }
   }
+  gram_curvature_stamp_ = ws_.point.curvature_stamp;
   return true;
 }
 
@@ -287,7 +294,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
                                            EngineBrick) const;                                  \
   template void BatchOps<T>::multiply_staged(BlockGram&, EngineBrick) const;                    \
   template void BatchOps<T>::finish_block_gram(BlockGram&, EngineBrick) const;                  \
-  template void BatchOps<T>::reduce_gram(const T*, EngineBrick);                                \
+  template void BatchOps<T>::reduce_gram(const PointRows<T>&, EngineBrick);                                \
   template void BatchOps<T>::full_gram(EngineBrick);                                            \
   template bool BatchOps<T>::update_gram_incrementally(EngineBrick);
 RH_GRAM_CACHE_INSTANTIATE(float)

@@ -29,6 +29,10 @@ struct PointRows {
   // that may take steps by expansion (BatchOps, expansion.cpp), when outside_formed
   std::vector<double> outside_partials;
   bool outside_formed = false;
+  // A stamp of weighted_curvature's contents, new at every write of it (BatchOps; 0: none of
+  // the current batch's), so that BatchOps can tell that its kept Gram is this curvature's
+  // without comparing the rows.
+  std::uint64_t curvature_stamp = 0;
 
   void reserve_rows(std::size_t rows) {
     residual.resize(rows);
