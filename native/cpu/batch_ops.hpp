@@ -277,8 +277,9 @@ class BatchOps {
   // Makes the current (formed) point the anchor when its Gram is the one kept; false if not.
   bool anchor_at_current();
   // The current point's rows as an anchor's (ws_.expansion_residual, ws_.expansion_margin), a
-  // row pass; returns the blocks' sums, three per block, for set_anchor.
-  std::vector<double> anchor_margins();
+  // row pass; returns the blocks' sums, three per block, for set_anchor. With curvature_rows, the
+  // anchor's indicator curvature is written into its weighted_curvature in the same pass.
+  std::vector<double> anchor_margins(PointRows<T>* curvature_rows);
   // The current point, its margins formed with these sums and its Gram the one kept, as the
   // anchor.
   void set_anchor(const std::vector<double>& sums);

@@ -87,12 +87,21 @@ template <std::floating_point T>
 bool BatchOps<T>::anchor_at_current() {
   if (anchor_.valid && tau_ == anchor_.tau && current_ == anchor_.point) return true;
   if (!gram_valid_ || !gram_at_current_curvature(EngineBrick::line_search)) return false;
-  set_anchor(anchor_margins());
+  // The step that follows evaluates its full step's point into ws_.prepared: that buffer takes
+  // the anchor's curvature in the same row pass, where it holds no prepared point.
+  PointRows<T>* prepared = prepared_valid_ ? nullptr : &ws_.prepared;
+  set_anchor(anchor_margins(prepared));
+  if (prepared != nullptr) {
+    prepared->curvature_stamp = ++curvature_stamps_;
+    prepared_expansion_.curvature_anchor = anchor_.id;
+    prepared_expansion_.rows.clear();  // no row differs from the anchor's curvature
+    prepared_expansion_.active = false;
+  }
   return true;
 }
 
 template <std::floating_point T>
-std::vector<double> BatchOps<T>::anchor_margins() {
+std::vector<double> BatchOps<T>::anchor_margins(PointRows<T>* curvature_rows) {
   RH_BRICK_SCOPE(prof_, EngineBrick::line_search, X_.rows, 4 * X_.rows * sizeof(T), 8 * X_.rows);
   if (ws_.expansion_residual.size() < X_.rows) ws_.expansion_residual.resize(X_.rows);
   if (ws_.expansion_margin.size() < X_.rows) ws_.expansion_margin.resize(X_.rows);
@@ -103,6 +112,11 @@ std::vector<double> BatchOps<T>::anchor_margins() {
     anchor_rows(ws_.point.residual.data() + lo, weights_.data() + lo, blocks_.end(b) - lo, tau_,
                 ws_.expansion_residual.data() + lo, ws_.expansion_margin.data() + lo,
                 sums.data() + 3 * b);
+    if (curvature_rows != nullptr) {  // from r0 in cache, as evaluate_by_expansion would
+      indicator_curvature_rows(ws_.expansion_residual.data() + lo, weights_.data() + lo,
+                               blocks_.end(b) - lo, tau_,
+                               curvature_rows->weighted_curvature.data() + lo);
+    }
   });
   return sums;
 }
@@ -162,7 +176,7 @@ bool BatchOps<T>::anchor_if_expanding(const Vector& step, double reach_factor) {
   // few — a kept one (an earlier solve's of this batch, at another bandwidth: the first batch's
   // pilot) brought here by its flipped rows where they are few, else a new one —; the margins
   // then make the anchor as they are.
-  const std::vector<double> sums = anchor_margins();
+  const std::vector<double> sums = anchor_margins(nullptr);
   double squared = 0.0;
   for (const T v : step) squared += static_cast<double>(v) * static_cast<double>(v);
   const float reach =
@@ -487,7 +501,7 @@ void BatchOps<T>::materialize_point() {
   template std::optional<std::vector<double>> BatchOps<T>::covered_offset(const Vector&) const; \
   template bool BatchOps<T>::begin_segment(const Vector&);                                      \
   template bool BatchOps<T>::find_near_rows(double);                                            \
-  template std::vector<double> BatchOps<T>::anchor_margins();                                   \
+  template std::vector<double> BatchOps<T>::anchor_margins(PointRows<T>*);                                   \
   template void BatchOps<T>::set_anchor(const std::vector<double>&);                            \
   template float BatchOps<T>::squared_reach(double);                                            \
   template bool BatchOps<T>::anchor_if_expanding(const Vector&, double);                        \
