@@ -65,6 +65,7 @@ class BatchOps {
   void residuals_to_host(const Vector& beta, std::span<T> out);
   // The same residuals where the engine keeps them (ws_.point.residual), not copied out.
   std::span<const T> host_residuals(const Vector& beta);
+  ScaleGuess& scale_guess() { return ws_.scale_guess; }
 
   void evaluate(const Vector& beta, double tau) { evaluate_point(beta, tau, false); }
   void gradient(Vector& out);

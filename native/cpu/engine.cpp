@@ -30,6 +30,8 @@ static_assert(SquareRootOps<BatchOps<float>>);
 static_assert(SquareRootOps<BatchOps<double>>);
 static_assert(HostResidualOps<BatchOps<float>>);
 static_assert(HostResidualOps<BatchOps<double>>);
+static_assert(ScaleGuessOps<BatchOps<float>>);
+static_assert(ScaleGuessOps<BatchOps<double>>);
 
 struct Engine::Impl {
   Impl(std::size_t threads, GramStrategy strategy, std::size_t resolved_chunk_bytes)

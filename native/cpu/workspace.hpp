@@ -12,6 +12,7 @@
 #include "fault_injection.hpp"
 #include "rh/lamm.hpp"
 #include "rh/trace.hpp"
+#include "rh/weighted_stats.hpp"
 
 namespace rh::cpu {
 
@@ -173,6 +174,7 @@ struct Workspace {
   DenseSolver<T> solver;
   SquareRootBuffers<T> root;
   DenseSolver<double> drift_solver;  // the drift test's float64 host ladder (rh/drift.hpp)
+  ScaleGuess scale_guess;  // the last residual scale's median and MAD (BatchOps::scale_guess)
 
  private:
   std::size_t dim_ = 0;  // no batch has d = 0

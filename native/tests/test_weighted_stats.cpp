@@ -176,6 +176,77 @@ TEST(WeightedMad, UnitWeightsOnALargeSetMatchTheDefinitionsMedians) {
             deviations[(n - 1) / 2]);
 }
 
+// A guessed window (a stream's last batch's) that holds rank k answers in one window pass; one
+// that misses it (too far, too full, NaN) costs that pass and the sample's after it; either way
+// the value is nth_element's.
+TEST(OrderStatistic, AGuessedWindowAnswersInOnePassAndAMissStillGivesRankK) {
+  std::mt19937_64 rng(3);
+  std::student_t_distribution<double> t(3.0);
+  const std::size_t n = 65536;
+  const std::size_t k = (n - 1) / 2;
+  std::vector<double> values(n);
+  for (double& v : values) v = 2.0 + t(rng);
+  const auto value = [&](std::size_t i) { return values[i]; };
+  const double full = rh::detail::order_statistic_full<double>(n, k, value);
+  const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
+    passes = 0;
+    return rh::detail::order_statistic<double>(
+        n, k, value,
+        [&](double lo, double hi, double* between, std::size_t capacity) {
+          ++passes;
+          return rh::detail::gather_window<double>(n, value, lo, hi, between, capacity);
+        },
+        &guess);
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  int passes = 0;
+  EXPECT_EQ(select({full - 0.05, full + 0.05}, passes), full);
+  EXPECT_EQ(passes, 1);
+  for (const auto& miss : std::vector<rh::detail::SelectionGuess<double>>{
+           {full + 0.01, full + 0.05},  // rank k below the window
+           {full - 50.0, full + 50.0},  // every value inside: past its capacity
+           {nan, full}}) {
+    EXPECT_EQ(select(miss, passes), full);
+    EXPECT_EQ(passes, miss.lo <= miss.hi ? 2 : 1);  // a NaN bound skips the guess
+  }
+}
+
+// weighted_mad with a ScaleGuess carried from batch to batch: the same median and MAD as without,
+// bit for bit, whether the guess holds (alike batches), misses (a batch shifted and spread
+// differently), is past float32's range or holds an exact fit's zero MAD; and it leaves the
+// batch's median and MAD as the next guess.
+template <class V>
+void expect_guessed_mad_is_the_mad() {
+  std::mt19937_64 rng(9);
+  std::student_t_distribution<double> t(3.0);
+  const std::size_t n = 65536;
+  const std::vector<V> units(n, V{1});
+  rh::ScaleGuess guess;
+  for (const double shift : {0.0, 0.0, 0.0, 40.0, 40.0, 0.0}) {
+    std::vector<V> v(n);
+    for (V& x : v) x = static_cast<V>(shift + (1.0 + shift) * t(rng));
+    const std::span<const V> values(v);
+    const double expected = rh::weighted_mad(values, std::span<const V>(units));
+    const double center = rh::weighted_median(values, std::span<const V>(units));
+    EXPECT_EQ(rh::weighted_mad(values, std::span<const V>(units), &guess), expected);
+    EXPECT_EQ(guess.center, center);
+    EXPECT_EQ(guess.deviation, expected);
+  }
+  guess = {.center = 1e300, .deviation = 1e300};
+  std::vector<V> v(n);
+  for (V& x : v) x = static_cast<V>(t(rng));
+  EXPECT_EQ(rh::weighted_mad(std::span<const V>(v), std::span<const V>(units), &guess),
+            rh::weighted_mad(std::span<const V>(v), std::span<const V>(units)));
+  const std::vector<V> constant(n, V{5});
+  EXPECT_EQ(rh::weighted_mad(std::span<const V>(constant), std::span<const V>(units), &guess), 0.0);
+  EXPECT_EQ(guess.deviation, 0.0);
+}
+
+TEST(WeightedMad, AGuessFromTheLastBatchGivesTheSameMedianAndMad) {
+  expect_guessed_mad_is_the_mad<double>();
+  expect_guessed_mad_is_the_mad<float>();
+}
+
 TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
   const std::vector<double> v = {1, 2, 3, 4, 100};
   const std::vector<double> w = {1, 1, 1, 1, 1};

@@ -12,6 +12,7 @@
 
 #include "rh/diagnostics.hpp"
 #include "rh/state.hpp"
+#include "rh/weighted_stats.hpp"
 
 namespace rh {
 
@@ -142,6 +143,14 @@ concept HostResidualOps =
     SolverOps<O> && requires(O& ops, const typename O::Vector& v) {
       { ops.host_residuals(v) } -> std::same_as<std::span<const typename O::Scalar>>;
     };
+
+// Optional, for a HostResidualOps engine that keeps a stream's last residual median and MAD
+// between batches (rh/weighted_stats.hpp, ScaleGuess): the scale's selections guess their
+// windows from it, and leave this batch's there.
+template <class O>
+concept ScaleGuessOps = HostResidualOps<O> && requires(O& ops) {
+  { ops.scale_guess() } -> std::same_as<ScaleGuess&>;
+};
 
 // The outputs of the square-root information update (factorization="qr"): the new R~ (d x d,
 // row-major, upper triangular, diagonal >= 0) and z~ (d); G_b and K_b added as for the Cholesky

@@ -353,13 +353,34 @@ V kth_smallest(V* values, std::size_t count, std::size_t k) {
   return values[k];
 }
 
+// Bounds [lo, hi] where rank k is expected from an earlier, similar set (a stream's last batch:
+// weighted_stats.hpp, ScaleGuess), tried before the sample. A hit saves the sample's selections;
+// a miss costs a window pass, stopped once more than n / guessed_window_share values are inside.
+template <class V>
+struct SelectionGuess {
+  V lo;
+  V hi;
+};
+inline constexpr std::size_t guessed_window_share = 16;
+
 // The k-th smallest (0-based, k < n) of value(0), ..., value(n - 1), bit for bit what
 // order_statistic_full gives; value(i) is called a few times per i (no copy of the whole set
 // unless the sample's bounds miss). gather(lo, hi, between, capacity) makes the window's pass:
-// gather_window over value, or a faster pass that gives the same Window.
+// gather_window over value, or a faster pass that gives the same Window. With a guess (not
+// null), its window first.
 template <class V, class Value, class Gather>
-V order_statistic(std::size_t n, std::size_t k, Value&& value, Gather&& gather) {
+V order_statistic(std::size_t n, std::size_t k, Value&& value, Gather&& gather,
+                  const SelectionGuess<V>* guess = nullptr) {
   if (n < sampled_selection_min) return order_statistic_full<V>(n, k, value);
+  if (guess != nullptr && guess->lo <= guess->hi) {  // false for a NaN bound
+    const std::size_t capacity = n / guessed_window_share;
+    const std::unique_ptr<V[]> between(new V[capacity + window_room]);
+    const Window w = gather(guess->lo, guess->hi, between.get(), capacity);
+    if (w.below + w.count + w.above == n && w.below <= k && k < w.below + w.count) {
+      const V kth = kth_smallest(between.get(), w.count, k - w.below);
+      if (kth != V{0}) return kth;
+    }
+  }
   constexpr std::size_t m = selection_sample;
   std::vector<V> sample(m);
   for (std::size_t j = 0; j < m; ++j) sample[j] = value(j * n / m);
@@ -385,27 +406,32 @@ V order_statistic(std::size_t n, std::size_t k, Value&& value) {
 
 // The k-th smallest of the values, compared in their own type.
 template <class V>
-V order_statistic_of_values(std::span<const V> values, std::size_t k) {
+V order_statistic_of_values(std::span<const V> values, std::size_t k,
+                            const SelectionGuess<V>* guess = nullptr) {
   const auto value = [&values](std::size_t i) { return values[i]; };
-  return order_statistic<V>(values.size(), k, value,
-                            [&values](V lo, V hi, V* between, std::size_t capacity) {
-                              return gather_contiguous(values.data(), values.size(), lo, hi,
-                                                       between, capacity);
-                            });
+  return order_statistic<V>(
+      values.size(), k, value,
+      [&values](V lo, V hi, V* between, std::size_t capacity) {
+        return gather_contiguous(values.data(), values.size(), lo, hi, between, capacity);
+      },
+      guess);
 }
 
 // The k-th smallest of the deviations |values[i] - center|, formed in float64 (their window's
 // pass by gather_widened).
 template <class V>
-double order_statistic_of_deviations(std::span<const V> values, std::size_t k, double center) {
+double order_statistic_of_deviations(std::span<const V> values, std::size_t k, double center,
+                                     const SelectionGuess<double>* guess = nullptr) {
   const auto value = [&values, center](std::size_t i) {
     return std::fabs(static_cast<double>(values[i]) - center);
   };
   return order_statistic<double>(
-      values.size(), k, value, [&](double lo, double hi, double* between, std::size_t capacity) {
+      values.size(), k, value,
+      [&](double lo, double hi, double* between, std::size_t capacity) {
         return gather_widened(values.data(), values.size(), center, true, lo, hi, between,
                               capacity);
-      });
+      },
+      guess);
 }
 
 }  // namespace rh::detail

@@ -45,7 +45,9 @@ double residual_scale(O& ops, const typename O::Vector& beta, double fallback) {
   using T = typename O::Scalar;
   const auto weights = ops.host_weights();
   double scale = 0.0;
-  if constexpr (HostResidualOps<O>) {
+  if constexpr (ScaleGuessOps<O>) {
+    scale = mad_k * weighted_mad(ops.host_residuals(beta), weights, &ops.scale_guess());
+  } else if constexpr (HostResidualOps<O>) {
     scale = mad_k * weighted_mad(ops.host_residuals(beta), weights);
   } else {
     // Not value-initialized: residuals_to_host writes every entry (a zeroed row-length vector

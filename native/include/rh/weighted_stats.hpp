@@ -8,6 +8,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <type_traits>
@@ -19,6 +20,19 @@ namespace rh {
 
 // Consistency constant of the MAD at the Gaussian: 1 / Phi^-1(3/4).
 inline constexpr double mad_k = 1.482602218505602;
+
+// A stream's last residual median and MAD (NaN: none yet), from which the next batch's
+// selections guess their windows (order_statistic.hpp, SelectionGuess): the batches of a stream
+// are alike, so the next median and MAD lie within a few of their sampling standard deviations
+// of these. Only a guess: a window that misses costs a pass, never the result.
+struct ScaleGuess {
+  double center = std::numeric_limits<double>::quiet_NaN();
+  double deviation = std::numeric_limits<double>::quiet_NaN();
+};
+// The guessed windows' half-width, in deviation / sqrt(n): five standard deviations of the
+// difference of two batches' Gaussian medians (5 sqrt(2) 1.2533 mad_k = 13.1); the MAD's own
+// spread is smaller.
+inline constexpr double scale_guess_spread = 13.0;
 
 namespace detail {
 
@@ -164,10 +178,34 @@ double weighted_median(std::span<const V> values, std::span<const W> weights) {
 // medians are order statistics, and the deviations are formed as the selection reads them (no
 // row-length buffer unless its sample misses); the general path holds a (value, weight) pair per
 // row (docs/native.md, "Memory").
+// With a guess (not null), unit weights try its windows first, and every call leaves its median
+// and MAD there for the next.
 template <class V, class W>
-double weighted_mad(std::span<const V> values, std::span<const W> weights) {
+double weighted_mad(std::span<const V> values, std::span<const W> weights,
+                    ScaleGuess* guess = nullptr) {
   double total = 0.0;
   const detail::WeightKind kind = detail::weight_kind(weights, total);
+  if (kind == detail::WeightKind::units && guess != nullptr) {
+    const std::size_t k = detail::unit_median_rank(values.size());
+    const double half = scale_guess_spread * guess->deviation /
+                        std::sqrt(static_cast<double>(values.size()));
+    // NaN bounds (no guess yet, a NaN MAD, a bound past V's range) make the selections skip
+    // the guess.
+    const auto bound = [](double x) {
+      return std::fabs(x) <= static_cast<double>(std::numeric_limits<V>::max())
+                 ? static_cast<V>(x)
+                 : std::numeric_limits<V>::quiet_NaN();
+    };
+    const detail::SelectionGuess<V> center_window{bound(guess->center - half),
+                                                  bound(guess->center + half)};
+    const detail::SelectionGuess<double> deviation_window{
+        std::max(0.0, guess->deviation - half), guess->deviation + half};
+    const auto center =
+        static_cast<double>(detail::order_statistic_of_values(values, k, &center_window));
+    const double mad = detail::order_statistic_of_deviations(values, k, center, &deviation_window);
+    *guess = {.center = center, .deviation = mad};
+    return mad;
+  }
   const double center = detail::weighted_median_of(values, weights, kind, total);
   const auto deviation = [&](std::size_t i) {
     return std::fabs(static_cast<double>(values[i]) - center);
