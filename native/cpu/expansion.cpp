@@ -192,7 +192,15 @@ bool BatchOps<T>::anchor_if_expanding(const Vector& step, double reach_factor) {
   });
   std::size_t near = 0;
   for (const std::size_t c : counts) near += c;
-  if (near > X_.rows / max_expansion_rows_inverse) return false;
+  if (near > X_.rows / max_expansion_rows_inverse) {
+    // The margins and r0 buffers are this point's now, not the earlier anchor's: that anchor
+    // and a segment about it can no longer be used.
+    anchor_.valid = false;
+    segment_.valid = false;
+    segment_.near_anchor = 0;
+    if (prepared_expansion_.active) prepared_valid_ = false;  // expanded about that anchor
+    return false;
+  }
   weighted_gram(EngineBrick::gram);  // at the current curvature: the anchor's G0
   set_anchor(sums);
   return true;
