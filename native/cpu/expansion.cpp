@@ -197,7 +197,6 @@ bool BatchOps<T>::anchor_if_expanding(const Vector& step, double reach_factor) {
     // and a segment about it can no longer be used.
     anchor_.valid = false;
     segment_.valid = false;
-    segment_.near_anchor = 0;
     if (prepared_expansion_.active) prepared_valid_ = false;  // expanded about that anchor
     return false;
   }

@@ -294,7 +294,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
                                            EngineBrick) const;                                  \
   template void BatchOps<T>::multiply_staged(BlockGram&, EngineBrick) const;                    \
   template void BatchOps<T>::finish_block_gram(BlockGram&, EngineBrick) const;                  \
-  template void BatchOps<T>::reduce_gram(const PointRows<T>&, EngineBrick);                                \
+  template void BatchOps<T>::reduce_gram(const PointRows<T>&, EngineBrick);                     \
   template void BatchOps<T>::full_gram(EngineBrick);                                            \
   template bool BatchOps<T>::update_gram_incrementally(EngineBrick);
 RH_GRAM_CACHE_INSTANTIATE(float)

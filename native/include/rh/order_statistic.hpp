@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -372,28 +373,26 @@ template <class V, class Value, class Gather>
 V order_statistic(std::size_t n, std::size_t k, Value&& value, Gather&& gather,
                   const SelectionGuess<V>* guess = nullptr) {
   if (n < sampled_selection_min) return order_statistic_full<V>(n, k, value);
-  if (guess != nullptr && guess->lo <= guess->hi) {  // false for a NaN bound
-    const std::size_t capacity = n / guessed_window_share;
+  // Rank k from the window [lo, hi] when every value was ordered, rank k lies inside and its
+  // value is not a zero; else nothing.
+  const auto within = [&](V lo, V hi, std::size_t capacity) -> std::optional<V> {
+    // Not value-initialized: only the slots the pass writes are read.
     const std::unique_ptr<V[]> between(new V[capacity + window_room]);
-    const Window w = gather(guess->lo, guess->hi, between.get(), capacity);
-    if (w.below + w.count + w.above == n && w.below <= k && k < w.below + w.count) {
-      const V kth = kth_smallest(between.get(), w.count, k - w.below);
-      if (kth != V{0}) return kth;
+    const Window w = gather(lo, hi, between.get(), capacity);
+    if (w.below + w.count + w.above != n || k < w.below || k >= w.below + w.count) {
+      return std::nullopt;
     }
+    const V kth = kth_smallest(between.get(), w.count, k - w.below);
+    return kth != V{0} ? std::optional<V>(kth) : std::nullopt;
+  };
+  if (guess != nullptr && guess->lo <= guess->hi) {  // false for a NaN bound
+    if (const auto kth = within(guess->lo, guess->hi, n / guessed_window_share)) return *kth;
   }
   constexpr std::size_t m = selection_sample;
   std::vector<V> sample(m);
   for (std::size_t j = 0; j < m; ++j) sample[j] = value(j * n / m);
   const auto [lo, hi] = sample_bounds(sample, static_cast<double>(k) / static_cast<double>(n));
-  const std::size_t capacity = n / 4;
-  // Not value-initialized: only the slots the pass writes are read.
-  const std::unique_ptr<V[]> between(new V[capacity + window_room]);
-  const Window w = gather(lo, hi, between.get(), capacity);
-  const bool complete = w.below + w.count + w.above == n;  // every value ordered, none unread
-  if (complete && w.below <= k && k < w.below + w.count) {
-    const V kth = kth_smallest(between.get(), w.count, k - w.below);
-    if (kth != V{0}) return kth;
-  }
+  if (const auto kth = within(lo, hi, n / 4)) return *kth;
   return order_statistic_full<V>(n, k, value);
 }
 
