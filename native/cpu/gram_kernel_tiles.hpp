@@ -25,9 +25,13 @@
 //   on the stack, a load + FMA + store per entry per row (1.4-1.7x of the whole kernel);
 // - the private padded square: plain loads and stores of whole vectors (the entries above the
 //   diagonal and in the padding are computed and thrown away), no masked load/store per tile;
-// - rows of a panel split into tiles of even sizes (17 rows: 9 + 8, not 12 + 5) and an odd
-//   vector count starting with a 1-vector panel: no small tile that waits on the FMA latency
-//   (4 cycles, 2 units: 8 independent accumulators needed);
+// - rows of a panel split into tiles of even sizes (17 rows: 9 + 8, not 12 + 5), and no tile
+//   of fewer than 8 accumulators but the triangle's corner (the FMA latency is 4 cycles, with
+//   2 units: 8 independent accumulators needed);
+// - with 8 lanes or more (AVX-512, float32 in AVX2), no work above the diagonal that a
+//   one-vector tile can skip (panel(): at d = 33 in float64, 85 FMAs a staged row instead of
+//   101; 0.91x the kernel's time there, 0.79-0.92x in float32, on an AMD EPYC, Zen 5:
+//   experiment thin-gram-diagonal-heads);
 // - staging is about half of the time at d = 17: sqrt over whole vectors of weights, and the
 //   next sub-chunk's rows of X prefetched (to L2) while this one is staged; scratch aligned to
 //   cache lines.
@@ -92,19 +96,34 @@ void tile_of(const Staged<T>& s, std::size_t rows, std::size_t a0, std::size_t b
   ((rows == R + 1 ? tile<S, T, R + 1, NV>(s, a0, b0) : void()), ...);
 }
 
-// The panel's rows (from its first column to dim - 1) in as few tiles as the registers allow,
-// of even sizes.
+// Rows first .. end - 1 of the panel at column b0, in as few NV-vector tiles as the registers
+// allow, of even sizes.
 template <class S, class T, std::size_t NV>
-void panel(const Staged<T>& s, std::size_t dim, std::size_t b0) {
+void panel_rows(const Staged<T>& s, std::size_t first, std::size_t end, std::size_t b0) {
   constexpr std::size_t max_rows = NV == 1 ? S::max_rows_1 : S::max_rows_2;
-  const std::size_t n = dim - b0;
+  const std::size_t n = end - first;
   const std::size_t tiles = (n + max_rows - 1) / max_rows;
-  std::size_t a = b0;
+  std::size_t a = first;
   for (std::size_t t = 0; t < tiles; ++t) {
     const std::size_t rows = n / tiles + (t < n % tiles ? 1 : 0);
     tile_of<S, T, NV>(s, rows, a, b0, std::make_index_sequence<max_rows>{});
     a += rows;
   }
+}
+
+// The panel's rows, from its first column to dim - 1. A two-vector panel's first `lanes` rows
+// reach only its first vector's columns (the second's are above the diagonal): where a vector
+// has 8 lanes or more they take a one-vector tile, which still has the 8 independent
+// accumulators the two FMA units need to hide their latency (with 4 lanes it would wait on it).
+template <class S, class T, std::size_t NV>
+void panel(const Staged<T>& s, std::size_t dim, std::size_t b0) {
+  std::size_t a = b0;
+  if constexpr (NV == 2 && S::lanes >= 8) {
+    const std::size_t head = std::min(dim - b0, S::lanes);
+    tile_of<S, T, 1>(s, head, b0, b0, std::make_index_sequence<S::max_rows_1>{});
+    a += head;
+  }
+  if (a < dim) panel_rows<S, T, NV>(s, a, dim, b0);
 }
 
 template <class S, class T>
@@ -162,9 +181,14 @@ void accumulate(const T* X, std::size_t features, bool intercept, const T* weigh
       }
     }
     const Staged<T> s{staged, n, acc, stride};
+    // An odd vector count's one-vector panel: last where vectors have 8 lanes or more (then it
+    // is the triangle's corner, at most L rows, and the two-vector panels before it broadcast
+    // each staged entry once for two vectors), first with narrower ones (a corner of fewer than
+    // 8 rows would wait on the FMA latency).
     std::size_t v = 0;
-    if (vectors % 2 == 1) panel<S, T, 1>(s, dim, 0), v = 1;
-    for (; v < vectors; v += 2) panel<S, T, 2>(s, dim, v * L);
+    if (L < 8 && vectors % 2 == 1) panel<S, T, 1>(s, dim, 0), v = 1;
+    for (; v + 2 <= vectors; v += 2) panel<S, T, 2>(s, dim, v * L);
+    if (v < vectors) panel<S, T, 1>(s, dim, v * L);
   }
   for (std::size_t a = 0; a < dim; ++a) std::copy_n(acc + a * stride, a + 1, gram + a * dim);
 }
