@@ -30,7 +30,7 @@
 //   2 units: 8 independent accumulators needed);
 // - with 8 lanes or more (AVX-512, float32 in AVX2), no work above the diagonal that a
 //   one-vector tile can skip (panel(): at d = 33 in float64, 85 FMAs a staged row instead of
-//   101; 0.91x the kernel's time there, 0.79-0.92x in float32, on an AMD EPYC, Zen 5:
+//   101; the kernel 0.82-0.92x in float32 and 0.95-0.98x in float64 on an AMD EPYC, Zen 5:
 //   experiment thin-gram-diagonal-heads);
 // - staging is about half of the time at d = 17: sqrt over whole vectors of weights, and the
 //   next sub-chunk's rows of X prefetched (to L2) while this one is staged; scratch aligned to
