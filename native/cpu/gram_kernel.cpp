@@ -99,12 +99,12 @@ Isa kernel_isa() {
 // medians of 7, loaded machine): float64 1.08x at d = 65, 1.09x at 91, 1.04x at 129 (a wash);
 // float32 0.97x at 65, 1.7x at 91, 1.2x at 129, 1.03x at 257. The crossovers stay where both
 // machines agree the kernel wins. The AVX-512 kernel on an AMD EPYC (Zen 5, whose Debian
-// OpenBLAS runs its Haswell kernels), real-time medians of 3, 2026-12-05: float64 1.9x the
-// library at d = 129 and 1.7x at 257, float32 2.1x and 1.9x; on the Xeon it ran 1.4x its AVX2
-// variant at d = 91, which puts it level with the library there at 257 (0.71x x 1.4): so
-// with AVX-512 the kernel forms every Gram up to 257, the largest d measured. The portable
-// variant never beats the library (0.3-0.6x): on a CPU without AVX2 + FMA the library forms
-// every Gram.
+// OpenBLAS runs its Haswell kernels; real-time medians of 3 rounds x 3 repetitions,
+// 2026-12-05): float64 1.9x the library at d = 129 and 1.7x at 257, float32 2.1x and 1.9x. On
+// the Xeon it ran 1.4x its AVX2 variant at d = 91, which would put it about level with the
+// library there at 257 (0.71x x 1.4; estimated, not measured). So with AVX-512 the kernel forms
+// every Gram up to 257, the largest d measured. The portable variant never beats the library
+// (0.3-0.6x): on a CPU without AVX2 + FMA the library forms every Gram.
 template <std::floating_point T>
 std::size_t crossover(Isa isa) {
   if (isa == Isa::scalar) return 0;

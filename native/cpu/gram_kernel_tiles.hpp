@@ -166,6 +166,16 @@ void accumulate(const T* X, std::size_t features, bool intercept, const T* weigh
   const typename S::Mask tail = S::below(std::ptrdiff_t(full), std::ptrdiff_t(features));
   const typename S::Unit one = S::unit(intercept ? std::ptrdiff_t(features - full) : -1);
   const std::size_t row_bytes = features * sizeof(T);
+  // The panels, the same for every sub-chunk. An odd vector count's one-vector panel: last where
+  // vectors have 8 lanes or more (then it is the triangle's corner, at most L rows, and the
+  // two-vector panels before it broadcast each staged entry once for two vectors), first with
+  // narrower ones (a corner of fewer than 8 rows would wait on the FMA latency). At d = 2L + 1
+  // (float64 d = 17, float32 d = 33 with AVX-512: the intercept's row alone in the third vector)
+  // that corner is one row and rides in the one two-vector panel's last tile: 0.90x and 0.93x
+  // the kernel's time there. With more vectors the corner weighs little and the larger tile it
+  // joins ran 1.02-1.05x slower (experiment thin-gram-corner-in-tile).
+  const bool odd_panel_first = L < 8 && vectors % 2 == 1;
+  const bool fold_corner = L >= 8 && vectors == 3 && dim % L == 1;
   for (std::size_t k0 = 0; k0 < count; k0 += sub) {
     const std::size_t n = std::min(count, k0 + sub) - k0;
     std::size_t k = 0;
@@ -194,20 +204,9 @@ void accumulate(const T* X, std::size_t features, bool intercept, const T* weigh
       }
     }
     const Staged<T> s{staged, n, acc, stride};
-    // An odd vector count's one-vector panel: last where vectors have 8 lanes or more (then it
-    // is the triangle's corner, at most L rows, and the two-vector panels before it broadcast
-    // each staged entry once for two vectors), first with narrower ones (a corner of fewer than
-    // 8 rows would wait on the FMA latency).
     std::size_t v = 0;
-    if (L < 8 && vectors % 2 == 1) panel<S, T, 1>(s, dim, 0), v = 1;
-    // At d = 2L + 1 (float64 d = 17, float32 d = 33 with AVX-512: the intercept's row alone in
-    // the third vector) the one-row corner rides in the two-vector panel's last tile: 0.90x and
-    // 0.93x the kernel's time there. With more vectors the corner weighs little and the larger
-    // tile it joins ran 1.02-1.05x slower (experiment thin-gram-corner-in-tile).
-    const bool fold_corner = L >= 8 && vectors == 3 && dim % L == 1;
-    for (; v + 2 <= vectors; v += 2) {
-      panel<S, T, 2>(s, dim, v * L, fold_corner && v + 3 == vectors);
-    }
+    if (odd_panel_first) panel<S, T, 1>(s, dim, 0), v = 1;
+    for (; v + 2 <= vectors; v += 2) panel<S, T, 2>(s, dim, v * L, fold_corner);
     if (v < vectors && !fold_corner) panel<S, T, 1>(s, dim, v * L);
   }
   for (std::size_t a = 0; a < dim; ++a) std::copy_n(acc + a * stride, a + 1, gram + a * dim);
