@@ -226,6 +226,48 @@ def test_a_stream_asks_the_advisor_with_the_regime_of_the_batch_it_asks_at(monke
     assert dispatch.batch_workload(est, stream.batch(0)[0], est._session).sparse
 
 
+class _TrialsWhenDense(_Recorder):
+    """An advisor that tries a second plan after the default on dense batches and keeps the
+    default on sparse ones: the first batches run the default in either regime."""
+
+    def advise(self, workload, *, candidates, default):
+        self.seen.append(workload)
+        if workload.sparse:
+            return adv.Advice(workload, default, default, reasons.GAIN_BELOW_MARGIN, "test", 1e6,
+                              1e6, model_id="trials-when-dense")
+        other = next(p for p in candidates if p != default)
+        return adv.Advice(workload, default, default, reasons.TRIAL, "test", 1e6, 1e6,
+                          model_id="trials-when-dense", trials=(default, other))
+
+
+def test_trials_in_one_regime_only_leave_the_regime_unread_until_the_stream_asks(monkeypatch):
+    """Both regimes' answers start on the rule's plan and only the dense one tries others later:
+    no stream pays the screen at its start (a 12-batch stream of 3,000 x 48 paid ~5 % for it);
+    a long one reads its regime when it asks (its 20th batch), and its sparse answer settles on
+    the plan that runs."""
+    require_module(*NATIVE_CPU)
+    from rhuber import estimator
+
+    advisor = _TrialsWhenDense()
+    monkeypatch.setattr(current, "available", lambda: advisor)
+    dispatch._ANSWERS.clear()
+    screens = _screens(monkeypatch)
+    n = sessions.TRIAL_AFTER_BATCHES
+    stream = make_contaminated_stream(512 * (n + 2), 64, batch_size=512, seed=0)
+    for c in (0.5, 3.0):
+        est = RenewableHuberRegressor(lambda_scale=c).partial_fit(*stream.batch(0))
+        assert est.plan_.reason == reasons.RULE_FIRST and est._session.unread
+    assert screens == []
+    monkeypatch.setattr(estimator, "time", BatchClock([1.0] * (n + 2)))  # long: 1 s a batch
+    est = RenewableHuberRegressor(lambda_scale=3.0)
+    for b in range(n + 2):
+        est.partial_fit(*stream.batch(b))
+        assert len(screens) == (b >= n - 1)
+    dispatch._ANSWERS.clear()
+    assert advisor.seen[-1].sparse
+    assert est.plan_.reason == reasons.GAIN_BELOW_MARGIN and est._session.settled
+
+
 def test_a_profiled_stream_reads_its_regime_at_the_start_and_its_batches_keep_it(monkeypatch):
     """Online learning records each batch's workload: a profiled stream reads its regime at its
     start, and its later batches (no screen: the targets are not read again) keep it."""

@@ -257,14 +257,14 @@ def _start(est: Any, X: Any, batches: int | None, y: Any, advisor: Any
         return known, read_data
     if isinstance(known, tuple):  # the question, for when the stream has shown it is long
         return Session.rule_first(known, batches=batches, unread=not read), read_data
-    if isinstance(known, _Unread):  # trials in both regimes: try them once the stream is long
+    if isinstance(known, _Unread):  # trials in either regime: try them once the stream is long
         if known.remembered():  # ... unless one ran already: its regime decides
             w, read = workload(est, X, y), True
             known = _memo(est, w, read, advisor)
             read_data = True
         else:
             return Session.rule_first(known.question, batches=batches, unread=True,
-                                      advice=known.dense), read_data
+                                      advice=known.trying), read_data
     return Session.from_advice(known, batches=batches), read_data
 
 
@@ -295,17 +295,22 @@ _READ_REGIME = "read the regime"
 
 @dataclasses.dataclass(frozen=True)
 class _Unread:
-    """The loaded advisor's answers for a penalized batch whose regime is not read, when both
-    regimes' answers try candidates once the stream is long: the stream starts on the rule's
-    plan in either, and reads its regime when it asks (or at its start, where a trial of either
-    regime has run already: its winner runs from the first batch)."""
+    """The loaded advisor's answers for a penalized batch whose regime is not read, when either
+    regime's answer tries candidates once the stream is long and both start on the same plan
+    (the rule's): the stream starts on it, and reads its regime when it asks (or at its start,
+    where a trial of either regime has run already: its winner runs from the first batch)."""
 
     question: Question
     dense: Any  # Advice
     sparse: Any  # Advice
 
     def remembered(self) -> bool:
-        return trial_ran(self.dense, self.sparse)
+        return trial_ran(*(a for a in (self.dense, self.sparse) if a.trials))
+
+    @property
+    def trying(self) -> Any:
+        """The answer whose trials the stream would run (the dense one where both have)."""
+        return self.dense if self.dense.trials else self.sparse
 
 
 def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
@@ -314,8 +319,8 @@ def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
     the question to ask it once the stream has shown it is long. With the regime of a penalized
     ``w`` not ``read``: :data:`_READ_REGIME` where the plan of the first batch depends on it —
     the rule's, or the loaded advisor's, and always where the model chooses (its promise is
-    checked) — else the answer for either regime (an :class:`_Unread` where both try
-    candidates later)."""
+    checked) — else the answer for either regime (an :class:`_Unread` where either tries
+    candidates later from the same first plan)."""
     solver = est.l1_solver if w.penalized else "lamm"
     if not native_cpu_available():
         return Session(Plan("numpy").id, reasons.NO_MODEL,
@@ -342,12 +347,18 @@ def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
     if other is None:
         return advice
     advice_sparse = advisor.advise(other, candidates=candidates, default=plan)
-    if advice.trials and advice_sparse.trials:
-        return _Unread((w, candidates, plan), advice, advice_sparse)
-    if (advice.trials or advice_sparse.trials or advice.chosen or advice_sparse.chosen
-            or advice.plan != advice_sparse.plan):
+    if advice.chosen or advice_sparse.chosen or _first_plan(advice) != _first_plan(advice_sparse):
         return _READ_REGIME
+    if advice.trials or advice_sparse.trials:
+        # The first batches run the same plan in either regime: the regime is read when the
+        # stream has shown it is long enough for the trial, not by every stream at its start.
+        return _Unread((w, candidates, plan), advice, advice_sparse)
     return advice
+
+
+def _first_plan(advice: Any) -> Plan:
+    """The plan a stream's first batches run on ``advice``: the rule's, where trials follow."""
+    return advice.default if advice.trials else advice.plan
 
 
 def rule_default(rule: rules.Rule, w: Workload, candidates: Container[Plan],

@@ -222,9 +222,8 @@ class Rule:
 
 #: The search's result on the shipped store, with the regions where the model beat it (the
 #: shipped rule.json, which rhuber tune train rewrites; this applies when no file can be read).
-DEFAULT_RULE = Rule(prox_newton_max_bytes=None, work_per_thread=1 << 17, gram="incremental",
-                    chunk_kib=256, model_regions=("l1=0/size=1", "l1=0/size=2", "l1=1/size=1",
-                                                  "l1=1/size=2"),
+DEFAULT_RULE = Rule(prox_newton_max_bytes=None, work_per_thread=1 << 18, gram="incremental",
+                    chunk_kib=256, model_regions=("l1=0/size=1", "l1=0/size=2", "l1=1/size=2"),
                     sparse_prox_newton_max_bytes=None, thread_work="elements")
 
 
