@@ -13,13 +13,21 @@
 //   later<T>/4096/16/<threads>          make bench's steady latency batch: the batch again on
 //                                       the state it left (tau fixed, smoothed curvature, as
 //                                       the seed-matched estimator row runs), float64/float32
+// X is allocated as NumPy allocates a large array on Linux (madvised for transparent huge
+// pages), so the passes and the read see the TLB a Python caller's batch sees;
+// RH_BENCH_SMALL_PAGES=1 leaves it on 4 KiB pages (a C++ caller's std::vector). Probe:
+// RH_BENCH_TAU=1.5 runs steady_stream with that fixed tau instead of the default scale (no
+// scale pass: the first evaluation's pass reads X from memory).
 // Before/after: build this file against both trees and run the binaries alternately, e.g.
 //   rh_first_solve_bench --benchmark_repetitions=20 --benchmark_report_aggregates_only=true
 //       --benchmark_enable_random_interleaving=true
 
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <span>
@@ -30,14 +38,41 @@
 
 namespace {
 
+// X allocated as NumPy allocates an array's data on Linux (numpy/_core/src/multiarray/alloc.c):
+// malloc, then from 4 MiB on, madvise(MADV_HUGEPAGE) from the first page boundary on.
+template <class T>
+struct NumpyLikeAllocator {
+  using value_type = T;
+  NumpyLikeAllocator() = default;
+  template <class U>
+  NumpyLikeAllocator(const NumpyLikeAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    void* p = std::malloc(bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    constexpr std::size_t page = 4096;
+    if (bytes >= (std::size_t(4) << 20) && std::getenv("RH_BENCH_SMALL_PAGES") == nullptr) {
+      const std::size_t offset = page - reinterpret_cast<std::uintptr_t>(p) % page;
+      madvise(static_cast<char*>(p) + offset, bytes - offset, MADV_HUGEPAGE);
+    }
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const NumpyLikeAllocator<U>&) const { return true; }
+};
+template <class T>
+using Rows = std::vector<T, NumpyLikeAllocator<T>>;
+
 template <class T = double>
 struct Batch {
   std::size_t rows, features;
-  std::vector<T> X, y, w;
+  Rows<T> X;
+  std::vector<T> y, w;
   rh::MatrixView<T> view() const { return {X.data(), rows, features}; }
   template <class U>
   Batch<U> as() const {
-    return {rows, features, std::vector<U>(X.begin(), X.end()), std::vector<U>(y.begin(), y.end()),
+    return {rows, features, Rows<U>(X.begin(), X.end()), std::vector<U>(y.begin(), y.end()),
             std::vector<U>(w.begin(), w.end())};
   }
 };
@@ -46,7 +81,7 @@ Batch<> make_batch(std::size_t rows, std::size_t features, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
   std::chi_squared_distribution<double> chi(3.0);
-  Batch<> b{rows, features, std::vector<double>(rows * features), std::vector<double>(rows),
+  Batch<> b{rows, features, Rows<double>(rows * features), std::vector<double>(rows),
           std::vector<double>(rows, 1.0)};
   for (double& x : b.X) x = normal(rng);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -113,7 +148,8 @@ void steady_stream(benchmark::State& st) {
   const Batch<> first = make_batch(rows, features, 1);
   const std::vector<Batch<>> batches = stream_batches(rows, features);
   rh::cpu::Engine engine(rh::cpu::EngineOptions{.threads = std::size_t(st.range(2))});
-  const rh::Config config;
+  rh::Config config;
+  if (const char* t = std::getenv("RH_BENCH_TAU")) config.tau = std::atof(t);
   const auto state = engine.update(rh::State<double>::empty(features + 1).view(), first.view(),
                                    std::span<const double>(first.y),
                                    std::span<const double>(first.w), config)
