@@ -203,25 +203,38 @@ def test_a_loaded_advisor_whose_answer_depends_on_the_regime_gets_it(monkeypatch
     assert not (sparse._session.unread or dense._session.unread)
 
 
-def test_a_stream_asks_the_advisor_with_the_regime_of_the_batch_it_asks_at(monkeypatch):
-    """Not read at its start, the regime is read when the long stream asks the advisor (its
-    20th batch here), from that batch; the advice's workload carries it, and so do the later
-    batches' records (online learning)."""
-    require_module(*NATIVE_CPU)
+def _long_stream():
+    """Batches for a stream that asks the advisor (its TRIAL_AFTER_BATCHES-th) and two more."""
+    return make_contaminated_stream(512 * (sessions.TRIAL_AFTER_BATCHES + 2), 64, batch_size=512,
+                                    seed=0)
+
+
+def _stream_sparse_batches(monkeypatch, stream, screens):
+    """``stream``'s batches through a fresh sparse-regime estimator, each lasting 1 s (a long
+    stream), checking that its regime is screened once: at the batch where it asks."""
     from rhuber import estimator
 
-    _unloaded(monkeypatch)
-    recorder = _Recorder()
-    monkeypatch.setattr(adv, "shared", lambda: recorder)
-    screens = _screens(monkeypatch)
     n = sessions.TRIAL_AFTER_BATCHES
-    stream = make_contaminated_stream(512 * (n + 2), 64, batch_size=512, seed=0)
-    monkeypatch.setattr(estimator, "time", BatchClock([1.0] * (n + 2)))  # long: 1 s a batch
+    monkeypatch.setattr(estimator, "time", BatchClock([1.0] * (n + 2)))
     est = RenewableHuberRegressor(lambda_scale=3.0)
     for b in range(n + 2):
         est.partial_fit(*stream.batch(b))
         assert len(screens) == (b >= n - 1)
     dispatch._ANSWERS.clear()
+    return est
+
+
+def test_a_stream_asks_the_advisor_with_the_regime_of_the_batch_it_asks_at(monkeypatch):
+    """Not read at its start, the regime is read when the long stream asks the advisor (its
+    20th batch here), from that batch; the advice's workload carries it, and so do the later
+    batches' records (online learning)."""
+    require_module(*NATIVE_CPU)
+    _unloaded(monkeypatch)
+    recorder = _Recorder()
+    monkeypatch.setattr(adv, "shared", lambda: recorder)
+    screens = _screens(monkeypatch)
+    stream = _long_stream()
+    est = _stream_sparse_batches(monkeypatch, stream, screens)
     assert [w.sparse for w in recorder.seen] == [True]
     assert dispatch.batch_workload(est, stream.batch(0)[0], est._session).sparse
 
@@ -246,24 +259,16 @@ def test_trials_in_one_regime_only_leave_the_regime_unread_until_the_stream_asks
     a long one reads its regime when it asks (its 20th batch), and its sparse answer settles on
     the plan that runs."""
     require_module(*NATIVE_CPU)
-    from rhuber import estimator
-
     advisor = _TrialsWhenDense()
     monkeypatch.setattr(current, "available", lambda: advisor)
     dispatch._ANSWERS.clear()
     screens = _screens(monkeypatch)
-    n = sessions.TRIAL_AFTER_BATCHES
-    stream = make_contaminated_stream(512 * (n + 2), 64, batch_size=512, seed=0)
+    stream = _long_stream()
     for c in (0.5, 3.0):
         est = RenewableHuberRegressor(lambda_scale=c).partial_fit(*stream.batch(0))
         assert est.plan_.reason == reasons.RULE_FIRST and est._session.unread
     assert screens == []
-    monkeypatch.setattr(estimator, "time", BatchClock([1.0] * (n + 2)))  # long: 1 s a batch
-    est = RenewableHuberRegressor(lambda_scale=3.0)
-    for b in range(n + 2):
-        est.partial_fit(*stream.batch(b))
-        assert len(screens) == (b >= n - 1)
-    dispatch._ANSWERS.clear()
+    est = _stream_sparse_batches(monkeypatch, stream, screens)
     assert advisor.seen[-1].sparse
     assert est.plan_.reason == reasons.GAIN_BELOW_MARGIN and est._session.settled
 
