@@ -6,7 +6,6 @@ from pathlib import Path
 
 from rhuber.engines.plans import CHUNK_KIB, GRAM_STRATEGIES, L1_SOLVERS
 from rhuber.engines.workload import Workload
-from rhuber.tuner.labels import best_plans
 from rhuber.tuner.store import SCHEMA_VERSION, Store
 
 DATA = Path(__file__).resolve().parents[1] / "python" / "rhuber" / "tuner" / "data"
@@ -42,8 +41,10 @@ def test_the_corpus_covers_its_machines_with_every_plan_of_each():
     good = [m for m in measurements if m.status == "ok"]
     assert len(good) >= 0.9 * len(measurements)
     assert all(m.brick_fractions for m in good)
-    # Every workload has a good measurement, but at most the one a budget cut short per machine.
-    assert len(best_plans(measurements)) >= len(plans) - (len(fingerprints) - 1)
+    # Every workload has a good measurement, but at most the one a budget cut short per machine
+    # (good as stored: a stale one, which labels.best_plans leaves out, counts here).
+    measured_ok = {(m.hardware_id, m.workload_id) for m in good}
+    assert len(measured_ok) >= len(plans) - (len(fingerprints) - 1)
 
 
 def test_the_data_card_states_the_corpus_figures():

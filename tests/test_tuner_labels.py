@@ -54,3 +54,42 @@ def test_a_stored_measurement_without_a_profile_has_no_bottleneck():
     assert labels.measurement_bottleneck(BASE, **PEAKS) is None
     profiled = replace(BASE, brick_fractions={"solve": 0.5}, brick_calls=100)
     assert labels.measurement_bottleneck(profiled, **PEAKS) == "solve"
+
+
+PENALIZED = "n4096/p32/float64/l1=1/icpt=1/host"
+LAMM = "native_cpu/t1/gram=incremental/chunk=256k/l1=lamm"
+PROX = "native_cpu/t1/gram=incremental/chunk=256k/l1=prox_newton"
+
+
+def _at(m, moment):
+    return replace(m, measured_at=moment)
+
+
+@pytest.mark.parametrize("change", labels.SPEED_CHANGES)
+def test_a_solver_measured_before_its_code_changed_speed_is_stale(change):
+    """Rows of the changed solver on penalized workloads, measured before the change, no longer
+    count; the same rows measured after it, the other solver's rows and unpenalized rows do."""
+    solver = f"native_cpu/t1/gram=incremental/chunk=256k/l1={change.l1_solver}"
+    other = PROX if change.l1_solver == "lamm" else LAMM
+    penalized = replace(BASE, workload_id=PENALIZED, plan_id=solver)
+    before = "2026-12-01T00:00:00+00:00"
+    assert labels.stale(_at(penalized, before))
+    sparse = replace(penalized, workload_id=PENALIZED.replace("/l1=1/", "/l1=2/"))
+    assert labels.stale(_at(sparse, before))  # the sparse regime's rows too
+    assert labels.throughput(_at(penalized, before)) is None
+    assert labels.throughput(_at(penalized, "2026-12-31T00:00:00+00:00")) == 8192.0
+    assert labels.throughput(_at(replace(penalized, plan_id=other), before)) == 8192.0
+    assert labels.throughput(_at(replace(BASE, plan_id=solver), before)) == 8192.0
+    # A row whose time cannot be read is kept: nothing says it is old.
+    assert labels.throughput(_at(penalized, "yesterday")) == 8192.0
+    assert labels.throughput(_at(penalized, "")) == 8192.0
+
+
+def test_the_best_plan_leaves_out_stale_rows():
+    before = "2026-12-01T00:00:00+00:00"
+    ms = [replace(BASE, workload_id=PENALIZED, plan_id=LAMM, rows_per_s=900.0,
+                  measured_at=before),
+          replace(BASE, workload_id=PENALIZED, plan_id=PROX, rows_per_s=100.0,
+                  measured_at=before)]
+    (best,) = labels.best_plans(ms).values()
+    assert best.plan_id == PROX

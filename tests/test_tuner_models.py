@@ -302,3 +302,46 @@ def test_the_shipped_models_load_fast_and_match_their_report():
         assert path.stat().st_size < model_files.MAX_FILE_BYTES
         assert HW in json.loads(ensemble.models[name].metadata["hardware_ids"])
     assert "Grade" in (DATA / "VALIDATION.md").read_text()
+
+
+def test_validation_leaves_out_stale_measurements_but_keeps_their_workload(corpus):
+    """A penalized workload whose LAMM plans (the engine's default among them) were measured
+    before LAMM changed speed (labels.SPEED_CHANGES): its figures come from its fresh
+    measurements (the rule's prox_newton plan), and the default plan's from the other
+    workload."""
+    from rhuber.engines.workload import Workload
+    from rhuber.tuner import rules
+
+    penalized = "n4096/p8/float64/l1=1/icpt=1/host"
+    prox = "native_cpu/t1/gram=incremental/chunk=256k/l1=prox_newton"
+    ms = [_measurement("n4096/p8/float64/l1=0/icpt=1/host", p, r)
+          for p, r in zip(PLANS, (100.0, 200.0, 50.0), strict=True)]
+    ms += [_measurement(penalized, p, 900.0) for p in PLANS]  # stale: measured 2026-11-30
+    ms.append(_measurement(penalized, prox, 300.0))
+    rule = rules.DEFAULT_RULE.replace(prox_newton_max_bytes=None,
+                                      sparse_prox_newton_max_bytes=None, chunk_kib=256)
+    assert rule.plan(Workload.from_id(penalized), 2).id == prox
+    report = validate.evaluate(_constant_models(PLANS[2]), ms, corpus[1], rule=rule)
+    assert report["workloads"] == 2 and report["measurements"] == 4
+    # The rule: PLANS[0] (regret 2) unpenalized, prox_newton (the only fresh plan) penalized.
+    assert report["rule"]["regret"]["geomean"] == pytest.approx(2 ** 0.5)
+    # The default plan only where it was measured fresh: regret 1.
+    assert report["default"]["regret"]["geomean"] == pytest.approx(1.0)
+    # The ensemble ties and takes the first measured id: PLANS[0], then prox_newton.
+    assert report["ensemble"]["regret"]["max"] == pytest.approx(2.0)
+    assert report["ensemble"]["vs_default"]["max"] == pytest.approx(2.0)
+    # The classifier knows none of the penalized workload's fresh plans: the rule's plan.
+    assert report["classifier"]["regret"]["geomean"] == pytest.approx(4 ** 0.5)
+
+
+def test_the_model_is_used_only_where_it_beat_the_rule_by_the_margin():
+    """Held out, the model gained 2 % over the rule in one region and 0.3 % in another (within
+    the replay's noise): the advisor uses it in the first only."""
+    def rows(region, auto_over_rule):
+        return [{"region": region, "t_best": 1.0, "t_rule": 1.1, "t_auto": 1.1 * auto_over_rule}
+                for _ in range(5)]
+
+    folds = [{"rows": rows("l1=0/size=2", 0.98) + rows("l1=1/size=2", 0.997)},
+             {"rows": rows("l1=0/size=2", 0.98) + rows("l1=1/size=1", 1.02)}]
+    assert validate.MODEL_REGION_MARGIN == 0.01
+    assert validate.model_regions(folds) == ("l1=0/size=2",)

@@ -117,6 +117,30 @@ def test_the_search_picks_per_regime_where_the_winners_differ():
     assert rule.plan(DENSE, 2).l1_solver == rule.plan(SPARSE, 2).l1_solver == "prox_newton"
 
 
+def test_the_search_follows_fresh_measurements_where_a_machine_has_only_stale_ones():
+    """Machine "a" measured after LAMM's last speed change (LAMM twice as fast), machine "b"
+    before it (LAMM ten times slower): b's LAMM rows no longer describe LAMM, so the search
+    follows a's, and b still counts LAMM as measured (a rule is not pushed off a plan for the
+    lack of a fresh figure). Measured after the change on both, b's rows decide for
+    prox_newton."""
+    from dataclasses import replace
+
+    from rhuber.tuner import labels
+
+    fresh = "2026-12-31T00:00:00+00:00"
+    old = "2026-12-01T00:00:00+00:00"
+    a = [replace(m, hardware_id="a", measured_at=fresh) for m in
+         _measurements({(DENSE, "prox_newton"): 2.0, (DENSE, "lamm"): 1.0})]
+    b = [replace(m, hardware_id="b", measured_at=old) for m in
+         _measurements({(DENSE, "prox_newton"): 1.0, (DENSE, "lamm"): 10.0})]
+    assert any(labels.stale(m) for m in b) and not any(labels.stale(m) for m in a)
+    rule, score = rule_search.search(a + b, {"a": 2, "b": 2})
+    assert rule.plan(DENSE, 2).l1_solver == "lamm" and score == pytest.approx(1.0)
+    b_now = [replace(m, measured_at=fresh) for m in b]
+    rule, _ = rule_search.search(a + b_now, {"a": 2, "b": 2})
+    assert rule.plan(DENSE, 2).l1_solver == "prox_newton"
+
+
 class _Recorder:
     """An advisor that records the workloads it is asked about and returns the default."""
 
@@ -158,16 +182,19 @@ def _unloaded(monkeypatch, rule=rules.DEFAULT_RULE):
 
 
 def test_a_stream_whose_first_plan_does_not_depend_on_the_regime_does_not_read_it(monkeypatch):
-    """The shipped rule says prox_newton in both regimes: the screen (~50 µs, as much as a
-    small batch) is not run at the stream's start."""
+    """A rule that says prox_newton in both regimes (at this size, the shipped one says lamm
+    in the dense regime only): the screen (~50 µs, as much as a small batch) is not run at
+    the stream's start."""
     require_module(*NATIVE_CPU)
-    _unloaded(monkeypatch)
+    either = rules.DEFAULT_RULE.replace(prox_newton_max_bytes=None,
+                                        sparse_prox_newton_max_bytes=None)
+    _unloaded(monkeypatch, either)
     screens = _screens(monkeypatch)
     X, y = wide_batch()
     for c in (0.5, 3.0):
         est = RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)
         assert est.plan_.reason == reasons.RULE_FIRST
-        assert est.plan_.plan == rules.DEFAULT_RULE.plan(DENSE, os.cpu_count() or 1).id
+        assert est.plan_.plan == either.plan(DENSE, os.cpu_count() or 1).id
         assert est._session.unread
     dispatch._ANSWERS.clear()
     assert screens == []

@@ -30,7 +30,7 @@ SHIPPED_STORE = adv.default_models_dir().parent / "corpus.sqlite"
 def _m(hw, w, plan, rate):
     return Measurement(hardware_id=hw, workload_id=w.id, plan_id=plan.id, status="ok",
                        rows_per_run=1, runs_s=[1 / rate], median_s=1 / rate, cv=0.0,
-                       rows_per_s=rate, library_version="t", measured_at="2026-01-01T00:00:00")
+                       rows_per_s=rate, library_version="t", measured_at="2026-12-31T00:00:00")
 
 
 def test_the_rule_search_finds_the_rule_the_measurements_favour():
@@ -78,7 +78,30 @@ def test_the_rule_search_finds_the_measure_of_work_the_threads_follow():
     assert rule.threads(Workload(rule.work_per_thread * 50, 4), 16) == 16
     assert "a thread per" in rule.describe() and "rows" in rule.describe()
     with pytest.raises(ValueError, match="thread_work"):
-        rules.Rule(thread_work="bytes")
+        rules.Rule(thread_work="words")
+
+
+def test_the_rule_search_tells_float32_threads_from_float64_by_bytes():
+    """Two threads pay from 4 MiB of X whatever its dtype, so a float32 batch needs twice the
+    elements of a float64 one: by elements no threshold separates them (4,096 × 128 pays in
+    float64, not in float32), nor by rows or flops; by bytes one does."""
+    rows = []
+    for hw in ("a", "b"):
+        for n, p in ((4096, 31), (4096, 127), (16384, 63), (65536, 31)):
+            for dtype in ("float64", "float32"):
+                w = Workload(n, p, dtype)
+                pays = w.rows * w.dim * w.itemsize >= 4 << 20
+                for plan in plans_for(w, type("H", (), {"cores": 2})()):
+                    if plan.backend == "native_cpu":
+                        rate = 100.0 * (1.5 if (plan.threads == 2) == pays else 1.0)
+                        rate *= 1.1 if plan.gram == "incremental" and plan.chunk_kib == 256 else 1.0
+                        rows.append(_m(hw, w, plan, rate))
+    rule, score = rule_search.search(rows, {"a": 2, "b": 2})
+    assert score == pytest.approx(1.0) and rule.thread_work == "bytes"
+    assert rule.plan(Workload(4096, 127, "float64"), 2).threads == 2
+    assert rule.plan(Workload(4096, 127, "float32"), 2).threads == 1
+    assert rule.plan(Workload(16384, 63, "float32"), 2).threads == 2
+    assert "bytes" in rule.describe()
 
 
 def test_a_rule_file_of_one_thread_below_reads_as_the_same_plans_on_two_cores():

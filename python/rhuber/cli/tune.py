@@ -14,7 +14,7 @@ from ..lab import collect as collecting
 from ..lab import validate
 from ..tuner import models, rule_search, rules
 from ..tuner.hardware import describe, fingerprint
-from ..tuner.labels import best_plans
+from ..tuner.labels import best_plans, stale
 from ..tuner.store import Store, StoreError
 from ._common import parse_duration
 from .tune_calibrate import add_calibrate
@@ -281,12 +281,14 @@ def summarize(measurements: list[Any], hardware: dict[str, Any], best: dict[Any,
     wins = Counter(b.plan_id for b in best.values())
     rejected = sum(m.rejected_runs for m in measurements)
     remeasured = sum(m.remeasured for m in measurements)
+    stale_ok = sum(m.status == "ok" and stale(m) for m in measurements)
     lines = [
         f"{len(measurements)} measurements on {len(hardware)} machine(s), {len(workloads)} "
         f"workloads ({min(plans_per_workload.values(), default=0)}–"
         f"{max(plans_per_workload.values(), default=0)} plans each)",
         f"status: {status.get('ok', 0)} ok, {status.get('unstable', 0)} unstable (CV stayed "
-        f"≥ 15 %), {status.get('failed', 0)} failed",
+        f"≥ 15 %), {status.get('failed', 0)} failed; {stale_ok} of the ok ones stale (their "
+        f"solver measured before its code changed speed: left out of training)",
         f"quality: {rejected} runs rejected beyond 3σ, {remeasured} re-measured rounds",
         f"best plan per workload ({len(best)} workloads with a good measurement):",
     ]

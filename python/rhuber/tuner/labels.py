@@ -20,6 +20,8 @@ time; ``unattributed`` is the rest):
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,9 +44,57 @@ SOLVE_SHARE = 0.30
 COMPUTE_SHARE = 0.50
 
 
+@dataclass(frozen=True)
+class SpeedChange:
+    """A change to an L1 solver's code that moved its speed on penalized workloads by more than
+    the machines' noise, relative to the other plans: measurements of that solver taken before
+    it (``since``, the last commit of the change, UTC) no longer describe the library, and a
+    store keeps them only until the machine is measured again."""
+
+    l1_solver: str
+    since: str
+    what: str
+
+    def concerns(self, m: Measurement) -> bool:
+        return (m.plan_id.endswith(f"/l1={self.l1_solver}") and _penalized(m.workload_id)
+                and _measured_before(m, self.since))
+
+
+@functools.lru_cache(maxsize=4096)
+def _penalized(workload_id: str) -> bool:
+    """Whether the workload is penalized, in either regime (a store repeats each id per plan)."""
+    return Workload.from_id(workload_id).penalized
+
+
+#: Every :class:`SpeedChange` since the store's first rows (docs/tuner.md, "Stale rows").
+SPEED_CHANGES = (
+    SpeedChange("lamm", "2026-12-04T22:25:39+00:00",
+                "LAMM's later batches by expansion and its anchoring (6d5c8a1..8fbf971): on the "
+                "AMD EPYC its stream of 24,000 x 24 float32 penalized batches takes 0.53x its "
+                "earlier time, prox_newton's 0.90x, and LAMM became the faster solver on 15 of "
+                "52 dense penalized workloads (4 before)"),
+)
+
+
+def _measured_before(m: Measurement, since: str) -> bool:
+    try:
+        at = _dt.datetime.fromisoformat(m.measured_at)
+    except ValueError:  # an unreadable time says nothing about its age: the row is kept
+        return False
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=_dt.timezone.utc)
+    return at < _dt.datetime.fromisoformat(since)
+
+
+def stale(m: Measurement) -> bool:
+    """Whether ``m`` measured a plan's code before a :data:`SPEED_CHANGES` entry concerning it."""
+    return any(change.concerns(m) for change in SPEED_CHANGES)
+
+
 def throughput(m: Measurement) -> float | None:
-    """Rows per second of a good measurement (None for a failed or unstable one)."""
-    return m.rows_per_s if m.status == "ok" else None
+    """Rows per second of a good measurement (None for a failed, unstable or :func:`stale`
+    one)."""
+    return m.rows_per_s if m.status == "ok" and not stale(m) else None
 
 
 @dataclass(frozen=True)

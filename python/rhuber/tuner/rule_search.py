@@ -3,7 +3,10 @@
 :func:`search` scores every rule of a small family (:func:`family`) on every machine of a store
 — the geometric mean, over machines, of each machine's geomean regret (the rule's measured time
 over the best measured plan's, per workload) — and returns the best, ties going to the simpler
-rule, among rules whose plans were measured on at least 90 % of the workloads.
+rule, among rules whose plans were measured on at least 90 % of the workloads. A rule is
+scored on its plans' current measurements only; a plan measured there before its code changed
+speed (:func:`.labels.stale`) still counts as measured, so that the rule is not pushed off it
+for the lack of a fresh figure on the machines not measured again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..engines.workload import Workload
-from .labels import throughput
+from .labels import stale, throughput
 from .rules import Rule
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 
 #: The powers of two of work per thread the search tries, per measure (a batch of the corpus's
 #: sizes, 256 … 262,144 rows and 3 … 513 coefficients, falls on either side of most of them).
-_THREAD_SPANS = {"elements": (9, 21), "rows": (7, 17), "flops": (11, 28)}
+_THREAD_SPANS = {"elements": (9, 21), "bytes": (12, 24), "rows": (7, 17), "flops": (11, 28)}
 
 
 def family() -> list[Rule]:
@@ -90,10 +93,15 @@ def search(measurements: Sequence[Measurement], cores: dict[str, int],
     have a measured plan for at least 90 % of the workloads the best-covered rule has."""
     times = times_by_workload(measurements)
     table = _table(times)
+    measured_before = {(m.hardware_id, m.workload_id, m.plan_id) for m in measurements
+                       if m.status == "ok" and stale(m)}
     scored = []
     for rule in rules or family():
         values = regrets(rule, times, cores, table=table)
-        scored.append((len(values), score(values), _complexity(rule), rule))
+        covered = len(values) + sum(
+            (key[0], key[1], rule.plan_id(w, cores[key[0]])) in measured_before
+            for key, w, *_ in table) if measured_before else len(values)
+        scored.append((covered, score(values), _complexity(rule), rule))
     most = max(n for n, *_ in scored)
     _, best, _, rule = min((s for s in scored if s[0] >= 0.9 * most),
                            key=lambda s: (round(s[1], 6), s[2]))

@@ -10,7 +10,8 @@ A :class:`Rule` maps a workload and the machine's core count to one plan of nati
   model each, over a working set of the active features); LAMM's passes are cheap.
 - **threads**: one per ``work_per_thread`` of the batch's work, at least one and at most the
   cores; the work is measured in ``thread_work`` (:data:`THREAD_WORK`): elements (rows ×
-  coefficients), rows, or the Gram's flops (rows × coefficients²). A thread's share of a pass
+  coefficients), bytes (elements × the item size), rows, or the Gram's flops (rows ×
+  coefficients²). A thread's share of a pass
   must repay its hand-off; which measure of work says when is the store's to decide.
 - **Gram strategy** and **chunk**: ``gram`` and ``chunk_kib``, the same for every workload.
 
@@ -38,13 +39,16 @@ from .paths import has_models, local_models_root, models_dir
 RULE_FILE = "rule.json"
 RULE_FORMAT = 1
 
-#: A batch's work, by the measure the rule's threads follow: (rows, coefficients) → work.
-THREAD_WORK: dict[str, Callable[[int, int], int]] = {
-    "elements": lambda rows, dim: rows * dim,
-    "rows": lambda rows, dim: rows,
-    "flops": lambda rows, dim: rows * dim * dim,
+#: A batch's work, by the measure the rule's threads follow. Bytes tell float32 from float64:
+#: a pass over a float32 batch moves half the memory of a float64 one of as many elements.
+THREAD_WORK: dict[str, Callable[[Workload], int]] = {
+    "elements": lambda w: w.rows * w.dim,
+    "bytes": lambda w: w.rows * w.dim * w.itemsize,
+    "rows": lambda w: w.rows,
+    "flops": lambda w: w.rows * w.dim * w.dim,
 }
-THREAD_WORK_WORDS = {"elements": "elements (rows × coefficients)", "rows": "rows",
+THREAD_WORK_WORDS = {"elements": "elements (rows × coefficients)",
+                     "bytes": "bytes (rows × coefficients × item size)", "rows": "rows",
                      "flops": "Gram flops (rows × coefficients²)"}
 
 
@@ -156,7 +160,7 @@ class Rule:
 
     def threads(self, workload: Workload, cores: int) -> int:
         """Threads for ``workload`` on ``cores`` cores: one per ``work_per_thread``, 1 … cores."""
-        work = THREAD_WORK[self.thread_work](workload.rows, workload.dim)
+        work = THREAD_WORK[self.thread_work](workload)
         return max(1, min(cores, work // self.work_per_thread))
 
     def plan(self, workload: Workload, cores: int, *, threads: int | None = None,
@@ -222,9 +226,9 @@ class Rule:
 
 #: The search's result on the shipped store, with the regions where the model beat it (the
 #: shipped rule.json, which rhuber tune train rewrites; this applies when no file can be read).
-DEFAULT_RULE = Rule(prox_newton_max_bytes=None, work_per_thread=1 << 18, gram="incremental",
-                    chunk_kib=256, model_regions=("l1=0/size=1", "l1=0/size=2", "l1=1/size=2"),
-                    sparse_prox_newton_max_bytes=None, thread_work="elements")
+DEFAULT_RULE = Rule(prox_newton_max_bytes=1 << 20, work_per_thread=1 << 21, gram="incremental",
+                    chunk_kib=1024, model_regions=("l1=1/size=0",),
+                    sparse_prox_newton_max_bytes=None, thread_work="bytes")
 
 
 def save(rule: Rule, directory: str | Path, **provenance: Any) -> Path:
