@@ -141,6 +141,35 @@ def test_the_search_follows_fresh_measurements_where_a_machine_has_only_stale_on
     assert rule.plan(DENSE, 2).l1_solver == "prox_newton"
 
 
+def test_the_search_does_not_hand_a_rule_a_solver_nothing_current_measured():
+    """Every LAMM row is stale: no current figure says how fast LAMM is, so the stale figures
+    score a rule that runs it on the penalized batch, not nothing. (The unpenalized batch wants
+    one thread and the smaller penalized one two, which no single threads rule gives both: a
+    rule escaping the penalized batch's score would look perfect.)"""
+    from dataclasses import replace
+
+    big, small = Workload(65536, 32), Workload(8192, 8, penalized=True)
+    now, before = "2026-12-31T00:00:00+00:00", "2026-12-01T00:00:00+00:00"
+    rows = [Measurement(hw, w.id, Plan("native_cpu", threads=threads, gram=gram, chunk_kib=chunk,
+                                       l1_solver=solver).id, "ok", rows_per_run=w.rows,
+                        median_s=seconds, rows_per_s=w.rows / seconds, measured_at=at)
+            for hw in ("a", "b") for threads in (1, 2) for gram in ("incremental", "full")
+            for chunk in (64, 256, 1024)
+            for w, solver, seconds, at in (
+                (big, "lamm", 1.0 if threads == 1 else 2.0, now),
+                (small, "prox_newton", 1.0 if threads == 2 else 2.0, now),
+                (small, "lamm", 10.0, before))]
+    rule, score = rule_search.search(rows, {"a": 2, "b": 2})
+    assert rule.plan(small, 2).l1_solver == "prox_newton"
+    assert score == pytest.approx(2 ** 0.5)
+    # One machine's current LAMM figures are evidence: the other's stale ones count as measured.
+    a_now = [replace(m, measured_at=now) if m.hardware_id == "a" else m for m in rows]
+    counted, scored_stale = rule_search._stale_rows(a_now)
+    assert counted and all(h == "b" and p.endswith("/l1=lamm") for h, _, p in counted)
+    assert scored_stale == []
+    assert all(m.plan_id.endswith("/l1=lamm") for m in rule_search._stale_rows(rows)[1])
+
+
 class _Recorder:
     """An advisor that records the workloads it is asked about and returns the default."""
 

@@ -5,12 +5,16 @@
 over the best measured plan's, per workload) — and returns the best, ties going to the simpler
 rule, among rules whose plans were measured on at least 90 % of the workloads. A rule is
 scored on its plans' current measurements only; a plan measured there before its code changed
-speed (:func:`.labels.stale`) still counts as measured, so that the rule is not pushed off it
-for the lack of a fresh figure on the machines not measured again.
+speed (:func:`.labels.stale`) still counts as measured where another machine has current
+measurements of its solver in the same regime, so that the rule is not pushed off it for the
+lack of a fresh figure on the machines not measured again; where no machine measured the solver
+since, the stale figures are the only ones and score the rule (a rule is never handed a plan
+unscored).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -86,15 +90,40 @@ def score(values: dict[tuple[str, str], float]) -> float:
     return math.exp(sum(sum(v) / len(v) for v in by_hw.values()) / len(by_hw))
 
 
+@functools.lru_cache(maxsize=4096)
+def _regime(workload_id: str) -> tuple[bool, bool]:
+    """(penalized, sparse) of a workload id (a store repeats each id per plan)."""
+    w = Workload.from_id(workload_id)
+    return w.penalized, w.sparse
+
+
+def _stale_rows(measurements: Sequence[Measurement]
+                ) -> tuple[set[tuple[str, str, str]], list[Measurement]]:
+    """The stale good measurements, split by whether their L1 solver has a current good
+    measurement in the same regime on some machine: (hardware, workload, plan) of those that
+    have one (newer figures supersede them: the search counts them as measured but scores the
+    rule on current figures only), and those that have none (nothing newer says how fast the
+    solver is: the stale figure is the best there is, and the search scores with it, as
+    before the solver changed, rather than let a rule run it unscored)."""
+    def kind(m: Measurement) -> tuple[str, bool]:
+        return m.plan_id.rpartition("/l1=")[2], _regime(m.workload_id)[1]
+
+    current = {kind(m) for m in measurements if throughput(m) and _regime(m.workload_id)[0]}
+    old = [m for m in measurements if m.status == "ok" and stale(m)]
+    return ({(m.hardware_id, m.workload_id, m.plan_id) for m in old if kind(m) in current},
+            [m for m in old if kind(m) not in current])
+
+
 def search(measurements: Sequence[Measurement], cores: dict[str, int],
            rules: Sequence[Rule] | None = None) -> tuple[Rule, float]:
     """The rule of ``rules`` (default :func:`family`) with the lowest :func:`score` on
     ``measurements`` (``cores``: each hardware id's core count), and that score. A rule must
     have a measured plan for at least 90 % of the workloads the best-covered rule has."""
     times = times_by_workload(measurements)
+    measured_before, only_figures = _stale_rows(measurements)
+    for m in only_figures:
+        times[(m.hardware_id, m.workload_id)][m.plan_id] = 1.0 / m.rows_per_s
     table = _table(times)
-    measured_before = {(m.hardware_id, m.workload_id, m.plan_id) for m in measurements
-                       if m.status == "ok" and stale(m)}
     scored = []
     for rule in rules or family():
         values = regrets(rule, times, cores, table=table)

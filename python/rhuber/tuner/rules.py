@@ -227,8 +227,8 @@ class Rule:
 #: The search's result on the shipped store, with the regions where the model beat it (the
 #: shipped rule.json, which rhuber tune train rewrites; this applies when no file can be read).
 DEFAULT_RULE = Rule(prox_newton_max_bytes=1 << 20, work_per_thread=1 << 21, gram="incremental",
-                    chunk_kib=1024, model_regions=("l1=1/size=0",),
-                    sparse_prox_newton_max_bytes=None, thread_work="bytes")
+                    chunk_kib=1024, model_regions=(), sparse_prox_newton_max_bytes=None,
+                    thread_work="bytes")
 
 
 def save(rule: Rule, directory: str | Path, **provenance: Any) -> Path:
