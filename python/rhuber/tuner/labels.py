@@ -56,14 +56,15 @@ class SpeedChange:
     what: str
 
     def concerns(self, m: Measurement) -> bool:
-        return (m.plan_id.endswith(f"/l1={self.l1_solver}") and _penalized(m.workload_id)
+        return (m.plan_id.endswith(f"/l1={self.l1_solver}") and regime(m.workload_id)[0]
                 and _measured_before(m, self.since))
 
 
 @functools.lru_cache(maxsize=4096)
-def _penalized(workload_id: str) -> bool:
-    """Whether the workload is penalized, in either regime (a store repeats each id per plan)."""
-    return Workload.from_id(workload_id).penalized
+def regime(workload_id: str) -> tuple[bool, bool]:
+    """(penalized, sparse) of a workload id, parsed once (a store repeats each id per plan)."""
+    w = Workload.from_id(workload_id)
+    return w.penalized, w.sparse
 
 
 #: Every :class:`SpeedChange` since the store's first rows (docs/tuner.md, "Stale rows").

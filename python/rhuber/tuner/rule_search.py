@@ -14,14 +14,13 @@ unscored).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..engines.workload import Workload
-from .labels import stale, throughput
+from .labels import regime, stale, throughput
 from .rules import Rule
 
 if TYPE_CHECKING:
@@ -90,13 +89,6 @@ def score(values: dict[tuple[str, str], float]) -> float:
     return math.exp(sum(sum(v) / len(v) for v in by_hw.values()) / len(by_hw))
 
 
-@functools.lru_cache(maxsize=4096)
-def _regime(workload_id: str) -> tuple[bool, bool]:
-    """(penalized, sparse) of a workload id (a store repeats each id per plan)."""
-    w = Workload.from_id(workload_id)
-    return w.penalized, w.sparse
-
-
 def _stale_rows(measurements: Sequence[Measurement]
                 ) -> tuple[set[tuple[str, str, str]], list[Measurement]]:
     """The stale good measurements, split by whether their L1 solver has a current good
@@ -106,9 +98,9 @@ def _stale_rows(measurements: Sequence[Measurement]
     solver is: the stale figure is the best there is, and the search scores with it, as
     before the solver changed, rather than let a rule run it unscored)."""
     def kind(m: Measurement) -> tuple[str, bool]:
-        return m.plan_id.rpartition("/l1=")[2], _regime(m.workload_id)[1]
+        return m.plan_id.rpartition("/l1=")[2], regime(m.workload_id)[1]
 
-    current = {kind(m) for m in measurements if throughput(m) and _regime(m.workload_id)[0]}
+    current = {kind(m) for m in measurements if throughput(m) and regime(m.workload_id)[0]}
     old = [m for m in measurements if m.status == "ok" and stale(m)]
     return ({(m.hardware_id, m.workload_id, m.plan_id) for m in old if kind(m) in current},
             [m for m in old if kind(m) not in current])

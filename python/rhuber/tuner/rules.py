@@ -11,8 +11,8 @@ A :class:`Rule` maps a workload and the machine's core count to one plan of nati
 - **threads**: one per ``work_per_thread`` of the batch's work, at least one and at most the
   cores; the work is measured in ``thread_work`` (:data:`THREAD_WORK`): elements (rows ×
   coefficients), bytes (elements × the item size), rows, or the Gram's flops (rows ×
-  coefficients²). A thread's share of a pass
-  must repay its hand-off; which measure of work says when is the store's to decide.
+  coefficients²). A thread's share of a pass must repay its hand-off; which measure of work
+  says when is the store's to decide.
 - **Gram strategy** and **chunk**: ``gram`` and ``chunk_kib``, the same for every workload.
 
 :func:`.rule_search.search` finds the rule over a store (``rhuber tune train`` writes it beside
