@@ -3,6 +3,7 @@ validation figures computed from measurements, and `rhuber tune train/validate`.
 
 import itertools
 import json
+import math
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -345,3 +346,16 @@ def test_the_model_is_used_only_where_it_beat_the_rule_by_the_margin():
              {"rows": rows("l1=0/size=2", 0.98) + rows("l1=1/size=1", 1.02)}]
     assert validate.MODEL_REGION_MARGIN == 0.01
     assert validate.model_regions(folds) == ("l1=0/size=2",)
+
+
+def test_a_replay_without_any_current_engine_default_figure_still_reports():
+    """Every workload's engine default measured stale (t_engine None): the summary says so with
+    nan, and the leave-one-machine-out table still renders."""
+    rows = [{"workload": "w", "region": "l1=1/size=2", "t_best": 1.0, "t_engine": None,
+             "t_rule": 1.1, "t_auto": 1.1, "auto_plan": "p", "auto_reason": "r", "t_model": 1.2}]
+    summary = validate.replay_summary(rows)
+    assert math.isnan(summary["engine_default"]["geomean"])
+    assert summary["rule"]["geomean"] == pytest.approx(1.1)
+    report = {"machines": ["hw"], "simulated": {}, "model_regions": [],
+              "folds": [{"held_out": "hw", "rule": "r", "summary": summary}]}
+    assert "| nan / nan / nan |" in validate.lomo_markdown(report)

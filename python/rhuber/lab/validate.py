@@ -349,7 +349,8 @@ def replay_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"workloads": len(rows),
             "auto": _summary(rows, "t_auto"), "rule": _summary(rows, "t_rule"),
             "model": _summary(rows, "t_model"),
-            "engine_default": _summary(with_engine, "t_engine"),
+            "engine_default": _regret_summary(
+                [r["t_engine"] / r["t_best"] for r in with_engine] or [math.nan]),
             "auto_vs_rule": {"geomean": _geomean(vs_rule), "p90": _quantile(vs_rule, 0.90)},
             "speedup_over_rule": {"geomean": _geomean(up_rule), "max": float(max(up_rule))},
             "speedup_over_engine_default": {"geomean": _geomean(up_engine),

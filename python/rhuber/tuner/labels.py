@@ -48,11 +48,11 @@ COMPUTE_SHARE = 0.50
 class SpeedChange:
     """A change to an L1 solver's code that moved its speed on penalized workloads by more than
     the machines' noise, relative to the other plans: measurements of that solver taken before
-    it (``since``, the last commit of the change, UTC) no longer describe the library, and a
+    it (``since``, the last commit of the change) no longer describe the library, and a
     store keeps them only until the machine is measured again."""
 
     l1_solver: str
-    since: str
+    since: _dt.datetime  # timezone-aware
     what: str
 
     def concerns(self, m: Measurement) -> bool:
@@ -69,7 +69,7 @@ def regime(workload_id: str) -> tuple[bool, bool]:
 
 #: Every :class:`SpeedChange` since the store's first rows (docs/tuner.md, "Stale rows").
 SPEED_CHANGES = (
-    SpeedChange("lamm", "2026-12-04T22:25:39+00:00",
+    SpeedChange("lamm", _dt.datetime(2026, 12, 4, 22, 25, 39, tzinfo=_dt.timezone.utc),
                 "LAMM's later batches by expansion and its anchoring (6d5c8a1..8fbf971): on the "
                 "AMD EPYC its stream of 24,000 x 24 float32 penalized batches takes 0.53x its "
                 "earlier time, prox_newton's 0.90x, and LAMM became the faster solver on 15 of "
@@ -77,14 +77,14 @@ SPEED_CHANGES = (
 )
 
 
-def _measured_before(m: Measurement, since: str) -> bool:
+def _measured_before(m: Measurement, since: _dt.datetime) -> bool:
     try:
         at = _dt.datetime.fromisoformat(m.measured_at)
     except ValueError:  # an unreadable time says nothing about its age: the row is kept
         return False
     if at.tzinfo is None:
         at = at.replace(tzinfo=_dt.timezone.utc)
-    return at < _dt.datetime.fromisoformat(since)
+    return at < since
 
 
 def stale(m: Measurement) -> bool:
