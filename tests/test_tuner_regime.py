@@ -2,6 +2,7 @@
 it, the rule that reads it, and the collector that measures it (docs/tuner.md, "The penalty's
 regime")."""
 
+import ctypes
 import os
 
 import numpy as np
@@ -373,6 +374,65 @@ def test_the_collectors_sparse_workloads_are_sparse_by_the_screen(point):
     assert not regime.is_sparse(regime.active_share(
         X, y, alpha=collect.PENALTY_ALPHA, lambda_scale=None, tau=None, epsilon=1.345,
         fit_intercept=True))
+
+
+@pytest.mark.parametrize("x_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("y_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 2, 7, 2048, 3000])
+def test_the_native_screen_is_the_numpy_screen(x_dtype, y_dtype, n):
+    """The library's start gradient (rh_cpu_start_gradient) against the NumPy reference: the
+    same τ to the bit (the same medians), the same gradient to rounding, with and without an
+    intercept and a given τ, targets as a vector or a column."""
+    cpu = require_module(*NATIVE_CPU)
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 5)).astype(x_dtype)
+    y = (X[:, 0] - 2 * X[:, 3] + rng.standard_t(3, n) + 4).astype(y_dtype)
+    for targets in (y, y[:, None]):
+        for tau in (None, 0.7):
+            for intercept in (True, False):
+                kwargs = {"tau": tau, "epsilon": 1.345, "fit_intercept": intercept}
+                g, used = regime.start_gradient(X, targets, **kwargs)
+                g_ref, used_ref = regime.start_gradient_numpy(X, targets, **kwargs)
+                assert used == used_ref
+                np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12 * g_ref.max())
+    rows = np.ascontiguousarray(X[:regime.SCREEN_ROWS])
+    assert cpu.start_gradient(rows, np.ascontiguousarray(y[:regime.SCREEN_ROWS]), tau=None,
+                              mad_factor=2.0, fit_intercept=True) is not None  # it ran
+
+
+def test_the_screen_runs_in_numpy_where_the_library_cannot(monkeypatch):
+    """Rows that are not C-contiguous, and a loaded library without the call (one built before
+    ABI 2.1), take the NumPy screen: the same answer."""
+    cpu = require_module(*NATIVE_CPU)
+    X, y = wide_batch()
+    strided = X[:, ::2]
+    expected = regime.start_gradient_numpy(strided, y, tau=None, epsilon=1.345,
+                                           fit_intercept=True)
+    calls = []
+    monkeypatch.setattr(cpu, "start_gradient", lambda *a, **k: calls.append(a))
+    got = regime.start_gradient(strided, y, tau=None, epsilon=1.345, fit_intercept=True)
+    assert not calls and got[1] == expected[1] and np.array_equal(got[0], expected[0])
+    monkeypatch.undo()
+    monkeypatch.setattr(cpu, "ADDED", frozenset())
+    assert cpu.start_gradient(X, y, tau=None, mad_factor=2.0, fit_intercept=True) is None
+    got = regime.start_gradient(X, y, tau=None, epsilon=1.345, fit_intercept=True)
+    expected = regime.start_gradient_numpy(X, y, tau=None, epsilon=1.345, fit_intercept=True)
+    assert got[1] == expected[1] and np.array_equal(got[0], expected[0])
+
+
+def test_the_native_screen_cannot_tell_from_targets_that_are_not_finite():
+    cpu = require_module(*NATIVE_CPU)
+    X = np.random.default_rng(0).standard_normal((64, 3))
+    y = X[:, 0].copy()
+    y[5] = np.nan
+    g, tau = cpu.start_gradient(X, y, tau=None, mad_factor=2.0, fit_intercept=True)
+    assert tau == 0.0 and not g.any()
+    assert regime.active_share(X, y, alpha=0.1, lambda_scale=None, tau=None, epsilon=1.345,
+                               fit_intercept=True) == 1.0
+    with pytest.raises(ValueError, match="dtype must be"):
+        cpu.check(cpu.LIB.rh_cpu_start_gradient(X.ctypes.data, 9, 64, 3, y.ctypes.data, 2, 0,
+                                                0.0, 2.0, 1, np.empty(3).ctypes.data,
+                                                ctypes.byref(ctypes.c_double())))
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 6, 2047, 2048])

@@ -2,7 +2,8 @@
 // What the source files of librhuber_cpu.so (rh_cpu.h) share: the translation of C++ exceptions
 // into status codes (rh/c_abi.hpp, with the classify below) and the calling thread's last message. Each source file
 // implements one part of the header: library.cpp the library's calls, engine.cpp the engine,
-// bricks.cpp the profiler, tuner.cpp the tuner's models, fault_hooks.cpp the test hooks.
+// bricks.cpp the profiler, tuner.cpp the tuner's models, screen.cpp the regime screen,
+// fault_hooks.cpp the test hooks.
 
 #include <cstring>
 #include <exception>

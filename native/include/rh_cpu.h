@@ -25,7 +25,7 @@ extern "C" {
 /* ABI version: the major changes when a struct or a signature changes incompatibly (a field
  * appended to a struct the caller allocates is such a change); the minor when calls are added. */
 #define RH_CPU_ABI_VERSION_MAJOR 2
-#define RH_CPU_ABI_VERSION_MINOR 0
+#define RH_CPU_ABI_VERSION_MINOR 1
 #define RH_CPU_ABI_VERSION ((RH_CPU_ABI_VERSION_MAJOR << 16) | RH_CPU_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -292,6 +292,19 @@ RH_CPU_API int rh_cpu_model_info_json(rh_cpu_model_t model, rh_cpu_string* out);
  * or the classifiers' class probabilities). */
 RH_CPU_API int rh_cpu_model_predict(rh_cpu_model_t model, const double* x, int64_t rows,
                                     int64_t cols, double* out);
+
+/* ---- The L1 penalty's regime screen (docs/tuner.md, "The penalty's regime"; ABI 2.1). ---- */
+
+/* The gradient of the smooth part at the start point over `rows` rows: gradient[j] =
+ * |x_j' clip(r0, -tau, tau)| / rows, r0 = y - median(y) (fit_intercept) or y. x: rows x cols of
+ * `dtype`, row-major, C-contiguous; y: rows of `y_dtype`, contiguous; gradient: cols float64.
+ * has_tau 0: tau is mad_factor times the median absolute deviation of r0. *tau_out: the tau
+ * used, 0 where the screen cannot tell (no rows, a target not finite, a scale that is 0 or not
+ * finite: the gradient is then 0). */
+RH_CPU_API int rh_cpu_start_gradient(const void* x, int32_t dtype, int64_t rows, int64_t cols,
+                                     const void* y, int32_t y_dtype, int32_t has_tau,
+                                     double tau, double mad_factor, int32_t fit_intercept,
+                                     double* gradient, double* tau_out);
 
 /* ---- Test hooks (native/cpu/fault_injection.hpp; tests/test_reliability_faults.py). ---- */
 

@@ -167,8 +167,8 @@ def workload(est: Any, X: Any, y: Any = None) -> Workload:
 
 def sparse(est: Any, X: Any, y: Any) -> bool:
     """Whether the batch ``X``, ``y`` puts ``est``'s penalized stream in the sparse regime: the
-    strong-rule screen (:mod:`.engines.regime`; ~50 µs, one matrix-vector product on at most
-    2,048 rows)."""
+    strong-rule screen (:mod:`.engines.regime`; one pass over at most 2,048 rows, ~0.1 ms on a
+    stream's first batch)."""
     return _regime.is_sparse(_regime.active_share(
         X, y, alpha=float(est.alpha), lambda_scale=est.lambda_scale, tau=est.tau,
         epsilon=float(est.epsilon), fit_intercept=bool(est.fit_intercept)))
@@ -195,7 +195,7 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Sessio
     """The session of a stream whose first batch is ``X`` with targets ``y`` (``batches``: how
     many the stream has, when known, as in ``fit``; None for ``partial_fit``).
 
-    A penalized stream's regime is read (the screen, ~50 µs: as much as a whole small batch)
+    A penalized stream's regime is read (the screen, ~0.1 ms: as much as a whole small batch)
     only where the plan its first batch runs depends on it (:func:`_answer`), and for a
     profiled stream (online learning records each batch's regime); otherwise the stream asks
     the advisor later with the regime of the batch at which it asks."""

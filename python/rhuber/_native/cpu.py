@@ -153,6 +153,11 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "rh_cpu_fault_fail_rung": (c_int, [c_int32, c_int64]),
     "rh_cpu_fault_clear": (c_int, [POINTER(c_int64)]),
 }
+# Calls added after ABI 2.0, bound where the loaded library has them: name: (minor, signature).
+_ADDED_SIGNATURES: dict[str, tuple[int, tuple[Any, list[Any]]]] = {
+    "rh_cpu_start_gradient": (1, (c_int, [_P, c_int32, c_int64, c_int64, _P, c_int32, c_int32,
+                                          c_double, c_double, c_int32, _P, POINTER(c_double)])),
+}
 
 
 class Library:
@@ -170,6 +175,13 @@ class Library:
         if abi >> 16 != ABI_VERSION_MAJOR:
             raise ImportError(f"{path} speaks the C ABI {abi >> 16}.{abi & 0xFFFF}; this rhuber "
                               f"binds major version {ABI_VERSION_MAJOR}")
+        self.added = frozenset(name for name, (minor, _) in _ADDED_SIGNATURES.items()
+                               if abi & 0xFFFF >= minor)
+        for name in self.added:
+            restype, argtypes = _ADDED_SIGNATURES[name][1]
+            function = getattr(dll, name)
+            function.restype = restype
+            function.argtypes = argtypes
         self.version = dll.rh_cpu_version().decode()
 
 
@@ -179,13 +191,15 @@ def open_library(path: Path) -> Library:
 
 
 LIB: Any = None  # the loaded Library's CDLL (bind); None until rhuber._native.load
+ADDED: frozenset[str] = frozenset()  # the calls of _ADDED_SIGNATURES the loaded library has
 
 
 def bind(library: Library) -> None:
     """Make ``library`` the one this module's classes call (rhuber._native.load, once)."""
     # The module is the binding: its globals name the one library loaded in this process.
-    global LIB, __version__, CONTRACT_FEATURES, BRICKS, LIBRARY_PATH  # noqa: PLW0603
+    global LIB, ADDED, __version__, CONTRACT_FEATURES, BRICKS, LIBRARY_PATH  # noqa: PLW0603
     LIB = library.dll
+    ADDED = library.added
     LIBRARY_PATH = library.path
     __version__ = library.version
     CONTRACT_FEATURES = tuple(LIB.rh_cpu_contract_features().decode().split(","))
@@ -231,6 +245,25 @@ def _take_string(call, *args) -> str:
 
 def blas_info() -> dict:
     return {"provider": LIB.rh_cpu_blas_provider().decode(), "threads": LIB.rh_cpu_blas_threads()}
+
+
+# ---- The L1 penalty's regime screen. ----
+
+def start_gradient(X: np.ndarray, y: np.ndarray, *, tau: float | None, mad_factor: float,
+                   fit_intercept: bool) -> tuple[np.ndarray, float] | None:
+    """The screen's start gradient over all rows of ``X`` and ``y`` (C-contiguous, float32 or
+    float64 each), and the τ it used (rhuber.engines.regime.start_gradient); None where no
+    library is loaded in this process or the loaded one predates the call."""
+    if LIB is None or "rh_cpu_start_gradient" not in ADDED:
+        return None
+    rows, cols = X.shape
+    gradient = np.empty(cols)
+    used = c_double()
+    check(LIB.rh_cpu_start_gradient(X.ctypes.data, DTYPE_CODES[X.dtype], rows, cols,
+                                    y.ctypes.data, DTYPE_CODES[y.dtype], tau is not None,
+                                    0.0 if tau is None else tau, mad_factor, fit_intercept,
+                                    gradient.ctypes.data, ctypes.byref(used)))
+    return gradient, used.value
 
 
 # ---- The engine. ----
