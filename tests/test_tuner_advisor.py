@@ -47,7 +47,7 @@ def advise(advisor, workload):
 CHOSEN_WORKLOAD = Workload(32768, 16, "float32")
 NEAR_DEFAULT_WORKLOAD = Workload(4096, 32, "float32")
 #: One whose best plan is predicted a little faster than the default (below the margin).
-SMALL_GAIN_WORKLOAD = Workload(8192, 8, "float32")
+SMALL_GAIN_WORKLOAD = Workload(32768, 8, "float32")
 
 
 def test_a_workload_with_a_predicted_gain_gets_the_faster_plan(shipped):
