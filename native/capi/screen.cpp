@@ -21,7 +21,9 @@ int rh_cpu_start_gradient(const void* x, int32_t dtype, int64_t rows, int64_t co
                           double* tau_out) {
   return guarded([&] {
     need(tau_out, "tau_out");
-    if (rows < 0 || cols < 1) rh::fail("rows must be >= 0 and cols >= 1, got ", rows, " and ", cols);
+    if (rows < 0 || cols < 1) {
+      rh::fail("rows must be >= 0 and cols >= 1, got ", rows, " and ", cols);
+    }
     const auto n = static_cast<std::size_t>(rows);
     const auto p = static_cast<std::size_t>(cols);
     if (n > 0) {

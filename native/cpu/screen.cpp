@@ -1,7 +1,7 @@
 // The regime screen's start gradient (rh/screen.hpp). Written here rather than left to NumPy:
-// on a stream's first batch the NumPy version's partitions, float64 copy and einsum took
-// 0.27-0.31 ms in a stream (cold data, allocations past malloc's mmap threshold), as much as a
-// tenth of a 3,000 x 48 first batch.
+// on a stream's first batch, whose data had evicted NumPy's code and the screen's operands from
+// the core's caches, the NumPy version's eight small calls took 0.27-0.31 ms (~80 us warm), as
+// much as a tenth of a 3,000 x 48 first batch; one call here takes ~0.1 ms there.
 
 #include "rh/screen.hpp"
 
@@ -26,8 +26,8 @@ double median_of(std::vector<double>& v) {
 }
 
 // score[j] += Σ_i x[i, j] · psi[i] over row-major rows: the product that reads the rows. Cloned
-// for AVX-512 and AVX2 (the library is built for the baseline x86-64, and this loop is all
-// multiply-adds), chosen when the library loads.
+// for AVX2 (the library is built for the baseline x86-64, and this loop is all multiply-adds),
+// chosen when the library loads; an AVX-512 clone made no difference in a stream.
 template <class T>
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))

@@ -44,8 +44,8 @@ def start_gradient(X: Any, y: Any, *, tau: float | None, epsilon: float,
         ys = ys.ravel()  # (rows, 1) targets as a vector: a view where they are contiguous
         if ys.dtype not in native_cpu.DTYPE_CODES or not ys.flags.c_contiguous:
             ys = np.ascontiguousarray(ys, dtype=np.float64)
-        native = native_cpu.start_gradient(rows, ys, tau=tau, mad_factor=epsilon * MAD_K,
-                                           fit_intercept=fit_intercept)
+        native = None if len(ys) != len(rows) else native_cpu.start_gradient(
+            rows, ys, tau=tau, mad_factor=epsilon * MAD_K, fit_intercept=fit_intercept)
         if native is not None:
             return native
     return start_gradient_numpy(X, y, tau=tau, epsilon=epsilon, fit_intercept=fit_intercept)
