@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from rhuber.tuner import hardware
+from rhuber.tuner import hardware, paths
 from rhuber.tuner.hardware import Hardware, ProbeSizes
 
 FAKE_LIMITS = {"memory_bandwidth_bytes_per_s": 2.5e10, "peak_flops_float64": 8.0e10,
@@ -154,6 +154,23 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert hardware.cache_dir() == tmp_path / "rhuber"
     monkeypatch.setenv(hardware.CACHE_DIR_VARIABLE, str(tmp_path / "mine"))
     assert hardware.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv(hardware.CACHE_DIR_VARIABLE)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert hardware.cache_dir() == tmp_path / "home" / ".cache" / "rhuber"
+
+
+@pytest.mark.parametrize("variable", ["RHUBER_CACHE_DIR", "XDG_CACHE_HOME", "HOME"])
+def test_whether_local_models_exist_is_read_where_they_would_be(monkeypatch, tmp_path, variable):
+    """paths.any_local_models (the string check every first auto stream makes) answers for the
+    directory paths.local_models_root names, wherever the environment puts it."""
+    for name in ("RHUBER_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, str(tmp_path))
+    assert not paths.any_local_models() and not paths.local_models_root().exists()
+    paths.local_models_root().mkdir(parents=True)
+    assert paths.any_local_models()
+    assert paths.local_models_root().is_relative_to(tmp_path)
 
 
 def test_gpu_fields_are_none_without_a_gpu(monkeypatch):

@@ -34,7 +34,7 @@ from typing import Any
 from ..engines.plans import Plan
 from ..engines.workload import Workload
 from .current import LOCK, loaded
-from .paths import has_models, local_models_root, models_dir
+from .paths import any_local_models, has_models, models_dir
 
 RULE_FILE = "rule.json"
 RULE_FORMAT = 1
@@ -260,7 +260,7 @@ def current_rule() -> Rule:
         shared = loaded()
         if "rule" not in shared:
             hw = None
-            if local_models_root().is_dir():  # else no machine was calibrated: no identity read
+            if any_local_models():  # else no machine was calibrated: no identity read
                 from .hardware import peek_identity
 
                 hw = peek_identity()
