@@ -7,8 +7,9 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from helpers import NATIVE_CPU, golden_corpus, make_problem, require_module
-from rhuber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor, _native
 from rhuber.engines import make_engine
+from rhuber.errors import EngineNotAvailableError
 from rhuber.lab.golden import (
     RUNG_CHECKED,
     case_config,
@@ -81,8 +82,8 @@ def test_native_error_leaves_the_estimator_state():
 
 def _native_estimators():
     try:
-        __import__(NATIVE_CPU[0])
-    except ImportError:
+        _native.load(NATIVE_CPU[0])
+    except EngineNotAvailableError:
         return []  # test_auto_prefers_native_cpu_when_installed reports the missing engine
     # A plan reaches the engine through the estimator's own parameters: the same checks hold.
     return [RenewableHuberRegressor(backend="native_cpu"),

@@ -25,7 +25,7 @@ def _dlopen():
     return dlopen, dlerror
 
 
-def open_lazily(path: Path, mode: int = os.RTLD_LOCAL) -> ctypes.CDLL:
+def open_lazily(path: str | Path, mode: int = os.RTLD_LOCAL) -> ctypes.CDLL:
     """``ctypes.CDLL(path, mode)``, bound lazily; OSError with the loader's message on failure."""
     dlopen, dlerror = _dlopen()
     handle = dlopen(os.fsencode(path), mode | os.RTLD_LAZY)
