@@ -3,7 +3,7 @@ optimality conditions of the objective it claims to minimize."""
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from helpers import make_problem
@@ -15,6 +15,9 @@ from rhuber.core.problem import BatchProblem
 @pytest.mark.parametrize("factorization", ["cholesky", "qr"])
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 60), p=st.integers(1, 5),
        alpha=st.sampled_from([0.0, 0.02]), intercept=st.booleans())
+# Found by this test: a QR step with fewer stacked rows than R's and a second right-hand side
+# padded them one column short (core/sqrt_info.factorize).
+@example(seed=92, n=8, p=1, alpha=0.0, intercept=False)
 def test_weight_two_rows_equal_duplicated_rows(factorization, seed, n, p, alpha, intercept):
     rng = np.random.default_rng(seed)
     config = Config(fit_intercept=intercept, alpha=alpha, factorization=factorization)
@@ -148,3 +151,21 @@ def test_empty_state_is_all_zeros():
     assert not s.coef.any() and not s.information.any()
     assert (s.n_samples_seen, s.effective_weight, s.batch_count, s.previous_lambda, s.scale) == (
         0, 0.0, 0, 0.0, 0.0)
+
+
+def test_a_qr_factor_of_fewer_rows_than_columns_carries_its_second_right_hand_side():
+    """A step where no row is inside the band stacks no batch row on the history's d: factorize
+    pads [[A | b | b2]; [R | z | z2]] with zero rows to d + 1, as wide as the stack with its
+    second right-hand side, and gives what the zero row written out gives."""
+    from rhuber.core import sqrt_info
+
+    d = 2
+    R_hist, z_hist, z2_hist = np.array([[2.0, 0.5], [0.0, 1.5]]), np.array([0.3, -1.0]), \
+        np.array([1.0, 2.0])
+    none = sqrt_info.ModelRows(np.zeros((0, d)), np.zeros(0), np.zeros(d))
+    got = sqrt_info.factorize(R_hist, z_hist, none, second=(np.zeros(0), z2_hist))
+    zero_row = sqrt_info.ModelRows(np.zeros((1, d)), np.zeros(1), np.zeros(d))
+    want = sqrt_info.factorize(R_hist, z_hist, zero_row, second=(np.zeros(1), z2_hist))
+    np.testing.assert_allclose(got.R, want.R)
+    np.testing.assert_allclose(got.rhs, want.rhs)
+    np.testing.assert_allclose(got.second, want.second)

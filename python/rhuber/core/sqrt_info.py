@@ -155,8 +155,8 @@ def factorize(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows,
             f"{M.dtype.name}: rescale the columns of X, y or the sample weights")
     scales = _column_scales(M[:, :d])
     M[:, :d] *= scales
-    if M.shape[0] < d + 1:  # fewer rows than columns: zero rows change nothing
-        M = np.concatenate([M, np.zeros((d + 1 - M.shape[0], d + 1), M.dtype)])
+    if M.shape[0] < d + 1:  # fewer rows than R's: zero rows (as wide as M) change nothing
+        M = np.concatenate([M, np.zeros((d + 1 - M.shape[0], M.shape[1]), M.dtype)])
     (R,) = scipy.linalg.qr(M, mode="r", overwrite_a=True, check_finite=False)
     R = R[:d + 1]
     signs = np.where(np.diagonal(R)[:d] < 0, -1, 1).astype(R.dtype)
