@@ -387,11 +387,21 @@ def test_the_native_screen_is_the_numpy_screen(x_dtype, y_dtype, n):
     rng = np.random.default_rng(n)
     X = rng.standard_normal((n, 5)).astype(x_dtype)
     y = (X[:, 0] - 2 * X[:, 3] + rng.standard_t(3, n) + 4).astype(y_dtype)
+    native = cpu.start_gradient
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return native(*args, **kwargs)
+
     for targets in (y, y[:, None]):
         for tau in (None, 0.7):
             for intercept in (True, False):
                 kwargs = {"tau": tau, "epsilon": 1.345, "fit_intercept": intercept}
-                g, used = regime.start_gradient(X, targets, **kwargs)
+                with pytest.MonkeyPatch.context() as patch:  # the screen took the library
+                    patch.setattr(cpu, "start_gradient", counted)
+                    g, used = regime.start_gradient(X, targets, **kwargs)
+                assert calls.pop()
                 g_ref, used_ref = regime.start_gradient_numpy(X, targets, **kwargs)
                 assert used == used_ref
                 np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12 * g_ref.max())

@@ -58,8 +58,8 @@ double start_gradient(std::span<const T> x, std::size_t rows, std::size_t cols,
     return 0.0;
   }
   std::vector<double> r0(y.begin(), y.end());
+  std::vector<double> work(r0);  // the selections reorder this copy of y, then the deviations
   if (fit_intercept) {
-    std::vector<double> work(r0);
     const double center = median_of(work);
     for (double& r : r0) r -= center;
   }
@@ -67,7 +67,6 @@ double start_gradient(std::span<const T> x, std::size_t rows, std::size_t cols,
   if (tau) {
     t = *tau;
   } else {
-    std::vector<double> work(r0);
     const double center = fit_intercept ? 0.0 : median_of(work);  // centred already with one
     for (std::size_t i = 0; i < rows; ++i) work[i] = std::abs(r0[i] - center);
     t = mad_factor * median_of(work);

@@ -119,9 +119,10 @@ def search(measurements: Sequence[Measurement], cores: dict[str, int],
     scored = []
     for rule in rules or family():
         values = regrets(rule, times, cores, table=table)
-        covered = len(values) + sum(
-            (key[0], key[1], rule.plan_id(w, cores[key[0]])) in measured_before
-            for key, w, *_ in table) if measured_before else len(values)
+        covered = len(values)
+        if measured_before:
+            covered += sum((key[0], key[1], rule.plan_id(w, cores[key[0]])) in measured_before
+                           for key, w, *_ in table)
         scored.append((covered, score(values), _complexity(rule), rule))
     most = max(n for n, *_ in scored)
     _, best, _, rule = min((s for s in scored if s[0] >= 0.9 * most),
