@@ -40,29 +40,38 @@ RH_SCAN_CLONES bool any_non_finite_scan(const T* values, std::size_t n) {
   return any_non_finite(values, n);
 }
 
-// Whether any weight is non-finite or negative (bad) and any positive, in one branch-free pass.
+// Whether any weight is non-finite or negative (bad), any positive, and every one exactly 1, in
+// one branch-free pass.
 template <class T>
-RH_SCAN_CLONES void scan_weights(const T* weights, std::size_t n, bool& bad, bool& positive) {
+RH_SCAN_CLONES void scan_weights(const T* weights, std::size_t n, ValueScan& out) {
   using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
   constexpr Bits exponent = sizeof(T) == 8 ? Bits(0x7ff0000000000000) : Bits(0x7f800000);
+  constexpr Bits one = std::bit_cast<Bits>(T{1});
   Bits found_bad = 0;
   Bits found_positive = 0;
+  Bits found_other = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const T w = weights[i];
     found_bad |= static_cast<Bits>((std::bit_cast<Bits>(w) & exponent) == exponent) |
                  static_cast<Bits>(w < T{0});
     found_positive |= static_cast<Bits>(w > T{0});
+    found_other |= std::bit_cast<Bits>(w) ^ one;
   }
-  bad = found_bad != 0;
-  positive = found_positive != 0;
+  out.weights_bad = found_bad != 0;
+  out.weights_positive = found_positive != 0;
+  out.weights_units = found_other == 0;
+}
+
+template <class T>
+void locate_non_finite(const char* name, std::span<const T> values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) fail(name, " contains a non-finite value at index ", i);
+  }
 }
 
 template <class T>
 void require_finite_vector(const char* name, std::span<const T> values) {
-  if (!any_non_finite_scan(values.data(), values.size())) return;  // then locate it
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) fail(name, " contains a non-finite value at index ", i);
-  }
+  if (any_non_finite_scan(values.data(), values.size())) locate_non_finite(name, values);
 }
 
 template <class T>
@@ -71,18 +80,11 @@ void validate_design_shape(MatrixView<T> X) {
   if (X.cols == 0) fail("X has 0 features; at least 1 is required");
 }
 
+// The weights' values as `facts` found them (validate_update's scan or the engine's): the first
+// offending entry named, for the message.
 template <class T>
-void validate_weights(std::span<const T> weights, std::size_t rows) {
-  if (weights.size() != rows) {
-    fail("sample_weight has ", weights.size(), " entries, but X has ", rows, " rows");
-  }
-  // One branch-free scan (it vectorizes) for the common case, every weight finite and
-  // non-negative and one positive (the sum of such weights is positive exactly when one is);
-  // otherwise the first offending entry, for the message.
-  bool bad = false;
-  bool positive = false;
-  scan_weights(weights.data(), weights.size(), bad, positive);
-  if (bad) {
+void validate_weights(std::span<const T> weights, const ValueScan& facts) {
+  if (facts.weights_bad) {
     for (std::size_t i = 0; i < weights.size(); ++i) {
       if (!std::isfinite(weights[i])) {
         fail("sample_weight contains a non-finite value at index ", i);
@@ -92,7 +94,10 @@ void validate_weights(std::span<const T> weights, std::size_t rows) {
       }
     }
   }
-  if (!positive) fail("sample_weight sums to 0; at least one weight must be positive");
+  // The sum of finite non-negative weights is positive exactly when one of them is.
+  if (!facts.weights_positive) {
+    fail("sample_weight sums to 0; at least one weight must be positive");
+  }
 }
 
 // R~ (d x d, upper triangular, diagonal >= 0, finite) and z~ (d, finite).
@@ -201,30 +206,47 @@ void require_finite_design(MatrixView<T> X) {
 }
 
 template <std::floating_point T>
-void validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
-                     std::span<const T> sample_weight, const Config& config,
-                     DesignValues design_values) {
+ValueScan scan_values(std::span<const T> y, std::span<const T> sample_weight) {
+  ValueScan facts;
+  facts.y_non_finite = any_non_finite_scan(y.data(), y.size());
+  scan_weights(sample_weight.data(), sample_weight.size(), facts);
+  return facts;
+}
+
+template <std::floating_point T>
+ValueScan validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
+                          std::span<const T> sample_weight, const Config& config,
+                          DesignValues design_values, const ValueScan* scanned) {
   validate_config(config);
   validate_design_shape(X);
   if (design_values == DesignValues::checked) require_finite_design(X);
+  ValueScan facts;
   try {
     if (y.size() != X.rows) fail("y has ", y.size(), " entries, but X has ", X.rows, " rows");
-    require_finite_vector("y", y);
-    validate_weights(sample_weight, X.rows);
+    if (sample_weight.size() != X.rows) {
+      if (any_non_finite_scan(y.data(), y.size())) locate_non_finite("y", y);
+      fail("sample_weight has ", sample_weight.size(), " entries, but X has ", X.rows, " rows");
+    }
+    facts = scanned != nullptr ? *scanned : scan_values(y, sample_weight);
+    if (facts.y_non_finite) locate_non_finite("y", y);
+    validate_weights(sample_weight, facts);
     validate_state(state, X.cols, config.fit_intercept);
   } catch (const InvalidArgument&) {
     // A deferred scan would have come first: its error, if X has one, is the one reported.
     if (design_values == DesignValues::deferred) require_finite_design(X);
     throw;
   }
+  return facts;
 }
 
-template void validate_update<float>(const StateView<float>&, MatrixView<float>,
-                                     std::span<const float>, std::span<const float>, const Config&,
-                                     DesignValues);
-template void validate_update<double>(const StateView<double>&, MatrixView<double>,
-                                      std::span<const double>, std::span<const double>,
-                                      const Config&, DesignValues);
+template ValueScan validate_update<float>(const StateView<float>&, MatrixView<float>,
+                                          std::span<const float>, std::span<const float>,
+                                          const Config&, DesignValues, const ValueScan*);
+template ValueScan validate_update<double>(const StateView<double>&, MatrixView<double>,
+                                           std::span<const double>, std::span<const double>,
+                                           const Config&, DesignValues, const ValueScan*);
+template ValueScan scan_values<float>(std::span<const float>, std::span<const float>);
+template ValueScan scan_values<double>(std::span<const double>, std::span<const double>);
 template void require_finite_design<float>(MatrixView<float>);
 template void require_finite_design<double>(MatrixView<double>);
 

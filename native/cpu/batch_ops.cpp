@@ -22,7 +22,8 @@ template <std::floating_point T>
 BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous,
                       MatrixView<T> X, std::span<const T> y, std::span<const T> sample_weight,
                       bool fit_intercept, rh::bricks::Profiler& profiler, bool scan_design,
-                      GramStrategy gram, std::size_t chunk_bytes, bool diagonal_in_pass)
+                      GramStrategy gram, std::size_t chunk_bytes, bool diagonal_in_pass,
+                      bool unit_weights)
     : ws_(workspace),
       pool_(pool),
       prof_(profiler),
@@ -39,7 +40,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       features_(X.cols),
       dim_(X.cols + (fit_intercept ? 1 : 0)),
       blocks_(X.rows),
-      parallel_(X.rows * (X.cols + 1) >= min_parallel_entries),
+      parallel_(runs_on_pool(X.rows, X.cols)),
       own_score_(X.rows * (X.cols + 1) >= min_own_score_entries),
       gram_strategy_(gram),
       thin_gram_(gram::use_kernel<T>(dim_)),
@@ -56,9 +57,15 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       expansion_allowed_(X.rows * (X.cols + 1) >= min_expansion_entries && !square_root_) {
   ws_.point.curvature_stamp = 0;  // an earlier batch's stamps say nothing of this one
   ws_.prepared.curvature_stamp = 0;
-  LaneSum weights;  // by rows' lanes: vectorized, and exact for integer weights as before
-  weights.add(weights_.data(), 0, weights_.size());
-  weight_sum_ = weights.total();
+  // unit_weights: the caller's scan found every weight 1 (rh::ValueScan), whose sum is exact.
+  ws_.scale_guess.unit_weights = unit_weights;
+  if (unit_weights) {
+    weight_sum_ = static_cast<double>(weights_.size());
+  } else {
+    LaneSum weights;  // by rows' lanes: vectorized, and exact for integer weights as before
+    weights.add(weights_.data(), 0, weights_.size());
+    weight_sum_ = weights.total();
+  }
   if constexpr (std::same_as<T, double>) {
     information64_ = previous_information_.data();
   } else {

@@ -38,12 +38,20 @@ class BatchOps {
   // by chunk (by the residuals where it forms them as products: product_rows_non_finite),
   // throwing X's validation error at the end of that pass, before any of its results is used. gram and chunk_bytes (resolved, not 0) are the engine's options
   // (EngineOptions). diagonal_in_pass: the first evaluation pass also forms diagonal_mean()
-  // (an L1 batch, whose LAMM solve asks for it), from cache.
+  // (an L1 batch, whose LAMM solve asks for it), from cache. unit_weights: every weight is
+  // exactly 1, as the validation's scan found (rh::ValueScan): no scan of them here or in the
+  // scale's selections.
   BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView<T>& previous, MatrixView<T> X,
            std::span<const T> y, std::span<const T> sample_weight, bool fit_intercept,
            rh::bricks::Profiler& profiler, bool scan_design = false,
            GramStrategy gram = GramStrategy::incremental,
-           std::size_t chunk_bytes = default_chunk_bytes, bool diagonal_in_pass = false);
+           std::size_t chunk_bytes = default_chunk_bytes, bool diagonal_in_pass = false,
+           bool unit_weights = false);
+
+  // Whether a batch of this shape runs its row blocks on the pool (min_parallel_entries).
+  static bool runs_on_pool(std::size_t rows, std::size_t features) {
+    return rows * (features + 1) >= min_parallel_entries;
+  }
 
   std::size_t dim() const { return dim_; }
   bool intercept() const { return intercept_; }

@@ -57,6 +57,30 @@ struct Engine::Impl {
 
 namespace {
 
+// y's and the weights' values scanned by row ranges on the pool, one a thread (rh::scan_values;
+// flags, so the merge is exact): on a batch whose passes run on the pool, the scans would
+// otherwise be serial work of the calling thread. nullopt (validate_update scans): one thread,
+// a batch too small for the pool, or lengths that validate_update rejects first.
+template <std::floating_point T>
+std::optional<ValueScan> scan_on_pool(ThreadPool& pool, MatrixView<T> X, std::span<const T> y,
+                                      std::span<const T> sample_weight) {
+  const std::size_t rows = X.rows;
+  const std::size_t threads = pool.size();
+  if (threads < 2 || y.size() != rows || sample_weight.size() != rows ||
+      !BatchOps<T>::runs_on_pool(rows, X.cols)) {
+    return std::nullopt;
+  }
+  std::vector<ValueScan> parts(threads);
+  pool.run(threads, [&](std::size_t t) {
+    const std::size_t lo = t * rows / threads;
+    const std::size_t n = (t + 1) * rows / threads - lo;
+    parts[t] = scan_values(y.subspan(lo, n), sample_weight.subspan(lo, n));
+  });
+  ValueScan merged;
+  for (const ValueScan& part : parts) merged.merge(part);
+  return merged;
+}
+
 std::size_t resolve_threads(std::size_t requested) {
   if (requested > 0) return requested;
   return std::max<std::size_t>(1, std::thread::hardware_concurrency());
@@ -116,10 +140,14 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
   std::lock_guard lock(impl_->mutex);
   rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_engine_profiler();
   EngineBatchScope batch(prof, X.rows);
+  ValueScan values;
   {
-    // X's values are scanned in the first pass over X (BatchOps), which reads them anyway.
+    // X's values are scanned in the first pass over X (BatchOps), which reads them anyway; y's
+    // and the weights' here, on the pool where the batch's passes run there.
     RH_BRICK_SCOPE(prof, EngineBrick::validate, 2 * X.rows, 2 * X.rows * sizeof(T), 0);
-    validate_update(state, X, y, sample_weight, config, DesignValues::deferred);
+    const std::optional<ValueScan> scanned = scan_on_pool(*impl_->pool, X, y, sample_weight);
+    values = validate_update(state, X, y, sample_weight, config, DesignValues::deferred,
+                             scanned ? &*scanned : nullptr);
   }
   // Before its first batch a state is the empty state, whatever else it holds.
   const State<T> empty = state.batch_count == 0 ? State<T>::empty(state.dim()) : State<T>{};
@@ -146,7 +174,8 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
     workspace.reserve(d, X.rows, blocks.count());
     ops.emplace(workspace, *impl_->pool, previous, X, y, sample_weight, config.fit_intercept, prof,
                 /*scan_design=*/true, impl_->gram, impl_->chunk_bytes,
-                /*diagonal_in_pass=*/config.alpha > 0.0 || config.lambda_scale.value_or(0.0) > 0.0);
+                /*diagonal_in_pass=*/config.alpha > 0.0 || config.lambda_scale.value_or(0.0) > 0.0,
+                /*unit_weights=*/values.weights_units);
   }
   ops->set_tracing(trace != nullptr);
   auto result = renewable_update(*ops, previous, config, trace);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <rh/cpu/engine.hpp>
 #include <rh/error.hpp>
+#include <rh/validation.hpp>
 #include <string>
 
 #include "problems.hpp"
@@ -172,6 +173,76 @@ TEST_F(Validation, SampleWeight) {
   EXPECT_THAT(error_message(), HasSubstr("sample_weight contains a non-finite value at index 3"));
   std::fill(w.begin(), w.end(), 0.0);
   EXPECT_THAT(error_message(), HasSubstr("sample_weight sums to 0"));
+}
+
+// On a batch large enough for the pool, two threads scan y's and the weights' values by row
+// ranges (rh::scan_values in the engine); the errors and their order are the serial scan's: the
+// first offending entry in row order, X's error before y's, y's before the weights'.
+TEST(PooledValueScan, ErrorsAreTheSerialScansInTheirOrder) {
+  const auto clean = rh::test::contaminated_batch<double>(65, 24000, 5);
+  const auto message = [&](std::vector<double> X, std::vector<double> y, std::vector<double> w) {
+    rh::cpu::Engine engine({.threads = 2});
+    try {
+      engine.update(rh::State<double>::empty(6), rh::MatrixView<double>{X.data(), 24000, 5},
+                    std::span<const double>(y), std::span<const double>(w), rh::Config{});
+    } catch (const rh::InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto y = clean.y;
+  y[23999] = inf;  // the last range
+  y[13000] = nan;  // the second: this is the first
+  EXPECT_THAT(message(clean.X, y, clean.w), HasSubstr("y contains a non-finite value at index 13000"));
+  auto X = clean.X;
+  X[20000 * 5] = nan;
+  EXPECT_THAT(message(X, y, clean.w), HasSubstr("X contains a non-finite value at row 20000"));
+  auto w = clean.w;
+  w[23000] = -2;
+  w[12500] = nan;
+  EXPECT_THAT(message(clean.X, y, w), HasSubstr("y contains a non-finite value at index 13000"));
+  EXPECT_THAT(message(clean.X, clean.y, w),
+              HasSubstr("sample_weight contains a non-finite value at index 12500"));
+  w[12500] = 1;
+  EXPECT_THAT(message(clean.X, clean.y, w), HasSubstr("sample_weight must be >= 0, but entry 23000"));
+  std::fill(w.begin(), w.end(), 0.0);
+  EXPECT_THAT(message(clean.X, clean.y, w), HasSubstr("sample_weight sums to 0"));
+  w.push_back(1);
+  y.pop_back();
+  EXPECT_THAT(message(clean.X, y, w), HasSubstr("y has 23999 entries, but X has 24000 rows"));
+  EXPECT_THAT(message(clean.X, clean.y, w), HasSubstr("sample_weight has 24001 entries"));
+}
+
+// What the scan reports beside the errors: every weight exactly 1 (the engine then skips its
+// weights' sum and the scale's check of them), and ranges merged exactly.
+TEST(PooledValueScan, FindsUnitWeightsAndMergesRanges) {
+  const std::vector<double> y{1.0, 2.0, 3.0, 4.0};
+  std::vector<double> w(4, 1.0);
+  const auto scan = [&](std::size_t lo, std::size_t n) {
+    return rh::scan_values(std::span<const double>(y).subspan(lo, n),
+                           std::span<const double>(w).subspan(lo, n));
+  };
+  rh::ValueScan all = scan(0, 4);
+  EXPECT_TRUE(all.weights_units);
+  EXPECT_TRUE(all.weights_positive);
+  EXPECT_FALSE(all.weights_bad || all.y_non_finite);
+  w[3] = std::nextafter(1.0, 2.0);
+  EXPECT_FALSE(scan(0, 4).weights_units);
+  rh::ValueScan merged = scan(0, 2);
+  merged.merge(scan(2, 2));
+  EXPECT_FALSE(merged.weights_units);
+  EXPECT_TRUE(scan(0, 2).weights_units);
+  w[3] = 0.0;
+  EXPECT_FALSE(scan(3, 1).weights_positive);
+  EXPECT_FALSE(scan(3, 1).weights_units);
+  w[3] = -0.0;
+  EXPECT_FALSE(scan(3, 1).weights_bad);  // -0 is >= 0
+  EXPECT_FALSE(scan(3, 1).weights_positive);
+  const std::vector<float> yf{1.0F, std::numeric_limits<float>::infinity()};
+  const std::vector<float> wf{1.0F, 1.0F};
+  const rh::ValueScan f = rh::scan_values(std::span<const float>(yf), std::span<const float>(wf));
+  EXPECT_TRUE(f.y_non_finite);
+  EXPECT_TRUE(f.weights_units);
 }
 
 TEST_F(Validation, FeatureCountAgainstTheState) {

@@ -28,12 +28,35 @@ enum class DesignValues {
              // changes anything. validate_update still puts X's error before the later ones.
 };
 
-// The whole update's input in the documented order: parameters, X, y, sample_weight, then the
-// state against the batch.
+// What a scan of y's and the weights' values found, over some range of rows. Flags only, so
+// ranges scanned apart (on an engine's threads) merge exactly in any order.
+struct ValueScan {
+  bool y_non_finite = false;
+  bool weights_bad = false;       // a weight NaN, infinite or negative
+  bool weights_positive = false;  // a weight > 0
+  bool weights_units = true;      // every weight exactly 1 (the default weights)
+
+  void merge(const ValueScan& other) {
+    y_non_finite = y_non_finite || other.y_non_finite;
+    weights_bad = weights_bad || other.weights_bad;
+    weights_positive = weights_positive || other.weights_positive;
+    weights_units = weights_units && other.weights_units;
+  }
+};
+
+// One branch-free scan of y and sample_weight (of the same length), vectorized.
 template <std::floating_point T>
-void validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
-                     std::span<const T> sample_weight, const Config& config,
-                     DesignValues design_values = DesignValues::checked);
+ValueScan scan_values(std::span<const T> y, std::span<const T> sample_weight);
+
+// The whole update's input in the documented order: parameters, X, y, sample_weight, then the
+// state against the batch. With `scanned` (scan_values over the whole batch, merged), y's and
+// the weights' values are judged by it instead of by a scan of their own; an error still names
+// the first offending entry. Returns what the scan found (every weight 1, ...).
+template <std::floating_point T>
+ValueScan validate_update(const StateView<T>& state, MatrixView<T> X, std::span<const T> y,
+                          std::span<const T> sample_weight, const Config& config,
+                          DesignValues design_values = DesignValues::checked,
+                          const ValueScan* scanned = nullptr);
 
 // Throws validate_update's error for a non-finite value of X, naming the first one in row order;
 // returns when there is none.
@@ -53,12 +76,15 @@ bool any_non_finite(const T* values, std::size_t n) {
   return found != 0;
 }
 
-extern template void validate_update<float>(const StateView<float>&, MatrixView<float>,
-                                            std::span<const float>, std::span<const float>,
-                                            const Config&, DesignValues);
-extern template void validate_update<double>(const StateView<double>&, MatrixView<double>,
-                                             std::span<const double>, std::span<const double>,
-                                             const Config&, DesignValues);
+extern template ValueScan validate_update<float>(const StateView<float>&, MatrixView<float>,
+                                                 std::span<const float>, std::span<const float>,
+                                                 const Config&, DesignValues, const ValueScan*);
+extern template ValueScan validate_update<double>(const StateView<double>&, MatrixView<double>,
+                                                  std::span<const double>,
+                                                  std::span<const double>, const Config&,
+                                                  DesignValues, const ValueScan*);
+extern template ValueScan scan_values<float>(std::span<const float>, std::span<const float>);
+extern template ValueScan scan_values<double>(std::span<const double>, std::span<const double>);
 extern template void require_finite_design<float>(MatrixView<float>);
 extern template void require_finite_design<double>(MatrixView<double>);
 

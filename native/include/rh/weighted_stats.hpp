@@ -28,6 +28,9 @@ inline constexpr double mad_k = 1.482602218505602;
 struct ScaleGuess {
   double center = std::numeric_limits<double>::quiet_NaN();
   double deviation = std::numeric_limits<double>::quiet_NaN();
+  // Set by the engine for its current batch when its validation's scan found every weight
+  // exactly 1 (rh::ValueScan): the selections then skip their own scan of the weights.
+  bool unit_weights = false;
 };
 // The guessed windows' half-width, in deviation / sqrt(n): five standard deviations of the
 // difference of two batches' Gaussian medians (5 sqrt(2) 1.2533 mad_k = 13.1); the MAD's own
@@ -183,8 +186,10 @@ double weighted_median(std::span<const V> values, std::span<const W> weights) {
 template <class V, class W>
 double weighted_mad(std::span<const V> values, std::span<const W> weights,
                     ScaleGuess* guess = nullptr) {
-  double total = 0.0;
-  const detail::WeightKind kind = detail::weight_kind(weights, total);
+  double total = static_cast<double>(weights.size());
+  const detail::WeightKind kind = guess != nullptr && guess->unit_weights
+                                      ? detail::WeightKind::units
+                                      : detail::weight_kind(weights, total);
   if (kind == detail::WeightKind::units && guess != nullptr) {
     const std::size_t k = detail::unit_median_rank(values.size());
     const double half = scale_guess_spread * guess->deviation /
@@ -203,7 +208,8 @@ double weighted_mad(std::span<const V> values, std::span<const W> weights,
     const auto center =
         static_cast<double>(detail::order_statistic_of_values(values, k, &center_window));
     const double mad = detail::order_statistic_of_deviations(values, k, center, &deviation_window);
-    *guess = {.center = center, .deviation = mad};
+    guess->center = center;
+    guess->deviation = mad;
     return mad;
   }
   const double center = detail::weighted_median_of(values, weights, kind, total);
