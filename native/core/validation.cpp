@@ -224,7 +224,7 @@ ValueScan validate_update(const StateView<T>& state, MatrixView<T> X, std::span<
   try {
     if (y.size() != X.rows) fail("y has ", y.size(), " entries, but X has ", X.rows, " rows");
     if (sample_weight.size() != X.rows) {
-      if (any_non_finite_scan(y.data(), y.size())) locate_non_finite("y", y);
+      require_finite_vector("y", y);  // y's error comes first, as in the scan below
       fail("sample_weight has ", sample_weight.size(), " entries, but X has ", X.rows, " rows");
     }
     facts = scanned != nullptr ? *scanned : scan_values(y, sample_weight);

@@ -186,7 +186,7 @@ double weighted_median(std::span<const V> values, std::span<const W> weights) {
 template <class V, class W>
 double weighted_mad(std::span<const V> values, std::span<const W> weights,
                     ScaleGuess* guess = nullptr) {
-  double total = static_cast<double>(weights.size());
+  double total = static_cast<double>(weights.size());  // unit weights' (weight_kind's where asked)
   const detail::WeightKind kind = guess != nullptr && guess->unit_weights
                                       ? detail::WeightKind::units
                                       : detail::weight_kind(weights, total);
