@@ -211,15 +211,71 @@ TEST(OrderStatistic, AGuessedWindowAnswersInOnePassAndAMissStillGivesRankK) {
   }
 }
 
+// Below the sample's size (sampled_selection_min) a guessed window is still tried, and may hold up
+// to half the values: a hit answers in that one pass, a miss falls to nth_element on all of them
+// (no sample); below guessed_selection_min no guess is tried. The value is nth_element's
+// throughout, including a rank whose value is zero (nth_element's own choice among +0 and -0).
+TEST(OrderStatistic, ASmallSetTriesTheGuessThenSelectsOnAll) {
+  std::mt19937_64 rng(5);
+  std::student_t_distribution<double> t(3.0);
+  for (const std::size_t n : {std::size_t{600}, std::size_t{3000}, std::size_t{8191},
+                              rh::detail::guessed_selection_min,
+                              rh::detail::guessed_selection_min - 1}) {
+    SCOPED_TRACE(n);
+    const std::size_t k = (n - 1) / 2;
+    std::vector<double> values(n);
+    for (double& v : values) v = 2.0 + t(rng);
+    const auto value = [&](std::size_t i) { return values[i]; };
+    const double full = rh::detail::order_statistic_full<double>(n, k, value);
+    const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
+      passes = 0;
+      return rh::detail::order_statistic<double>(
+          n, k, value,
+          [&](double lo, double hi, double* between, std::size_t capacity) {
+            ++passes;
+            return rh::detail::gather_window<double>(n, value, lo, hi, between, capacity);
+          },
+          &guess);
+    };
+    const int tried = n >= rh::detail::guessed_selection_min ? 1 : 0;
+    int passes = 0;
+    // A window as wide as the guess a stream's last batch gives (13 MADs / sqrt(n) each side).
+    const double half = 13.0 * 0.8 / std::sqrt(static_cast<double>(n));
+    EXPECT_EQ(select({full - half, full + half}, passes), full);
+    EXPECT_EQ(passes, tried);
+    for (const auto& miss : std::vector<rh::detail::SelectionGuess<double>>{
+             {full + 0.01, full + 0.05}, {full - 50.0, full + 50.0}}) {
+      EXPECT_EQ(select(miss, passes), full);
+      EXPECT_EQ(passes, tried);
+    }
+  }
+  // Rank k's value is 0 among signed zeros: the window answers nothing, nth_element decides.
+  std::vector<double> zeros(3000);
+  for (std::size_t i = 0; i < zeros.size(); ++i) {
+    zeros[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? -0.0 : 1.0 + static_cast<double>(i);
+  }
+  const auto zero = [&](std::size_t i) { return zeros[i]; };
+  const std::size_t k = 1000;
+  const double expected = rh::detail::order_statistic_full<double>(zeros.size(), k, zero);
+  const rh::detail::SelectionGuess<double> around{-1.0, 1.0};
+  const double got = rh::detail::order_statistic<double>(
+      zeros.size(), k, zero,
+      [&](double lo, double hi, double* between, std::size_t capacity) {
+        return rh::detail::gather_window<double>(zeros.size(), zero, lo, hi, between, capacity);
+      },
+      &around);
+  EXPECT_EQ(std::signbit(got), std::signbit(expected));
+  EXPECT_EQ(got, expected);
+}
+
 // weighted_mad with a ScaleGuess carried from batch to batch: the same median and MAD as without,
 // bit for bit, whether the guess holds (alike batches), misses (a batch shifted and spread
 // differently), is past float32's range or holds an exact fit's zero MAD; and it leaves the
 // batch's median and MAD as the next guess.
 template <class V>
-void expect_guessed_mad_is_the_mad() {
+void expect_guessed_mad_is_the_mad(std::size_t n) {
   std::mt19937_64 rng(9);
   std::student_t_distribution<double> t(3.0);
-  const std::size_t n = 65536;
   const std::vector<V> units(n, V{1});
   rh::ScaleGuess guess;
   for (const double shift : {0.0, 0.0, 0.0, 40.0, 40.0, 0.0}) {
@@ -243,8 +299,12 @@ void expect_guessed_mad_is_the_mad() {
 }
 
 TEST(WeightedMad, AGuessFromTheLastBatchGivesTheSameMedianAndMad) {
-  expect_guessed_mad_is_the_mad<double>();
-  expect_guessed_mad_is_the_mad<float>();
+  // Batches of the sampled selections' sizes and of smaller ones (a guess, then all values).
+  for (const std::size_t n : {65536, 3000, 600}) {
+    SCOPED_TRACE(n);
+    expect_guessed_mad_is_the_mad<double>(n);
+    expect_guessed_mad_is_the_mad<float>(n);
+  }
 }
 
 TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {

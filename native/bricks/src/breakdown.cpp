@@ -1,28 +1,22 @@
 #include "rh/bricks/breakdown.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace rh::bricks {
 
+// getrusage, one system call: the profiler reads the counters at every batch's start and end,
+// and opening and parsing /proc/self/stat there took ~15 us a read (measured: 4.9 % of a profiled
+// 3,000 x 48 stream's engine time). The same counts: the process's, all threads together.
 PageFaults read_page_faults() noexcept {
   PageFaults f;
-  std::ifstream in("/proc/self/stat");
-  std::string line;
-  if (!in || !std::getline(in, line)) return f;
-  // Field 2 (comm) is parenthesised and may hold spaces; fields are counted after its last ')'.
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return f;
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  // After comm come field 3 (state) ... ; minflt is field 10, majflt field 12.
-  for (int i = 3; i <= 12 && rest >> field; ++i) {
-    if (i == 10) f.minor = std::strtoull(field.c_str(), nullptr, 10);
-    if (i == 12) f.major = std::strtoull(field.c_str(), nullptr, 10);
-  }
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return f;
+  f.minor = static_cast<std::uint64_t>(usage.ru_minflt);
+  f.major = static_cast<std::uint64_t>(usage.ru_majflt);
   return f;
 }
 

@@ -28,7 +28,8 @@
 
 namespace rh::detail {
 
-// Below this many values the selection runs on all of them (the sample would cost as much).
+// Below this many values no sample is drawn (it would cost as much as the selection it saves):
+// a guess's window (guessed_selection_min), else all of them.
 inline constexpr std::size_t sampled_selection_min = 8192;
 // Sample size; rank k's place in the sample is widened by this many of a sample rank's standard
 // deviations on each side (a miss, by chance, costs the full selection once more).
@@ -355,14 +356,21 @@ V kth_smallest(V* values, std::size_t count, std::size_t k) {
 }
 
 // Bounds [lo, hi] where rank k is expected from an earlier, similar set (a stream's last batch:
-// weighted_stats.hpp, ScaleGuess), tried before the sample. A hit saves the sample's selections;
-// a miss costs a window pass, stopped once more than n / guessed_window_share values are inside.
+// weighted_stats.hpp, ScaleGuess), tried before the sample. A hit saves the sample's selections
+// (or, below sampled_selection_min, nth_element on every value); a miss costs a window pass,
+// stopped once the window holds more than max(n / guessed_window_share, min(n / 2,
+// selection_sample)) values. The window's share of the values grows as n shrinks (its half-width
+// is a few sampling deviations, ~1 / sqrt(n)): a window of up to the sample's size costs no more
+// to select on than the sample it saves, and below that, half the values still cost less than
+// nth_element on all of them (a copy of every value, a branch mispredicted on most comparisons).
 template <class V>
 struct SelectionGuess {
   V lo;
   V hi;
 };
 inline constexpr std::size_t guessed_window_share = 16;
+// The fewest values a guess is tried on: below, nth_element on all of them is as quick.
+inline constexpr std::size_t guessed_selection_min = 512;
 
 // The k-th smallest (0-based, k < n) of value(0), ..., value(n - 1), bit for bit what
 // order_statistic_full gives; value(i) is called a few times per i (no copy of the whole set
@@ -372,7 +380,7 @@ inline constexpr std::size_t guessed_window_share = 16;
 template <class V, class Value, class Gather>
 V order_statistic(std::size_t n, std::size_t k, Value&& value, Gather&& gather,
                   const SelectionGuess<V>* guess = nullptr) {
-  if (n < sampled_selection_min) return order_statistic_full<V>(n, k, value);
+  if (n < guessed_selection_min) return order_statistic_full<V>(n, k, value);
   // Rank k from the window [lo, hi] when every value was ordered, rank k lies inside and its
   // value is not a zero; else nothing.
   const auto within = [&](V lo, V hi, std::size_t capacity) -> std::optional<V> {
@@ -386,8 +394,11 @@ V order_statistic(std::size_t n, std::size_t k, Value&& value, Gather&& gather,
     return kth != V{0} ? std::optional<V>(kth) : std::nullopt;
   };
   if (guess != nullptr && guess->lo <= guess->hi) {  // false for a NaN bound
-    if (const auto kth = within(guess->lo, guess->hi, n / guessed_window_share)) return *kth;
+    const std::size_t capacity =
+        std::max(n / guessed_window_share, std::min(n / 2, selection_sample));
+    if (const auto kth = within(guess->lo, guess->hi, capacity)) return *kth;
   }
+  if (n < sampled_selection_min) return order_statistic_full<V>(n, k, value);
   constexpr std::size_t m = selection_sample;
   std::vector<V> sample(m);
   for (std::size_t j = 0; j < m; ++j) sample[j] = value(j * n / m);

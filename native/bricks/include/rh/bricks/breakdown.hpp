@@ -12,7 +12,8 @@ struct PageFaults {
   std::uint64_t minor = 0;
   std::uint64_t major = 0;
 };
-// This process's fault counters from /proc/self/stat (fields 10 and 12); zeros where unavailable.
+// This process's fault counters (getrusage: minor and major faults of all its threads); zeros
+// where unavailable.
 PageFaults read_page_faults() noexcept;
 
 struct BatchSample {

@@ -58,7 +58,7 @@ struct Options {
   SyncMode sync_mode = SyncMode::immediate;
   std::size_t trace_capacity = 0;        // events kept per thread (newest win); 0 disables tracing
   std::size_t pending_capacity = 16384;  // unresolved asynchronous scopes per thread
-  bool track_page_faults = true;         // read /proc/self/stat at begin_batch()/end_batch()
+  bool track_page_faults = true;         // getrusage at begin_batch()/end_batch()
   bool nvtx = false;                     // NVTX ranges too (only when built with RH_BRICKS_NVTX)
   // false: the CPU clock reads steady_clock and the process never pays the TSC's ~5 ms
   // calibration for this profiler (one that is meant never to record, like an engine's off one).
