@@ -307,6 +307,32 @@ TEST(WeightedMad, AGuessFromTheLastBatchGivesTheSameMedianAndMad) {
   }
 }
 
+// weighted_median_and_mad's two numbers are weighted_median's and weighted_mad's, bit for bit,
+// for each kind of weights (units, integers, fractions): the first batch's pilot scale gives
+// the intercept's start from it instead of selecting on y again.
+TEST(WeightedMad, WithItsMedianIsTheMedianAndTheMad) {
+  std::mt19937_64 rng(11);
+  std::student_t_distribution<double> t(3.0);
+  std::uniform_int_distribution<int> counts(0, 3);
+  std::uniform_real_distribution<double> fractions(0.1, 2.0);
+  for (const std::size_t n : {std::size_t{7}, std::size_t{600}, std::size_t{3000}}) {
+    std::vector<double> v(n);
+    for (double& x : v) x = std::round(4.0 * t(rng)) / 4.0;  // ties, as rounded data have
+    std::vector<double> units(n, 1.0), integers(n), general(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      integers[i] = i == 0 ? 1.0 : counts(rng);
+      general[i] = fractions(rng);
+    }
+    for (const auto* w : {&units, &integers, &general}) {
+      SCOPED_TRACE(n);
+      const std::span<const double> values(v), weights(*w);
+      const rh::MedianAndMad both = rh::weighted_median_and_mad(values, weights);
+      EXPECT_EQ(both.median, rh::weighted_median(values, weights));
+      EXPECT_EQ(both.mad, rh::weighted_mad(values, weights));
+    }
+  }
+}
+
 TEST(WeightedMad, IsTheWeightedMedianOfAbsoluteDeviations) {
   const std::vector<double> v = {1, 2, 3, 4, 100};
   const std::vector<double> w = {1, 1, 1, 1, 1};

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -60,13 +61,21 @@ double residual_scale(O& ops, const typename O::Vector& beta, double fallback) {
   return finite_positive(scale) ? scale : fallback;
 }
 
-// The first batch's pilot scale: MAD of y, else its weighted standard deviation, else 1.
+// The first batch's pilot scale: MAD of y, else its weighted standard deviation, else 1; and
+// the weighted median of y that the MAD is taken about (the intercept's start where the solve
+// starts from 0: one selection on y, not two).
+struct PilotScale {
+  double scale;
+  double y_median;
+};
+
 template <class T>
-double pilot_scale(std::span<const T> y, std::span<const T> weights) {
-  const double mad = mad_k * weighted_mad(y, weights);
-  if (finite_positive(mad)) return mad;
+PilotScale pilot_scale(std::span<const T> y, std::span<const T> weights) {
+  const MedianAndMad found = weighted_median_and_mad(y, weights);
+  const double mad = mad_k * found.mad;
+  if (finite_positive(mad)) return {mad, found.median};
   const double deviation = weighted_std(y, weights);
-  return finite_positive(deviation) ? deviation : 1.0;
+  return {finite_positive(deviation) ? deviation : 1.0, found.median};
 }
 
 // The contract-v3 quantities of one batch, from N_b = W + sum w and q = log(max(p, 2)), p the
@@ -213,14 +222,18 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
     std::vector<T> start(ops.dim(), T{0});
     std::vector<T> y(weights.size());
     ops.residuals_to_host(beta, y);  // y - X~ 0 = y
-    const double pilot_s = config.tau ? 0.0 : detail::pilot_scale(std::span<const T>(y), weights);
+    const std::optional<detail::PilotScale> y_pilot =
+        config.tau ? std::nullopt
+                   : std::optional(detail::pilot_scale(std::span<const T>(y), weights));
+    const double pilot_s = y_pilot ? y_pilot->scale : 0.0;
     const double first_tau = detail::dtype_tau<T>(config.tau ? *config.tau
                                                              : config.epsilon * pilot_s);
     const bool penalized = config.alpha > 0.0 || config.lambda_scale.value_or(0.0) != 0.0;
     if (penalized || !detail::least_squares_start(ops, beta, config, first_tau,
                                                          std::span<const T>(y), weights)) {
       if (ops.intercept()) {
-        start.back() = static_cast<T>(weighted_median(std::span<const T>(y), weights));
+        start.back() = static_cast<T>(y_pilot ? y_pilot->y_median
+                                              : weighted_median(std::span<const T>(y), weights));
         ops.assign(start, beta);
       }
     }

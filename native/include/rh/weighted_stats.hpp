@@ -177,15 +177,21 @@ double weighted_median(std::span<const V> values, std::span<const W> weights) {
   return detail::weighted_median_of(values, weights, kind, total);
 }
 
-// wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64. With unit weights both
-// medians are order statistics, and the deviations are formed as the selection reads them (no
-// row-length buffer unless its sample misses); the general path holds a (value, weight) pair per
-// row (docs/native.md, "Memory").
+// A weighted median and the weighted MAD about it: the two numbers weighted_mad finds.
+struct MedianAndMad {
+  double median;
+  double mad;
+};
+
+// wMAD(v, w) = wmedian(|v - wmedian(v, w)|, w), deviations in float64, and wmedian(v, w) itself
+// (the number weighted_median gives). With unit weights both medians are order statistics, and
+// the deviations are formed as the selection reads them (no row-length buffer unless its sample
+// misses); the general path holds a (value, weight) pair per row (docs/native.md, "Memory").
 // With a guess (not null), unit weights try its windows first, and every call leaves its median
 // and MAD there for the next.
 template <class V, class W>
-double weighted_mad(std::span<const V> values, std::span<const W> weights,
-                    ScaleGuess* guess = nullptr) {
+MedianAndMad weighted_median_and_mad(std::span<const V> values, std::span<const W> weights,
+                                     ScaleGuess* guess = nullptr) {
   double total = static_cast<double>(weights.size());  // unit weights' (weight_kind's where asked)
   const detail::WeightKind kind = guess != nullptr && guess->unit_weights
                                       ? detail::WeightKind::units
@@ -210,19 +216,26 @@ double weighted_mad(std::span<const V> values, std::span<const W> weights,
     const double mad = detail::order_statistic_of_deviations(values, k, center, &deviation_window);
     guess->center = center;
     guess->deviation = mad;
-    return mad;
+    return {center, mad};
   }
   const double center = detail::weighted_median_of(values, weights, kind, total);
-  const auto deviation = [&](std::size_t i) {
-    return std::fabs(static_cast<double>(values[i]) - center);
-  };
   if (kind == detail::WeightKind::units) {
-    return detail::order_statistic_of_deviations(values, detail::unit_median_rank(values.size()),
-                                                 center);
+    return {center, detail::order_statistic_of_deviations(
+                        values, detail::unit_median_rank(values.size()), center)};
   }
   std::vector<double> deviations(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) deviations[i] = deviation(i);
-  return detail::weighted_median_of(std::span<const double>(deviations), weights, kind, total);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    deviations[i] = std::fabs(static_cast<double>(values[i]) - center);
+  }
+  return {center,
+          detail::weighted_median_of(std::span<const double>(deviations), weights, kind, total)};
+}
+
+// wMAD(v, w) alone (weighted_median_and_mad).
+template <class V, class W>
+double weighted_mad(std::span<const V> values, std::span<const W> weights,
+                    ScaleGuess* guess = nullptr) {
+  return weighted_median_and_mad(values, weights, guess).mad;
 }
 
 // sqrt(sum w (v - m)^2 / sum w) with m the weighted mean, all in float64.
