@@ -138,6 +138,8 @@ std::pair<State<T>, Diagnostics> Engine::update(const StateView<T>& state, Matri
                                                 std::span<const T> sample_weight,
                                                 const Config& config, TraceSink* trace) {
   std::lock_guard lock(impl_->mutex);
+  // A batch's runs follow each other closely: the pool's workers spin between them.
+  const ThreadPool::Warm warm(*impl_->pool);
   rh::bricks::Profiler& prof = impl_->profiler ? *impl_->profiler : off_engine_profiler();
   EngineBatchScope batch(prof, X.rows);
   ValueScan values;

@@ -1,12 +1,53 @@
 #include "thread_pool.hpp"
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
 
-namespace rh::cpu {
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
-ThreadPool::ThreadPool(std::size_t threads) {
+namespace rh::cpu {
+namespace {
+
+constexpr std::size_t default_spin_us = 200;
+
+// RH_POOL_SPIN_US: microseconds a thread spins before sleeping (0: never; unreadable: default).
+std::size_t spin_us_from_environment() {
+  const char* text = std::getenv("RH_POOL_SPIN_US");
+  if (text == nullptr || *text == '\0') return default_spin_us;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || value > 1'000'000) return default_spin_us;
+  return static_cast<std::size_t>(value);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(std::size_t threads) : spin_us_(spin_us_from_environment()) {
   for (std::size_t i = 1; i < threads; ++i) {
     workers_.emplace_back([this](std::stop_token stop) { work(stop); });
+  }
+}
+
+template <class Done, class KeepOn>
+bool ThreadPool::spin_until(Done&& done, KeepOn&& keep_on) const {
+  if (spin_us_ == 0 || !keep_on()) return done();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+  for (unsigned k = 1;; ++k) {
+    if (done()) return true;
+    cpu_relax();
+    if (k % 64 == 0) {
+      if (!keep_on() || std::chrono::steady_clock::now() >= deadline) return done();
+      std::this_thread::yield();  // a runnable thread on this core goes first
+    }
   }
 }
 
@@ -21,13 +62,17 @@ void ThreadPool::run(std::size_t count, const std::function<void(std::size_t)>& 
     task_ = &task;
     count_ = count;
     next_.store(0);
-    busy_ = workers_.size();
-    ++generation_;
+    busy_.store(workers_.size());
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   drain();
-  std::unique_lock lock(mutex_);
-  finished_.wait(lock, [this] { return busy_ == 0; });
+  const auto finished = [this] { return busy_.load(std::memory_order_acquire) == 0; };
+  const auto warm = [this] { return warm_.load(std::memory_order_relaxed) > 0; };
+  if (!spin_until(finished, warm)) {
+    std::unique_lock lock(mutex_);
+    finished_.wait(lock, finished);
+  }
   task_ = nullptr;
 }
 
@@ -37,16 +82,20 @@ void ThreadPool::drain() {
 
 void ThreadPool::work(std::stop_token stop) {
   std::size_t seen = 0;
+  const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+  const auto warm = [&] { return warm_.load(std::memory_order_relaxed) > 0 && !stop.stop_requested(); };
   for (;;) {
-    {
+    // A run cannot start until this worker has finished the last one (busy_), so no generation
+    // is ever missed: the next one differs from `seen` by exactly one.
+    if (!(warm() && spin_until(started, warm))) {
       std::unique_lock lock(mutex_);
-      if (!wake_.wait(lock, stop, [&] { return generation_ != seen; })) return;
-      seen = generation_;
+      if (!wake_.wait(lock, stop, started)) return;
     }
+    seen = generation_.load(std::memory_order_acquire);
     drain();
     {
-      std::lock_guard lock(mutex_);
-      --busy_;
+      std::lock_guard lock(mutex_);  // a caller asleep in finished_.wait sees the change
+      busy_.fetch_sub(1, std::memory_order_release);
     }
     finished_.notify_one();
   }

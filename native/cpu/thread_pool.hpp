@@ -1,6 +1,15 @@
 #pragma once
 // A fixed set of worker threads. run() hands out task indices from a shared counter; the
-// caller's thread works too and returns when every task has finished. Which thread runs a task
+// caller's thread works too and returns when every task has finished.
+//
+// Between runs a worker sleeps on a condition variable, and waking it costs a futex wake-up
+// (~50 µs on a KVM guest: the idle vCPU is halted), so a short run took longer on two threads
+// than its tasks took in turn on one. While a caller holds a Warm scope (an engine's update: a
+// batch's tens of runs with short serial stretches between them), a worker spins for the next run
+// and the caller for the workers' last tasks, each up to spin_us (RH_POOL_SPIN_US, default 200;
+// 0: never) before sleeping as before. Outside Warm scopes nothing spins: a process's other
+// threads (NumPy's OpenBLAS servers, which spin after the user's own products) keep the cores
+// between batches. Which thread runs a task
 // is left to timing, so tasks must write only their own output slots: the caller combines the
 // slots in index order, which keeps results independent of timing and of the thread count.
 //
@@ -31,6 +40,21 @@ class ThreadPool {
 
   std::size_t size() const { return workers_.size() + 1; }
 
+  // While one lives, the pool's workers spin between runs (up to spin_us) instead of sleeping.
+  class Warm {
+   public:
+    explicit Warm(ThreadPool& pool) : pool_(pool) { pool_.warm_.fetch_add(1); }
+    ~Warm() { pool_.warm_.fetch_sub(1); }
+    Warm(const Warm&) = delete;
+    Warm& operator=(const Warm&) = delete;
+
+   private:
+    ThreadPool& pool_;
+  };
+
+  // How long a worker or the caller spins before sleeping, in microseconds (0: never).
+  std::size_t spin_us() const { return spin_us_; }
+
   // Runs task(0) ... task(count - 1); a task must not throw. Safe to call from several threads
   // at once (one run uses the workers at a time; the others run on their callers).
   void run(std::size_t count, const std::function<void(std::size_t)>& task);
@@ -38,6 +62,10 @@ class ThreadPool {
  private:
   void work(std::stop_token stop);
   void drain();
+  // Spins (pause, a clock check and a yield every 64) until done() or spin_us_ has passed, or
+  // until keep_on() turns false; whether done() was seen.
+  template <class Done, class KeepOn>
+  bool spin_until(Done&& done, KeepOn&& keep_on) const;
 
   std::mutex run_mutex_;  // held by the run that has the workers
   std::mutex mutex_;
@@ -46,8 +74,11 @@ class ThreadPool {
   const std::function<void(std::size_t)>* task_ = nullptr;
   std::size_t count_ = 0;
   std::atomic<std::size_t> next_{0};
-  std::size_t generation_ = 0;
-  std::size_t busy_ = 0;
+  // Written under mutex_; atomic so that spinning threads may read them without it.
+  std::atomic<std::size_t> generation_{0};
+  std::atomic<std::size_t> busy_{0};
+  std::atomic<std::size_t> warm_{0};  // live Warm scopes
+  std::size_t spin_us_;
   std::vector<std::jthread> workers_;  // last: joined before the members they use are destroyed
 };
 

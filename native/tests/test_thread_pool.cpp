@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -51,6 +52,47 @@ TEST(ThreadPool, ConcurrentRunsFromSeveralThreadsEachRunEveryTaskOnce) {
   }
   for (std::thread& t : callers) t.join();
   for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+// Under a Warm scope (an engine's update) the workers spin between runs instead of sleeping: every
+// task of every run still runs exactly once, whether the next run follows at once or after a
+// pause longer than the spin (the worker has gone to sleep and is woken as before), with several
+// Warm scopes at once and several callers; and the pool is destroyed while a worker spins.
+TEST(ThreadPool, WarmRunsEveryTaskOnceWhetherTheWorkersSpinOrSleep) {
+  rh::cpu::ThreadPool pool(3);
+  const rh::cpu::ThreadPool::Warm warm(pool);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::atomic<int>> hits(round % 7 + 2);
+    pool.run(hits.size(), [&](std::size_t i) { hits[i].fetch_add(1); });
+    for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
+    if (round % 50 == 0) {  // past the spin: the workers sleep and are woken
+      std::this_thread::sleep_for(std::chrono::microseconds(pool.spin_us() + 500));
+    }
+  }
+  std::vector<std::thread> callers;
+  std::vector<int> failures(3, 0);
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&, c] {
+      const rh::cpu::ThreadPool::Warm also(pool);
+      for (int round = 0; round < 100; ++round) {
+        std::vector<std::atomic<int>> hits(11);
+        pool.run(hits.size(), [&](std::size_t i) { hits[i].fetch_add(1); });
+        for (const auto& h : hits) failures[c] += h.load() != 1;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+TEST(ThreadPool, IsDestroyedWhileAWorkerSpins) {
+  for (int k = 0; k < 20; ++k) {
+    rh::cpu::ThreadPool pool(2);
+    const rh::cpu::ThreadPool::Warm warm(pool);
+    std::atomic<int> hits{0};
+    pool.run(2, [&](std::size_t) { hits.fetch_add(1); });
+    EXPECT_EQ(hits.load(), 2);
+  }  // the worker spins for a next run: the destructor stops it and joins
 }
 
 }  // namespace
