@@ -25,7 +25,7 @@ extern "C" {
 /* ABI version: the major changes when a struct or a signature changes incompatibly (a field
  * appended to a struct the caller allocates is such a change); the minor when calls are added. */
 #define RH_CPU_ABI_VERSION_MAJOR 2
-#define RH_CPU_ABI_VERSION_MINOR 1
+#define RH_CPU_ABI_VERSION_MINOR 2
 #define RH_CPU_ABI_VERSION ((RH_CPU_ABI_VERSION_MAJOR << 16) | RH_CPU_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -305,6 +305,15 @@ RH_CPU_API int rh_cpu_start_gradient(const void* x, int32_t dtype, int64_t rows,
                                      const void* y, int32_t y_dtype, int32_t has_tau,
                                      double tau, double mad_factor, int32_t fit_intercept,
                                      double* gradient, double* tau_out);
+
+/* ---- Predictions (docs/native.md, "Predictions"; ABI 2.2). ---- */
+
+/* out[i] = x_i . coef + intercept for `rows` rows of `cols` entries, all of `dtype` (x row-major,
+ * C-contiguous; coef cols entries; out rows entries), summed as the engine sums its residuals'
+ * products, on `threads` threads (0: all cores) of the engine's pool from 2^20 entries (below,
+ * on the calling thread). */
+RH_CPU_API int rh_cpu_predict(const void* x, int32_t dtype, int64_t rows, int64_t cols,
+                              const void* coef, double intercept, int32_t threads, void* out);
 
 /* ---- Test hooks (native/cpu/fault_injection.hpp; tests/test_reliability_faults.py). ---- */
 

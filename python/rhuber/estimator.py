@@ -35,6 +35,7 @@ from .core.xp import to_host
 from .engines import BACKENDS, make_engine, native_cpu_available, require_features
 from .engines.dlpack import is_device_tensor
 from .engines.plans import Plan
+from .engines.predict import predict as _predict
 from .errors import CheckpointError, DriftWarning, IllConditionedWarning
 from .profiling import _hooks as _prof
 from .profiling import profile
@@ -426,9 +427,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         with self._profiling(restart=False):
             recorder = _prof.ACTIVE
             if recorder is None:
-                return X @ fitted.coef + fitted.intercept
+                return _predict(X, fitted.coef, fitted.intercept, self._threads())
             start = _prof.now()
-            predictions = X @ fitted.coef + fitted.intercept
+            predictions = _predict(X, fitted.coef, fitted.intercept, self._threads())
             n, p = X.shape
             recorder.record(_prof.PREDICT, start, n * p, (n * p + p + n) * X.dtype.itemsize,
                             2 * n * p)

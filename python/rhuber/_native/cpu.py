@@ -157,6 +157,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
 _ADDED_SIGNATURES: dict[str, tuple[int, tuple[Any, list[Any]]]] = {
     "rh_cpu_start_gradient": (1, (c_int, [_P, c_int32, c_int64, c_int64, _P, c_int32, c_int32,
                                           c_double, c_double, c_int32, _P, POINTER(c_double)])),
+    "rh_cpu_predict": (2, (c_int, [_P, c_int32, c_int64, c_int64, _P, c_double, c_int32, _P])),
 }
 
 
@@ -264,6 +265,23 @@ def start_gradient(X: np.ndarray, y: np.ndarray, *, tau: float | None, mad_facto
                                     0.0 if tau is None else tau, mad_factor, fit_intercept,
                                     gradient.ctypes.data, ctypes.byref(used)))
     return gradient, used.value
+
+
+# ---- Predictions. ----
+
+def predict(X: np.ndarray, coef: np.ndarray, intercept: float, threads: int | None
+            ) -> np.ndarray | None:
+    """X coef + intercept on the engine's threads (``threads``; None: all cores), in the dtype of
+    ``X`` and ``coef`` (the same one, float32 or float64; ``X`` C-contiguous, 2-D); None where no
+    library is loaded in this process (never loaded for this) or the loaded one predates the
+    call."""
+    if LIB is None or "rh_cpu_predict" not in ADDED:
+        return None
+    rows, cols = X.shape
+    out = np.empty(rows, dtype=X.dtype)
+    check(LIB.rh_cpu_predict(X.ctypes.data, DTYPE_CODES[X.dtype], rows, cols, coef.ctypes.data,
+                             float(intercept), threads or 0, out.ctypes.data))
+    return out
 
 
 # ---- The engine. ----
