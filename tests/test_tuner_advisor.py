@@ -44,10 +44,10 @@ def advise(advisor, workload):
 
 
 # A workload the shipped model moves off the default for, and one it keeps the default for.
-CHOSEN_WORKLOAD = Workload(32768, 16, "float32")
+CHOSEN_WORKLOAD = Workload(8192, 16, "float32", penalized=True)
 NEAR_DEFAULT_WORKLOAD = Workload(4096, 32, "float32")
 #: One whose best plan is predicted a little faster than the default (below the margin).
-SMALL_GAIN_WORKLOAD = Workload(32768, 8, "float32")
+SMALL_GAIN_WORKLOAD = Workload(16384, 2, "float32")
 
 
 def test_a_workload_with_a_predicted_gain_gets_the_faster_plan(shipped):

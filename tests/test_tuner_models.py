@@ -320,7 +320,8 @@ def test_validation_leaves_out_stale_measurements_but_keeps_their_workload(corpu
     ms += [_measurement(penalized, p, 900.0) for p in PLANS]  # stale: measured 2026-11-30
     ms.append(_measurement(penalized, prox, 300.0))
     rule = rules.DEFAULT_RULE.replace(prox_newton_max_bytes=None,
-                                      sparse_prox_newton_max_bytes=None, chunk_kib=256)
+                                      sparse_prox_newton_max_bytes=None, chunk_kib=256,
+                                      thread_work="elements", work_per_thread=1 << 40)
     assert rule.plan(Workload.from_id(penalized), 2).id == prox
     report = validate.evaluate(_constant_models(PLANS[2]), ms, corpus[1], rule=rule)
     assert report["workloads"] == 2 and report["measurements"] == 4
