@@ -1,5 +1,6 @@
 #include "thread_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -31,8 +32,12 @@ inline void cpu_relax() {
 
 }  // namespace
 
-ThreadPool::ThreadPool(std::size_t threads) : spin_us_(spin_us_from_environment()) {
-  for (std::size_t i = 1; i < threads; ++i) {
+ThreadPool::ThreadPool(std::size_t threads)
+    : spin_us_(spin_us_from_environment()), threads_(std::max<std::size_t>(threads, 1)) {}
+
+void ThreadPool::start_workers() {
+  workers_.reserve(threads_ - 1);
+  for (std::size_t i = 1; i < threads_; ++i) {
     workers_.emplace_back([this](std::stop_token stop) { work(stop); });
   }
 }
@@ -53,10 +58,11 @@ bool ThreadPool::spin_until(Done&& done, KeepOn&& keep_on) const {
 
 void ThreadPool::run(std::size_t count, const std::function<void(std::size_t)>& task) {
   std::unique_lock owner(run_mutex_, std::defer_lock);
-  if (workers_.empty() || count <= 1 || !owner.try_lock()) {
+  if (threads_ == 1 || count <= 1 || !owner.try_lock()) {
     for (std::size_t i = 0; i < count; ++i) task(i);
     return;
   }
+  if (workers_.empty()) start_workers();  // under run_mutex_: one run at a time gets here
   {
     std::lock_guard lock(mutex_);
     task_ = &task;

@@ -1,6 +1,7 @@
 #pragma once
-// A fixed set of worker threads. run() hands out task indices from a shared counter; the
-// caller's thread works too and returns when every task has finished.
+// A fixed set of worker threads, started by the first run() that hands tasks out. run() hands out
+// task indices from a shared counter; the caller's thread works too and returns when every task
+// has finished.
 //
 // Between runs a worker sleeps on a condition variable, and waking it costs a futex wake-up
 // (~50 µs on a KVM guest: the idle vCPU is halted), so a short run took longer on two threads
@@ -38,7 +39,7 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  std::size_t size() const { return workers_.size() + 1; }
+  std::size_t size() const { return threads_; }
 
   // While one lives, the pool's workers spin between runs (up to spin_us) instead of sleeping.
   class Warm {
@@ -62,6 +63,9 @@ class ThreadPool {
  private:
   void work(std::stop_token stop);
   void drain();
+  // Starts the workers: at the first run() that hands tasks out, not with the pool, so that an
+  // engine whose batches never reach the pool (under 2^17 entries, BatchOps) starts no thread.
+  void start_workers();
   // Spins (pause, a clock check and a yield every 64) until done() or spin_us_ has passed, or
   // until keep_on() turns false; whether done() was seen.
   template <class Done, class KeepOn>
@@ -79,6 +83,7 @@ class ThreadPool {
   std::atomic<std::size_t> busy_{0};
   std::atomic<std::size_t> warm_{0};  // live Warm scopes
   std::size_t spin_us_;
+  const std::size_t threads_;  // the caller's thread included
   std::vector<std::jthread> workers_;  // last: joined before the members they use are destroyed
 };
 

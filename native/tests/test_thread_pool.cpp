@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -94,5 +95,25 @@ TEST(ThreadPool, IsDestroyedWhileAWorkerSpins) {
     EXPECT_EQ(hits.load(), 2);
   }  // the worker spins for a next run: the destructor stops it and joins
 }
+
+#if defined(__linux__)
+// The workers start at the first run that hands tasks out, not with the pool: an engine whose
+// batches never reach its pool (under 2^17 entries) starts no thread.
+TEST(ThreadPool, StartsItsThreadsAtTheFirstRunThatHandsTasksOut) {
+  const auto threads = [] {
+    const std::filesystem::directory_iterator tasks("/proc/self/task");
+    return std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks));
+  };
+  const auto before = threads();
+  rh::cpu::ThreadPool pool(3);
+  EXPECT_EQ(pool.size(), 3u);
+  std::atomic<int> hits{0};
+  pool.run(1, [&](std::size_t) { hits.fetch_add(1); });
+  EXPECT_EQ(threads(), before);
+  pool.run(4, [&](std::size_t) { hits.fetch_add(1); });
+  EXPECT_EQ(threads(), before + 2);
+  EXPECT_EQ(hits.load(), 5);
+}
+#endif
 
 }  // namespace
