@@ -176,6 +176,20 @@ TEST(WeightedMad, UnitWeightsOnALargeSetMatchTheDefinitionsMedians) {
             deviations[(n - 1) / 2]);
 }
 
+// order_statistic over `values` for rank k with `guess` first, counting its window passes.
+double select_with_guess(const std::vector<double>& values, std::size_t k,
+                         const rh::detail::SelectionGuess<double>& guess, int& passes) {
+  const auto value = [&](std::size_t i) { return values[i]; };
+  passes = 0;
+  return rh::detail::order_statistic<double>(
+      values.size(), k, value,
+      [&](double lo, double hi, double* between, std::size_t capacity) {
+        ++passes;
+        return rh::detail::gather_window<double>(values.size(), value, lo, hi, between, capacity);
+      },
+      &guess);
+}
+
 // A guessed window (a stream's last batch's) that holds rank k answers in one window pass; one
 // that misses it (too far, too full, NaN) costs that pass and the sample's after it; either way
 // the value is nth_element's.
@@ -189,14 +203,7 @@ TEST(OrderStatistic, AGuessedWindowAnswersInOnePassAndAMissStillGivesRankK) {
   const auto value = [&](std::size_t i) { return values[i]; };
   const double full = rh::detail::order_statistic_full<double>(n, k, value);
   const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
-    passes = 0;
-    return rh::detail::order_statistic<double>(
-        n, k, value,
-        [&](double lo, double hi, double* between, std::size_t capacity) {
-          ++passes;
-          return rh::detail::gather_window<double>(n, value, lo, hi, between, capacity);
-        },
-        &guess);
+    return select_with_guess(values, k, guess, passes);
   };
   const double nan = std::numeric_limits<double>::quiet_NaN();
   int passes = 0;
@@ -228,14 +235,7 @@ TEST(OrderStatistic, ASmallSetTriesTheGuessThenSelectsOnAll) {
     const auto value = [&](std::size_t i) { return values[i]; };
     const double full = rh::detail::order_statistic_full<double>(n, k, value);
     const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
-      passes = 0;
-      return rh::detail::order_statistic<double>(
-          n, k, value,
-          [&](double lo, double hi, double* between, std::size_t capacity) {
-            ++passes;
-            return rh::detail::gather_window<double>(n, value, lo, hi, between, capacity);
-          },
-          &guess);
+      return select_with_guess(values, k, guess, passes);
     };
     const int tried = n >= rh::detail::guessed_selection_min ? 1 : 0;
     int passes = 0;
