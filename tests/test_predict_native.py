@@ -71,11 +71,14 @@ def test_inputs_the_library_does_not_take_go_to_numpy(case, monkeypatch):
     np.testing.assert_allclose(got, reference + float(model.intercept_), rtol=2e-5, atol=1e-4)
 
 
-def test_numpy_backend_does_not_load_the_library_for_predict(monkeypatch):
+def test_without_the_library_loaded_predict_is_numpys_product(monkeypatch):
+    """A process that never loaded the library (a NumPy-backend model): predict does not load
+    it, and gives NumPy's own product, to the bit."""
     cpu = require_module(*NATIVE_CPU)
     model, X = fitted("float64", backend="numpy")
     monkeypatch.setattr(cpu, "LIB", None)  # as in a process that never loaded it
-    np.testing.assert_allclose(model.predict(X), X @ model.coef_ + model.intercept_, rtol=1e-12)
+    assert cpu.predict(X, model.coef_, model.intercept_, None) is None
+    np.testing.assert_array_equal(model.predict(X), X @ model.coef_ + model.intercept_)
 
 
 def test_the_call_refuses_what_it_cannot_compute():

@@ -6,10 +6,8 @@
 // `rhuber profile`) took 1.7x as long at n_jobs=2 (docs/native.md, "Predictions"). The engine's
 // pool sleeps between runs outside an update, and its row kernel is the one the residuals use.
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <thread>
 
 #include "capi.hpp"
 #include "row_blocks.hpp"
@@ -59,9 +57,7 @@ int rh_cpu_predict(const void* x, int32_t dtype, int64_t rows, int64_t cols, con
     need(out, "out");
     const auto n = static_cast<std::size_t>(rows);
     const auto p = static_cast<std::size_t>(cols);
-    const std::size_t workers =
-        threads > 0 ? static_cast<std::size_t>(threads)
-                    : std::max<std::size_t>(1, std::thread::hardware_concurrency());
+    const std::size_t workers = rh::cpu::resolve_threads(static_cast<std::size_t>(threads));
     if (dtype == RH_CPU_FLOAT32) {
       predict_rows(static_cast<const float*>(x), n, p, static_cast<const float*>(coef),
                    static_cast<float>(intercept), workers, static_cast<float*>(out));

@@ -2,12 +2,10 @@
 
 #include <cblas.h>
 
-#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "batch_ops.hpp"
 #include "rh/bricks/profiler.hpp"
@@ -79,11 +77,6 @@ std::optional<ValueScan> scan_on_pool(ThreadPool& pool, MatrixView<T> X, std::sp
   ValueScan merged;
   for (const ValueScan& part : parts) merged.merge(part);
   return merged;
-}
-
-std::size_t resolve_threads(std::size_t requested) {
-  if (requested > 0) return requested;
-  return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
 
 std::size_t resolve_chunk_bytes(std::size_t requested) {

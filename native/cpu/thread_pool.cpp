@@ -107,6 +107,11 @@ void ThreadPool::work(std::stop_token stop) {
   }
 }
 
+std::size_t resolve_threads(std::size_t requested) {
+  if (requested > 0) return requested;
+  return std::max<std::size_t>(1, std::thread::hardware_concurrency());
+}
+
 std::shared_ptr<ThreadPool> shared_pool(std::size_t threads) {
   static std::mutex mutex;
   static std::map<std::size_t, std::shared_ptr<ThreadPool>> pools;

@@ -10,9 +10,11 @@
 // and the caller for the workers' last tasks, each up to spin_us (RH_POOL_SPIN_US, default 200;
 // 0: never) before sleeping as before. Outside Warm scopes nothing spins: a process's other
 // threads (NumPy's OpenBLAS servers, which spin after the user's own products) keep the cores
-// between batches. Which thread runs a task
-// is left to timing, so tasks must write only their own output slots: the caller combines the
-// slots in index order, which keeps results independent of timing and of the thread count.
+// between batches.
+//
+// Which thread runs a task is left to timing, so tasks must write only their own output slots:
+// the caller combines the slots in index order, which keeps results independent of timing and of
+// the thread count.
 //
 // Engines share one pool per thread count for the whole process (shared_pool): a fresh engine
 // (a fresh estimator) then starts no thread, and engines running side by side never put more
@@ -86,6 +88,9 @@ class ThreadPool {
   const std::size_t threads_;  // the caller's thread included
   std::vector<std::jthread> workers_;  // last: joined before the members they use are destroyed
 };
+
+// `requested` threads, or every hardware thread for 0 (an engine's, or a call's, default).
+std::size_t resolve_threads(std::size_t requested);
 
 // The process's pool of `threads` threads (the caller's included), made on first request and
 // kept until the process exits, so that engines made later reuse its threads.

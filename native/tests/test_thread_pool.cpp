@@ -3,12 +3,35 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "thread_pool.hpp"
 
 namespace {
+
+// `callers` threads at once, each making 100 runs of `tasks` tasks on `pool` (each under a Warm
+// scope of its own when `warm`): how many tasks of those runs ran other than exactly once.
+int misruns_from_callers(rh::cpu::ThreadPool& pool, int callers, std::size_t tasks, bool warm) {
+  std::vector<std::thread> threads;
+  std::vector<int> failures(callers, 0);
+  for (int c = 0; c < callers; ++c) {
+    threads.emplace_back([&, c] {
+      const std::optional<rh::cpu::ThreadPool::Warm> scope =
+          warm ? std::optional<rh::cpu::ThreadPool::Warm>(std::in_place, pool) : std::nullopt;
+      for (int round = 0; round < 100; ++round) {
+        std::vector<std::atomic<int>> hits(tasks);
+        pool.run(hits.size(), [&](std::size_t i) { hits[i].fetch_add(1); });
+        for (const auto& h : hits) failures[c] += h.load() != 1;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int total = 0;
+  for (int f : failures) total += f;
+  return total;
+}
 
 TEST(ThreadPool, RunsEveryTaskOnceAndReturnsAfterAll) {
   rh::cpu::ThreadPool pool(4);
@@ -39,20 +62,7 @@ TEST(ThreadPool, SharedPoolIsOnePerThreadCount) {
 // own threads; every task of every run runs exactly once, and run() returns after its own.
 TEST(ThreadPool, ConcurrentRunsFromSeveralThreadsEachRunEveryTaskOnce) {
   rh::cpu::ThreadPool pool(3);
-  constexpr int kCallers = 4;
-  std::vector<std::thread> callers;
-  std::vector<int> failures(kCallers, 0);
-  for (int c = 0; c < kCallers; ++c) {
-    callers.emplace_back([&, c] {
-      for (int round = 0; round < 100; ++round) {
-        std::vector<std::atomic<int>> hits(23);
-        pool.run(hits.size(), [&](std::size_t i) { hits[i].fetch_add(1); });
-        for (const auto& h : hits) failures[c] += h.load() != 1;
-      }
-    });
-  }
-  for (std::thread& t : callers) t.join();
-  for (int f : failures) EXPECT_EQ(f, 0);
+  EXPECT_EQ(misruns_from_callers(pool, 4, 23, /*warm=*/false), 0);
 }
 
 // Under a Warm scope (an engine's update) the workers spin between runs instead of sleeping: every
@@ -70,20 +80,7 @@ TEST(ThreadPool, WarmRunsEveryTaskOnceWhetherTheWorkersSpinOrSleep) {
       std::this_thread::sleep_for(std::chrono::microseconds(pool.spin_us() + 500));
     }
   }
-  std::vector<std::thread> callers;
-  std::vector<int> failures(3, 0);
-  for (int c = 0; c < 3; ++c) {
-    callers.emplace_back([&, c] {
-      const rh::cpu::ThreadPool::Warm also(pool);
-      for (int round = 0; round < 100; ++round) {
-        std::vector<std::atomic<int>> hits(11);
-        pool.run(hits.size(), [&](std::size_t i) { hits[i].fetch_add(1); });
-        for (const auto& h : hits) failures[c] += h.load() != 1;
-      }
-    });
-  }
-  for (std::thread& t : callers) t.join();
-  for (int f : failures) EXPECT_EQ(f, 0);
+  EXPECT_EQ(misruns_from_callers(pool, 3, 11, /*warm=*/true), 0);
 }
 
 TEST(ThreadPool, IsDestroyedWhileAWorkerSpins) {

@@ -176,6 +176,12 @@ TEST(WeightedMad, UnitWeightsOnALargeSetMatchTheDefinitionsMedians) {
             deviations[(n - 1) / 2]);
 }
 
+// nth_element's k-th smallest of `values` (order_statistic_full): the reference.
+double kth_of(const std::vector<double>& values, std::size_t k) {
+  return rh::detail::order_statistic_full<double>(
+      values.size(), k, [&](std::size_t i) { return values[i]; });
+}
+
 // order_statistic over `values` for rank k with `guess` first, counting its window passes.
 double select_with_guess(const std::vector<double>& values, std::size_t k,
                          const rh::detail::SelectionGuess<double>& guess, int& passes) {
@@ -200,8 +206,7 @@ TEST(OrderStatistic, AGuessedWindowAnswersInOnePassAndAMissStillGivesRankK) {
   const std::size_t k = (n - 1) / 2;
   std::vector<double> values(n);
   for (double& v : values) v = 2.0 + t(rng);
-  const auto value = [&](std::size_t i) { return values[i]; };
-  const double full = rh::detail::order_statistic_full<double>(n, k, value);
+  const double full = kth_of(values, k);
   const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
     return select_with_guess(values, k, guess, passes);
   };
@@ -232,8 +237,7 @@ TEST(OrderStatistic, ASmallSetTriesTheGuessThenSelectsOnAll) {
     const std::size_t k = (n - 1) / 2;
     std::vector<double> values(n);
     for (double& v : values) v = 2.0 + t(rng);
-    const auto value = [&](std::size_t i) { return values[i]; };
-    const double full = rh::detail::order_statistic_full<double>(n, k, value);
+    const double full = kth_of(values, k);
     const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
       return select_with_guess(values, k, guess, passes);
     };
@@ -254,16 +258,10 @@ TEST(OrderStatistic, ASmallSetTriesTheGuessThenSelectsOnAll) {
   for (std::size_t i = 0; i < zeros.size(); ++i) {
     zeros[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? -0.0 : 1.0 + static_cast<double>(i);
   }
-  const auto zero = [&](std::size_t i) { return zeros[i]; };
   const std::size_t k = 1000;
-  const double expected = rh::detail::order_statistic_full<double>(zeros.size(), k, zero);
-  const rh::detail::SelectionGuess<double> around{-1.0, 1.0};
-  const double got = rh::detail::order_statistic<double>(
-      zeros.size(), k, zero,
-      [&](double lo, double hi, double* between, std::size_t capacity) {
-        return rh::detail::gather_window<double>(zeros.size(), zero, lo, hi, between, capacity);
-      },
-      &around);
+  const double expected = kth_of(zeros, k);
+  int passes = 0;
+  const double got = select_with_guess(zeros, k, {-1.0, 1.0}, passes);
   EXPECT_EQ(std::signbit(got), std::signbit(expected));
   EXPECT_EQ(got, expected);
 }
