@@ -473,15 +473,19 @@ def test_a_later_stream_of_a_workload_starts_on_the_session_found_for_the_first(
 
 def test_a_session_found_from_the_batch_s_regime_is_found_again_for_each_stream(monkeypatch):
     """Where the first plan depends on the penalty's regime, the regime is the batch's data:
-    each stream reads its own (the rule's sparse and dense plans differ here)."""
+    each stream reads its own (the rule's sparse and dense plans differ here), and the session
+    of a regime read before is found again rather than made anew."""
     require_module(*NATIVE_CPU)
     _unloaded(monkeypatch, rules.Rule(prox_newton_max_bytes=None, sparse_prox_newton_max_bytes=0))
-    starts = _calls(monkeypatch, dispatch, "_start")
-    X, y = wide_batch()
-    solvers = [RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)._plan().l1_solver
-               for c in (0.5, 3.0, 0.5)]
     dispatch._ANSWERS.clear()
-    assert solvers == ["prox_newton", "lamm", "prox_newton"] and len(starts) == 3
+    starts = _calls(monkeypatch, dispatch, "_start")
+    screens = _calls(monkeypatch, dispatch, "sparse")
+    X, y = wide_batch()
+    models = [RenewableHuberRegressor(lambda_scale=c).partial_fit(X, y)
+              for c in (0.5, 3.0, 0.5, 3.0)]
+    dispatch._ANSWERS.clear()
+    assert [m._plan().l1_solver for m in models] == ["prox_newton", "lamm"] * 2
+    assert len(screens) == 4 and len(starts) == 2
 
 
 def test_recording_or_forgetting_a_trial_s_winner_makes_streams_find_their_session_again(

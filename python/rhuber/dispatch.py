@@ -209,19 +209,27 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Sessio
     advisor = current.available()  # never loaded here: a stream's first batch does not wait
     key = _start_key(est, X, y, batches, advisor)
     known = _ANSWERS.get(key) if key is not None else None
+    if isinstance(known, _ByRegime):  # the session depends on the regime only: read it
+        read = sparse(est, X, y)
+        session = known.sessions.get(read)
+        if session is None:
+            session, _ = _start(est, X, batches, y, advisor, read)
+            known.sessions[read] = session
+        return session
     if known is not None:
         return known
-    session, read_data = _start(est, X, batches, y, advisor)
-    if key is not None and not read_data:
-        _remember(key, session)
+    session, read = _start(est, X, batches, y, advisor)
+    if key is not None:
+        _remember(key, session if read is None else _ByRegime({read: session}))
     return session
 
 
 def _start_key(est: Any, X: Any, y: Any, batches: int | None, advisor: Any
                ) -> tuple[Any, ...] | None:
-    """What the session :func:`start` makes from a batch depends on, where it reads no data
-    (the regime): every stream of a workload would otherwise pay ~15 µs to find the same
-    session again (a stream of twelve 600-row batches takes ~1.1 ms). None: not remembered."""
+    """What the session :func:`start` makes from a batch depends on, besides the regime where
+    it reads it: every stream of a workload would otherwise pay ~15 µs to find the same session
+    again (a stream of twelve 600-row batches takes ~1.1 ms), and a stream that reads its
+    regime ~50 µs more on a cold first batch (:class:`_ByRegime`). None: not remembered."""
     try:
         key = ("session", int(X.shape[0]), int(X.shape[1]), X.dtype, penalized(est),
                bool(est.fit_intercept), y is None, bool(getattr(est, "profile", False)),
@@ -233,39 +241,53 @@ def _start_key(est: Any, X: Any, y: Any, batches: int | None, advisor: Any
     return key
 
 
+@dataclasses.dataclass(frozen=True)
+class _ByRegime:
+    """:func:`start`'s sessions for a key whose session depends on the penalty's regime, per
+    regime read (True: sparse): the screen still reads each stream's first batch, but finding
+    the session from its answer costs a lookup."""
+
+    sessions: dict[bool, Session]
+
+
 def _remember(key: tuple[Any, ...], answer: Any) -> None:
     if len(_ANSWERS) >= _MAX_ANSWERS:
         _ANSWERS.clear()
     _ANSWERS[key] = answer
 
 
-def _start(est: Any, X: Any, batches: int | None, y: Any, advisor: Any
-           ) -> tuple[Session, bool]:
-    """:func:`start`'s session for an auto stream, and whether it read the batch's data (the
-    penalty's regime) to find it."""
+def _start(est: Any, X: Any, batches: int | None, y: Any, advisor: Any,
+           regime: bool | None = None) -> tuple[Session, bool | None]:
+    """:func:`start`'s session for an auto stream, and the penalty's regime where it read the
+    batch's data to find it (True: sparse; None: not read). ``regime``: read already."""
     w = workload(est, X)
     read = not w.penalized or y is None
+    read_data = False
+
+    def with_regime() -> Workload:
+        nonlocal read, read_data
+        read = read_data = True
+        return dataclasses.replace(w, sparse=sparse(est, X, y) if regime is None else regime)
+
     if not read and getattr(est, "profile", False):
-        w, read = workload(est, X, y), True
-    read_data = read and w.penalized and y is not None
+        w = with_regime()
     known = _memo(est, w, read, advisor)
     if known is _READ_REGIME:
-        w, read = workload(est, X, y), True
+        w = with_regime()
         known = _memo(est, w, read, advisor)
-        read_data = True
+    if isinstance(known, _Unread) and known.remembered():
+        # trials in either regime, one of which ran already: its regime decides
+        w = with_regime()
+        known = _memo(est, w, read, advisor)
+    found = w.sparse if read_data else None
     if isinstance(known, Session):
-        return known, read_data
+        return known, found
     if isinstance(known, tuple):  # the question, for when the stream has shown it is long
-        return Session.rule_first(known, batches=batches, unread=not read), read_data
+        return Session.rule_first(known, batches=batches, unread=not read), found
     if isinstance(known, _Unread):  # trials in either regime: try them once the stream is long
-        if known.remembered():  # ... unless one ran already: its regime decides
-            w, read = workload(est, X, y), True
-            known = _memo(est, w, read, advisor)
-            read_data = True
-        else:
-            return Session.rule_first(known.question, batches=batches, unread=True,
-                                      advice=known.trying), read_data
-    return Session.from_advice(known, batches=batches), read_data
+        return Session.rule_first(known.question, batches=batches, unread=True,
+                                  advice=known.trying), found
+    return Session.from_advice(known, batches=batches), found
 
 
 def _memo(est: Any, w: Workload, read: bool, advisor: Any) -> Any:
