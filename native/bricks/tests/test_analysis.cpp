@@ -121,9 +121,12 @@ TEST(PageFaults, MatchTheKernelsCountsAndSeeFreshPagesTouched) {
   const PageFaults kernel = proc_stat_faults();
   munmap(mem, kPages * page);
   EXPECT_GE(after.minor - before.minor, kPages);
-  // Only faults between the two reads (the stream's own, a few pages) may differ.
+  // Only faults between the two reads may differ: the file stream's own pages, minor, and where
+  // its code is not resident yet (a fresh clone's first run), a few major ones.
+  EXPECT_LE(after.minor, kernel.minor);
   EXPECT_NEAR(double(after.minor), double(kernel.minor), 64.0);
-  EXPECT_EQ(after.major, kernel.major);
+  EXPECT_LE(after.major, kernel.major);
+  EXPECT_NEAR(double(after.major), double(kernel.major), 16.0);
 }
 
 }  // namespace
