@@ -229,7 +229,7 @@ def _start_key(est: Any, X: Any, y: Any, batches: int | None, advisor: Any
     """What the session :func:`start` makes from a batch depends on, besides the regime where
     it reads it: every stream of a workload would otherwise pay ~15 µs to find the same session
     again (a stream of twelve 600-row batches takes ~1.1 ms), and a stream that reads its
-    regime ~50 µs more on a cold first batch (:class:`_ByRegime`). None: not remembered."""
+    regime ~60–90 µs more on a cold first batch (:class:`_ByRegime`). None: not remembered."""
     try:
         key = ("session", int(X.shape[0]), int(X.shape[1]), X.dtype, penalized(est),
                bool(est.fit_intercept), y is None, bool(getattr(est, "profile", False)),
@@ -262,12 +262,13 @@ def _start(est: Any, X: Any, batches: int | None, y: Any, advisor: Any,
     batch's data to find it (True: sparse; None: not read). ``regime``: read already."""
     w = workload(est, X)
     read = not w.penalized or y is None
-    read_data = False
+    found: bool | None = None
 
     def with_regime() -> Workload:
-        nonlocal read, read_data
-        read = read_data = True
-        return dataclasses.replace(w, sparse=sparse(est, X, y) if regime is None else regime)
+        nonlocal read, found
+        found = sparse(est, X, y) if regime is None else regime
+        read = True
+        return dataclasses.replace(w, sparse=found)
 
     if not read and getattr(est, "profile", False):
         w = with_regime()
@@ -279,7 +280,6 @@ def _start(est: Any, X: Any, batches: int | None, y: Any, advisor: Any,
         # trials in either regime, one of which ran already: its regime decides
         w = with_regime()
         known = _memo(est, w, read, advisor)
-    found = w.sparse if read_data else None
     if isinstance(known, Session):
         return known, found
     if isinstance(known, tuple):  # the question, for when the stream has shown it is long
