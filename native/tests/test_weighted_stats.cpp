@@ -182,6 +182,14 @@ double kth_of(const std::vector<double>& values, std::size_t k) {
       values.size(), k, [&](std::size_t i) { return values[i]; });
 }
 
+// n values around 2 with Student-t(3) tails, as a stream's residuals.
+std::vector<double> t3_values(std::mt19937_64& rng, std::size_t n) {
+  std::student_t_distribution<double> t(3.0);
+  std::vector<double> values(n);
+  for (double& v : values) v = 2.0 + t(rng);
+  return values;
+}
+
 // order_statistic over `values` for rank k with `guess` first, counting its window passes.
 double select_with_guess(const std::vector<double>& values, std::size_t k,
                          const rh::detail::SelectionGuess<double>& guess, int& passes) {
@@ -201,24 +209,19 @@ double select_with_guess(const std::vector<double>& values, std::size_t k,
 // the value is nth_element's.
 TEST(OrderStatistic, AGuessedWindowAnswersInOnePassAndAMissStillGivesRankK) {
   std::mt19937_64 rng(3);
-  std::student_t_distribution<double> t(3.0);
   const std::size_t n = 65536;
   const std::size_t k = (n - 1) / 2;
-  std::vector<double> values(n);
-  for (double& v : values) v = 2.0 + t(rng);
+  const std::vector<double> values = t3_values(rng, n);
   const double full = kth_of(values, k);
-  const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
-    return select_with_guess(values, k, guess, passes);
-  };
   const double nan = std::numeric_limits<double>::quiet_NaN();
   int passes = 0;
-  EXPECT_EQ(select({full - 0.05, full + 0.05}, passes), full);
+  EXPECT_EQ(select_with_guess(values, k, {full - 0.05, full + 0.05}, passes), full);
   EXPECT_EQ(passes, 1);
   for (const auto& miss : std::vector<rh::detail::SelectionGuess<double>>{
            {full + 0.01, full + 0.05},  // rank k below the window
            {full - 50.0, full + 50.0},  // every value inside: past its capacity
            {nan, full}}) {
-    EXPECT_EQ(select(miss, passes), full);
+    EXPECT_EQ(select_with_guess(values, k, miss, passes), full);
     EXPECT_EQ(passes, miss.lo <= miss.hi ? 2 : 1);  // a NaN bound skips the guess
   }
 }
@@ -229,27 +232,22 @@ TEST(OrderStatistic, AGuessedWindowAnswersInOnePassAndAMissStillGivesRankK) {
 // throughout, including a rank whose value is zero (nth_element's own choice among +0 and -0).
 TEST(OrderStatistic, ASmallSetTriesTheGuessThenSelectsOnAll) {
   std::mt19937_64 rng(5);
-  std::student_t_distribution<double> t(3.0);
   for (const std::size_t n : {std::size_t{600}, std::size_t{3000}, std::size_t{8191},
                               rh::detail::guessed_selection_min,
                               rh::detail::guessed_selection_min - 1}) {
     SCOPED_TRACE(n);
     const std::size_t k = (n - 1) / 2;
-    std::vector<double> values(n);
-    for (double& v : values) v = 2.0 + t(rng);
+    const std::vector<double> values = t3_values(rng, n);
     const double full = kth_of(values, k);
-    const auto select = [&](const rh::detail::SelectionGuess<double>& guess, int& passes) {
-      return select_with_guess(values, k, guess, passes);
-    };
     const int tried = n >= rh::detail::guessed_selection_min ? 1 : 0;
     int passes = 0;
     // A window as wide as the guess a stream's last batch gives (13 MADs / sqrt(n) each side).
     const double half = 13.0 * 0.8 / std::sqrt(static_cast<double>(n));
-    EXPECT_EQ(select({full - half, full + half}, passes), full);
+    EXPECT_EQ(select_with_guess(values, k, {full - half, full + half}, passes), full);
     EXPECT_EQ(passes, tried);
     for (const auto& miss : std::vector<rh::detail::SelectionGuess<double>>{
              {full + 0.01, full + 0.05}, {full - 50.0, full + 50.0}}) {
-      EXPECT_EQ(select(miss, passes), full);
+      EXPECT_EQ(select_with_guess(values, k, miss, passes), full);
       EXPECT_EQ(passes, tried);
     }
   }
