@@ -22,21 +22,24 @@ void spin_for(std::chrono::microseconds d) {
 
 TEST(Profiler, CountsEveryCounterOfAKnownBrick) {
   Profiler p(test_table());
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 3; ++i) {
     RH_BRICK_SCOPE(p, B::gemm, 10, 80, 200);
     spin_for(std::chrono::microseconds(50 * (i + 1)));
   }
+  const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   const BrickStats s = p.stats(static_cast<BrickId>(B::gemm));
   EXPECT_EQ(s.count, 3u);
   EXPECT_EQ(s.elements, 30u);
   EXPECT_EQ(s.bytes, 240u);
   EXPECT_EQ(s.flops, 600u);
-  // The spins last 50, 100, 150 us; the clock must see at least that, and not wildly more.
+  // The spins last 50, 100, 150 us; the clock must see at least that, and no more than the loop's
+  // wall time (a fixed ceiling failed on a loaded CI machine that preempted the spins).
   EXPECT_GE(s.min_ns, 50'000u);
   EXPECT_GE(s.max_ns, 150'000u);
   EXPECT_LT(s.min_ns, s.max_ns);
   EXPECT_GE(s.total_ns, 300'000u);
-  EXPECT_LT(s.total_ns, 3'000'000u);
+  EXPECT_LE(double(s.total_ns), wall_ns * 1.01);
   if (p.cpu_clock().uses_tsc()) {
     EXPECT_GT(s.cycles, 0u);
   } else {
