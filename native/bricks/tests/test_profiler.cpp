@@ -39,7 +39,7 @@ TEST(Profiler, CountsEveryCounterOfAKnownBrick) {
   EXPECT_GE(s.max_ns, 150'000u);
   EXPECT_LT(s.min_ns, s.max_ns);
   EXPECT_GE(s.total_ns, 300'000u);
-  EXPECT_LE(double(s.total_ns), wall_ns * 1.01);
+  EXPECT_LE(double(s.total_ns), wall_ns * 1.05);  // 5 %: the TSC's calibration against the wall clock
   if (p.cpu_clock().uses_tsc()) {
     EXPECT_GT(s.cycles, 0u);
   } else {
