@@ -291,6 +291,26 @@ def test_a_store_opens_read_only_after_sealing_and_refuses_writes(tmp_path):
         Store(tmp_path / "absent.sqlite", read_only=True)
 
 
+def test_the_shipped_corpus_is_sealed_so_that_a_read_only_install_can_read_it():
+    """A store in WAL mode is read through an index file (-shm) SQLite creates beside it: in a
+    directory the process cannot write (site-packages installed by root) reading it fails with
+    "attempt to write a readonly database", and with it ``rhuber tune calibrate``. Any
+    read-write ``Store`` of the file turns WAL on (one did, in a commit of 2026-12-06): the file
+    shipped must be sealed again (``Store.seal()``) before it is committed."""
+    from rhuber.tuner.local import corpus_path
+
+    path = corpus_path()
+    header = path.read_bytes()[:20]
+    # Bytes 18 and 19 of an SQLite header: file format write / read versions, 2 in WAL mode.
+    assert (header[18], header[19]) == (1, 1), f"{path} is in WAL mode: seal it (Store.seal())"
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        db.close()
+    assert not path.with_name(path.name + "-wal").exists()
+
+
 def test_stats_read_a_sealed_store_without_reopening_it_for_writing(tmp_path, capsys):
     """`rhuber tune stats` on the shipped corpus must leave it one sealed file (no WAL mode)."""
     from rhuber.cli import main
