@@ -49,6 +49,24 @@ def test_local_paths_follow_the_cache_dir(cache):
     assert not local.has_models("abc") and local.remove_models("abc") == []
 
 
+def test_a_cache_directory_that_cannot_be_written_stops_calibrate_before_it_measures(
+        cache, monkeypatch, capsys):
+    """Named with the way out, and before the fingerprint's seconds of probes."""
+    blocker = cache / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(hardware.CACHE_DIR_VARIABLE, str(blocker / "rhuber"))
+
+    def no_fingerprint():
+        raise AssertionError("the fingerprint was taken before the cache directory was checked")
+
+    monkeypatch.setattr(calibrate, "machine", no_fingerprint)
+    with pytest.raises(OSError, match=r"cache directory .*a-file/rhuber cannot be written "
+                                      r"\(Not a directory\): point RHUBER_CACHE_DIR"):
+        calibrate.calibrate(budget_s=60.0, workloads=TINY)
+    assert main(["tune", "calibrate", "--budget", "60"]) != 0
+    assert "point RHUBER_CACHE_DIR at a writable directory" in capsys.readouterr().err
+
+
 def test_design_spreads_over_the_corpus_grid():
     workloads = calibrate.design()
     assert len(workloads) == len(calibrate.DESIGN_SIZES) * 4 == 20

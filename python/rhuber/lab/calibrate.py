@@ -214,6 +214,7 @@ def calibrate(*, budget_s: float = BUDGET_S, workloads: Sequence[Workload] | Non
     def elapsed() -> float:
         return time.perf_counter() - start
 
+    local.writable_cache_dir()  # before the fingerprint's seconds of probes, not after them
     hw = hardware if hardware is not None else machine()
     if not hw.measured:
         raise ValueError("calibrate needs a measured fingerprint (fingerprint(measure=True))")

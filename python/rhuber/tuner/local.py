@@ -75,11 +75,25 @@ def corpus() -> tuple[list[Measurement], dict[str, dict[str, Any]]]:
         return list(store.measurements()), store.hardware()
 
 
+def writable_cache_dir() -> Path:
+    """:func:`cache_dir`, created when missing; an OSError naming it and how to choose another
+    when it cannot be (a read-only home, a path through a file)."""
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except OSError as exc:
+        raise OSError(f"the tuner's cache directory {directory} cannot be written "
+                      f"({exc.strerror or exc}): point RHUBER_CACHE_DIR at a writable "
+                      "directory") from exc
+    return directory
+
+
 def open_store() -> Store:
     """The local store, created (with its directory) when missing."""
-    path = store_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return Store(path)
+    writable_cache_dir()
+    return Store(store_path())
 
 
 def local_measurements() -> tuple[list[Measurement], dict[str, dict[str, Any]]]:
