@@ -104,6 +104,36 @@ def test_the_rule_search_tells_float32_threads_from_float64_by_bytes():
     assert "bytes" in rule.describe()
 
 
+@pytest.mark.parametrize("c_prefers_prox_newton, mid_solver", [(1.06, "prox_newton"),
+                                                                 (1.0, "lamm")])
+def test_rules_tied_within_the_margin_go_to_the_one_whose_worst_machine_fares_best(
+        c_prefers_prox_newton, mid_solver):
+    """Three machines disagree on a 1.27 MiB batch: a and b run it 3 % faster with lamm. Where
+    c runs it 6 % faster with prox_newton, the lamm cut-over scores 0.01 % better over the
+    machines (inside rule_search.TIE_MARGIN) but leaves c 2 % behind, against 1 % for a and b
+    with prox_newton: prox_newton runs it. Where c does not care, lamm is ahead by 0.7 %, past
+    the margin, and runs it."""
+    mid = Workload(2048, 80, penalized=True)  # 1.27 MiB of X
+    preference = {"a": ("lamm", 1.03), "b": ("lamm", 1.03),
+                  "c": ("prox_newton", c_prefers_prox_newton)}
+    rows = []
+    for hw, (favoured, factor) in preference.items():
+        for w, winner, gain in ((Workload(256, 8, penalized=True), "prox_newton", 2.0),
+                                (Workload(16384, 63, penalized=True), "lamm", 2.0),
+                                (mid, favoured, factor)):
+            for plan in plans_for(w, type("H", (), {"cores": 2})()):
+                if plan.backend != "native_cpu":
+                    continue
+                rate = 100.0 * (gain if plan.l1_solver == winner else 1.0)
+                rate *= 1.5 if plan.threads == 1 else 1.0
+                rate *= 1.1 if plan.gram == "incremental" and plan.chunk_kib == 256 else 1.0
+                rows.append(_m(hw, w, plan, rate))
+    rule, _ = rule_search.search(rows, {"a": 2, "b": 2, "c": 2})
+    assert rule.plan(mid, 2).l1_solver == mid_solver
+    assert rule.plan(Workload(256, 8, penalized=True), 2).l1_solver == "prox_newton"
+    assert rule.plan(Workload(16384, 63, penalized=True), 2).l1_solver == "lamm"
+
+
 def test_a_rule_file_of_one_thread_below_reads_as_the_same_plans_on_two_cores():
     old = rules.Rule.from_dict({"prox_newton_max_bytes": None, "one_thread_below": 1 << 17,
                                 "gram": "incremental", "chunk_kib": 256})

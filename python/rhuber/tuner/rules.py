@@ -226,7 +226,7 @@ class Rule:
 
 #: The search's result on the shipped store, with the regions where the model beat it (the
 #: shipped rule.json, which rhuber tune train rewrites; this applies when no file can be read).
-DEFAULT_RULE = Rule(prox_newton_max_bytes=1 << 20, work_per_thread=2048, gram="incremental",
+DEFAULT_RULE = Rule(prox_newton_max_bytes=2 << 20, work_per_thread=2048, gram="incremental",
                     chunk_kib=1024, model_regions=(), sparse_prox_newton_max_bytes=None,
                     thread_work="rows")
 
