@@ -97,7 +97,10 @@ def machine_regrets(values: dict[tuple[str, str], float]) -> dict[str, float]:
 
 def score(values: dict[tuple[str, str], float]) -> float:
     """Geomean over machines of each machine's geomean regret."""
-    per_machine = machine_regrets(values)
+    return _over_machines(machine_regrets(values))
+
+
+def _over_machines(per_machine: dict[str, float]) -> float:
     if not per_machine:
         return math.inf
     return math.exp(sum(math.log(r) for r in per_machine.values()) / len(per_machine))
@@ -139,8 +142,9 @@ def search(measurements: Sequence[Measurement], cores: dict[str, int],
         if measured_before:
             covered += sum((key[0], key[1], rule.plan_id(w, cores[key[0]])) in measured_before
                            for key, w, *_ in table)
-        worst = max(machine_regrets(values).values(), default=math.inf)
-        scored.append((covered, score(values), _complexity(rule), worst, rule))
+        per_machine = machine_regrets(values)
+        scored.append((covered, _over_machines(per_machine), _complexity(rule),
+                       max(per_machine.values(), default=math.inf), rule))
     most = max(n for n, *_ in scored)
     eligible = [s for s in scored if s[0] >= 0.9 * most]
     best = min(s[1] for s in eligible)
