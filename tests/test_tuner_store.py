@@ -295,8 +295,8 @@ def test_the_shipped_corpus_is_sealed_so_that_a_read_only_install_can_read_it():
     """A store in WAL mode is read through an index file (-shm) SQLite creates beside it: in a
     directory the process cannot write (site-packages installed by root) reading it fails with
     "attempt to write a readonly database", and with it ``rhuber tune calibrate``. Any
-    read-write ``Store`` of the file turns WAL on (one did, in a commit of 2026-12-06): the file
-    shipped must be sealed again (``Store.seal()``) before it is committed."""
+    read-write ``Store`` of the file turns WAL on: the file shipped must be sealed again
+    (``Store.seal()``) before it is committed."""
     from rhuber.tuner.local import corpus_path
 
     path = corpus_path()
