@@ -12,9 +12,10 @@ import pytest
 from statsmodels.datasets import longley
 
 from helpers import FILIP as FILIP_FIXTURE
-from helpers import FILIP_DIGITS, NATIVE_CPU, nist_filip, require_module
+from helpers import FILIP_DIGITS, NATIVE_CPU, make_problem, nist_filip, require_module
 from helpers import log_relative_error as lre
 from rhuber import IllConditionedWarning, RenewableHuberRegressor
+from rhuber.core import Config, update
 from rhuber.engines import make_engine
 
 FILIP = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist_filip.json"
@@ -139,7 +140,6 @@ def test_a_contaminated_polynomial_fits_as_in_a_well_conditioned_basis():
     """The Huber stream is equivariant under a change of basis of the polynomials: fitted in
     t = (x − 3.5)/1.5, a well-conditioned basis, it predicts what the x basis must. The qr mode
     in the x basis meets it to 1e-11; the Cholesky mode is 1e-6 off (the golden case's data)."""
-    from rhuber.core import Config, update
     from rhuber.lab.golden import _case_inputs
 
     batches = _case_inputs("polynomial_huber_qr")["batches"]
@@ -179,3 +179,24 @@ def test_the_cli_fits_in_the_qr_mode(tmp_path, capsys, filip):
     assert "ill-conditioned" in out and "factorization='qr'" not in out
     model = RenewableHuberRegressor.load_checkpoint(tmp_path / "m.npz")
     assert model.factorization == "qr" and model._state.factorization == "qr"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known contract-v4 edge, not fixed: Householder QR without pivoting is not rank-revealing. "
+    "In the duplicated stream's first pilot step 6 inside rows, two of them repeated, have rank "
+    "4 < d = 5, and rounding leaves R_H's smallest diagonal at 9e-15 of its largest, above "
+    "method.md's eps·d cut (1.1e-15). So the qr rung solves with a singular R_H, the line search "
+    "gives up after 30 halvings, and the pilot stops at its start point. The weighted stream's 4 "
+    "inside rows give an exact zero and take the svd rung, so the two streams reach different "
+    "scales (0.328 and 0.773). A cut that tells rounding from conditioning is a contract change "
+    "(found by test_reference_properties' hypothesis search)."))
+def test_qr_mode_weight_two_rows_equal_duplicated_rows_when_an_inside_set_is_rank_deficient():
+    rng = np.random.default_rng(556906)
+    X, y, _ = make_problem(rng, 8, 4)
+    w = rng.choice([1.0, 2.0], size=8)
+    doubled = np.repeat(np.arange(8), w.astype(int))
+    config = Config(fit_intercept=True, factorization="qr")
+    weighted, _ = update(None, X, y, w, config)
+    duplicated, _ = update(None, X[doubled], y[doubled], None, config)
+    np.testing.assert_allclose(weighted.scale, duplicated.scale, rtol=1e-7)
+    np.testing.assert_allclose(weighted.coef, duplicated.coef, rtol=1e-7, atol=1e-7)

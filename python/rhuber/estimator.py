@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import dispatch
+from ._history import History, as_settings
 from ._version import __version__
 from .adapters import as_host_input, first_unusable_value, is_table_like, table_column_names
 from .checkpoint import FORMAT_VERSION, read_checkpoint, validate_payload, write_checkpoint
@@ -56,11 +57,7 @@ class _Fitted(NamedTuple):
     intercept: Any  # a scalar of the dtype
     information: np.ndarray  # a host copy
     backend: str
-    #: Each batch's diagnostics since the last reset: the first ``batches`` entries are this
-    #: snapshot's. Later snapshots of the stream append to the same list rather than copying a
-    #: long stream's history at every batch.
-    history: list
-    batches: int
+    history: History  # each batch's diagnostics since the last reset (the latest in full)
 
 
 #: What the fitted attributes are read from, and what fit (a new stream) starts afresh.
@@ -217,8 +214,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
         Solver iterations of the last batch.
     diagnostics_ : list of dict
-        One dict per batch since the last reset (fit, or load_checkpoint): the solve's figures
-        and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with.
+        One dict per batch since the last reset (fit, or load_checkpoint), the latest 10,000
+        of them (``rhuber._history.KEPT``; ``n_batches_`` counts them all): the solve's figures
+        and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with. Of
+        older batches the stream keeps what ``summary()`` and the inference refusal read.
     backend_ : str
         The engine that ran.
     plan_ : rhuber.tuner.session.PlanReport
@@ -523,14 +522,17 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         with it, else each value with its batches ("1.345 (batches 1-5), 5 (batch 6)"). The
         parameters may change between batches; the batches before a load_checkpoint ran with
         the checkpoint's, which it does not record one by one."""
-        first = self.n_batches_ - len(self.diagnostics_) + 1  # diagnostics_ since the last load
+        history = self._published("diagnostics_").history
+        first = self.n_batches_ - history.recorded + 1  # the batches since the last load
         runs: list[list] = []  # [value, first batch, last batch]
-        for k, diag in enumerate(self.diagnostics_, start=first):
-            value = describe(diag) if "epsilon" in diag else None
+        k = first
+        for settings, n in history.settings_runs():
+            value = None if settings is None else describe(as_settings(settings))
             if runs and runs[-1][0] == value:
-                runs[-1][2] = k
+                runs[-1][2] = k + n - 1
             else:
-                runs.append([value, k, k])
+                runs.append([value, k, k + n - 1])
+            k += n
         if first > 1:
             loaded = self.__dict__.get("_loaded_params")
             value = None if loaded is None else describe({**_DEFAULTS, **loaded})
@@ -552,12 +554,12 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _inference_state(self) -> State:
         """The state, refused when the stream is L1-penalized now or was in a batch since the
         last reset (post-selection inference)."""
-        lambdas = [d["lambda"] for d in self.diagnostics_]
-        if self.alpha > 0 or (self.lambda_scale or 0) > 0 or any(x > 0 for x in lambdas):
+        largest = self._published("diagnostics_").history.largest_lambda()
+        if self.alpha > 0 or (self.lambda_scale or 0) > 0 or largest > 0:
             raise _inference.InferenceError(
                 f"inference is refused for an L1-penalized stream (alpha={self.alpha!r}, "
                 f"lambda_scale={self.lambda_scale!r}, largest batch lambda "
-                f"{max(lambdas, default=0.0):.3g}): the covariances assume an unpenalized "
+                f"{largest:.3g}): the covariances assume an unpenalized "
                 "M-estimator, and after L1 selection they are not valid (post-selection "
                 "inference). Fit with alpha=0 and lambda_scale=None for standard errors")
         return self._state
@@ -681,8 +683,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                                  f"{'; '.join(differ)})")
         state, solved = combine_states([self._state, *(o._state for o in others)])
         with _Transaction(self):
-            diagnostics = [*self.diagnostics_, *(d for o in others for d in o.diagnostics_)]
-            self._commit(state, self._engine().name, history=diagnostics)
+            history = History.joined([e._published("diagnostics_").history
+                                      for e in (self, *others)])
+            self._commit(state, self._engine().name, history=history)
         if ill_conditioned(solved.rcond, state.dtype):
             warnings.warn(
                 f"merge: the combined information Σ J_k is ill-conditioned even after "
@@ -933,26 +936,25 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         for name in _STREAM_ATTRIBUTES:
             self.__dict__.pop(name, None)
 
-    def _commit(self, state: State, backend: str, *, history: list[dict] | None = None,
+    def _commit(self, state: State, backend: str, *,
+                history: list[dict] | History | None = None,
                 appended: dict | None = None) -> None:
         """Publish ``state`` as the stream's one snapshot (``_Fitted``), made whole before it
-        replaces the last. ``history``: the diagnostics it publishes (a new list); None goes on
+        replaces the last. ``history``: the diagnostics it publishes (a new one); None goes on
         with the current snapshot's, ``appended`` (a batch's diagnostics) last."""
-        fitted = self.__dict__.get("_fitted")
         if history is None:
-            history = fitted.history
-            if len(history) != fitted.batches:  # another snapshot's list too: copy ours out
-                history = history[:fitted.batches]
+            history = self.__dict__["_fitted"].history
+        elif not isinstance(history, History):
+            history = History.of(history)
         fit_intercept = bool(self.fit_intercept)
         coef = to_host(state.coef)
         p = self.n_features_in_
-        snapshot = _Fitted(state, fit_intercept, coef[:p].copy(),
-                           coef[p] if fit_intercept else 0.0,  # a scalar of the dtype
-                           to_host(state.information).copy(), backend, history,
-                           len(history) + (appended is not None))
+        features, information = coef[:p].copy(), to_host(state.information).copy()
         if appended is not None:  # nothing can fail any more: older snapshots keep their count
-            history.append(appended)
-        self._fitted = snapshot
+            history = history.appended(appended)
+        self._fitted = _Fitted(state, fit_intercept, features,
+                               coef[p] if fit_intercept else 0.0,  # a scalar of the dtype
+                               information, backend, history)
 
     def _published(self, name: str) -> _Fitted:
         """The snapshot a fitted attribute ``name`` is read from; AttributeError before fit."""
@@ -998,19 +1000,17 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 
     @property
     def n_iter_(self) -> int:
-        fitted = self._published("n_iter_")
-        return int(fitted.history[fitted.batches - 1]["n_iter"]) if fitted.batches else 0
+        last = self._published("n_iter_").history.last()
+        return 0 if last is None else int(last["n_iter"])
 
     @property
     def diagnostics_(self) -> list[dict]:
-        fitted = self._published("diagnostics_")
-        return fitted.history[:fitted.batches]
+        return self._published("diagnostics_").history.latest()
 
     @diagnostics_.setter
     def diagnostics_(self, history: list[dict]) -> None:
         # rhuber.dask hands each task a copy whose history starts empty, and joins theirs.
-        self._fitted = self._published("diagnostics_")._replace(history=list(history),
-                                                                batches=len(history))
+        self._fitted = self._published("diagnostics_")._replace(history=History.of(history))
 
     @property
     def backend_(self) -> str:
