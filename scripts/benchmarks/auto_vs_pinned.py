@@ -11,9 +11,9 @@ repetitions of auto's time over the best pinned plan's in the same repetition.
 
 Two more figures separate what auto costs from which plan it picks:
 
-- **over its own plan**: auto against the plan auto's first stream ran (learnt from one untimed
-  auto process before the repetitions), pinned with ``plan=``, paired per repetition: the cost of
-  auto's decision itself;
+- **over its own plan**: auto against the plan auto's first stream ended on (learnt from one
+  untimed auto process before the repetitions), pinned with ``plan=``, paired per repetition:
+  the cost of auto's decision itself;
 - **over the best, chosen apart**: the best pinned plan chosen by its median over the *other*
   repetitions (leave one out), auto paired against it in the held-out one. Picking the best of
   several plans on the same repetitions that are then compared picks, among plans that run
@@ -46,7 +46,8 @@ from rhbench.sweep import RFC_SHAPES
 PINNED = tuple(f"native_cpu/t{t}/gram=incremental/chunk={c}k/l1=lamm"
                for t in (1, 2) for c in (64, 256))
 
-#: The variant that pins the plan auto's first stream ran.
+#: The variant that pins the plan auto's first stream ended on (its plan_: on a short stream,
+#: the rule's).
 OWN = "auto's plan, pinned"
 
 CHILD = r"""

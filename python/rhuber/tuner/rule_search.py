@@ -95,12 +95,8 @@ def machine_regrets(values: dict[tuple[str, str], float]) -> dict[str, float]:
     return {hw: math.exp(sum(v) / len(v)) for hw, v in by_hw.items()}
 
 
-def score(values: dict[tuple[str, str], float]) -> float:
-    """Geomean over machines of each machine's geomean regret."""
-    return _over_machines(machine_regrets(values))
-
-
 def _over_machines(per_machine: dict[str, float]) -> float:
+    """A rule's score: the geomean over machines of each machine's geomean regret."""
     if not per_machine:
         return math.inf
     return math.exp(sum(math.log(r) for r in per_machine.values()) / len(per_machine))
@@ -125,11 +121,11 @@ def _stale_rows(measurements: Sequence[Measurement]
 
 def search(measurements: Sequence[Measurement], cores: dict[str, int],
            rules: Sequence[Rule] | None = None) -> tuple[Rule, float]:
-    """The rule of ``rules`` (default :func:`family`) with the lowest :func:`score` on
-    ``measurements`` (``cores``: each hardware id's core count), and its score; within
-    :data:`TIE_MARGIN` of the lowest, the simplest, then the one with the lowest worst machine.
-    A rule must have a measured plan for at least 90 % of the workloads the best-covered rule
-    has."""
+    """The rule of ``rules`` (default :func:`family`) with the lowest score
+    (:func:`_over_machines`) on ``measurements`` (``cores``: each hardware id's core count), and
+    its score; within :data:`TIE_MARGIN` of the lowest, the simplest, then the one with the
+    lowest worst machine. A rule must have a measured plan for at least 90 % of the workloads the
+    best-covered rule has."""
     times = times_by_workload(measurements)
     measured_before, only_figures = _stale_rows(measurements)
     for m in only_figures:
