@@ -350,8 +350,8 @@ def test_fit_on_a_short_stream_runs_the_rule_default(monkeypatch):
     est = RenewableHuberRegressor(batch_size=400).fit(X, y)  # 3 batches, 3 plans to try
     assert est.plan_.reason == reasons.TOO_SHORT
     w = Workload(400, 4)
-    candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
-    assert est.plan_.plan == dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine,
+    candidates, _ = dispatch.auto_plans(w, None, False, "lamm")
+    assert est.plan_.plan == dispatch.rule_default(rules.DEFAULT_RULE, w, candidates,
                                                    None, None).id
 
 
@@ -373,8 +373,8 @@ def test_a_short_stream_never_loads_the_advisor_and_a_long_one_does(monkeypatch)
         fast.partial_fit(X[start:start + 300], y[start:start + 300])
     assert not asked and fast.plan_.reason == reasons.RULE_FIRST
     w = Workload(300, 4)
-    candidates, engine = dispatch.auto_plans(w, None, False, "lamm")
-    rule = dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, engine, None, None)
+    candidates, _ = dispatch.auto_plans(w, None, False, "lamm")
+    rule = dispatch.rule_default(rules.DEFAULT_RULE, w, candidates, None, None)
     assert fast.plan_.plan == rule.id
     # batches that take 0.5 s: the 20th batch expects 20 s in all, so the advisor is asked then
     monkeypatch.setattr(estimator, "time", BatchClock([0.5] * (n + 6)))

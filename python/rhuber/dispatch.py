@@ -347,7 +347,6 @@ def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
     if not native_cpu_available():
         return Session(Plan("numpy").id, reasons.NO_MODEL,
                        "only the NumPy reference is installed")
-    default = engine_default(threads(est.n_jobs), solver)
     candidates: Candidates | tuple[Plan, ...] = Candidates(
         w, threads(est.n_jobs), est.n_jobs is not None, solver)
     if advisor is not reasons.UNLOADED:
@@ -356,9 +355,9 @@ def _answer(est: Any, w: Workload, advisor: Any, read: bool = True) -> Any:
         advisor, "rule", rules.DEFAULT_RULE)
     fixed = (threads(est.n_jobs) if est.n_jobs is not None else None,
              None if solver == "lamm" else solver)
-    plan = rule_default(rule, w, candidates, default, *fixed)
+    plan = rule_default(rule, w, candidates, *fixed)
     other = None if read else dataclasses.replace(w, sparse=True)
-    if other is not None and rule_default(rule, other, candidates, default, *fixed) != plan:
+    if other is not None and rule_default(rule, other, candidates, *fixed) != plan:
         return _READ_REGIME
     if advisor is None:
         return Session(plan.id, reasons.NO_MODEL,
@@ -384,12 +383,11 @@ def _first_plan(advice: Any) -> Plan:
 
 
 def rule_default(rule: rules.Rule, w: Workload, candidates: Container[Plan],
-                 engine_plan: Plan, fixed_threads: int | None, fixed_solver: str | None
-                 ) -> Plan:
+                 fixed_threads: int | None, fixed_solver: str | None) -> Plan:
     """The rule's plan for ``w`` (:mod:`rhuber.tuner.rules`) with the threads and L1 solver the
-    user fixed; the engine's default plan where the rule's is not a candidate here."""
+    user fixed; the engine's default plan (with them) where the rule's is not a candidate here."""
     plan = rule.plan(w, machine_cores(), threads=fixed_threads, l1_solver=fixed_solver)
-    return plan if plan in candidates else engine_plan
+    return plan if plan in candidates else engine_default(fixed_threads, fixed_solver or "lamm")
 
 
 def observe(est: Any, session: Session, X: Any, y: Any, seconds: float) -> Session:

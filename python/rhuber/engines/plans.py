@@ -190,11 +190,22 @@ def _parsed(key: str) -> Plan:
     return Plan.from_id(key)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on — its affinity mask, which is what "all cores" means
+    (a process confined with ``taskset`` or a container's cpuset gets no more threads than it
+    has cores). The mask is one system call, where ``os.cpu_count()`` opens a file in /sys
+    (~8 µs against ~20 µs of a fresh process's first ``backend="auto"`` batch, on the 2-core
+    Xeon)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity masks (macOS, Windows)
+        return os.cpu_count() or 1
+
+
 @functools.cache
 def machine_cores() -> int:
-    """``os.cpu_count()`` (at least 1), read once: on Linux it reads a file in /sys (~5 µs), and
-    a planned stream's start asks it several times."""
-    return os.cpu_count() or 1
+    """:func:`usable_cores`, read once: a planned stream's start asks it several times."""
+    return usable_cores()
 
 
 def _thread_counts(cores: int) -> list[int]:

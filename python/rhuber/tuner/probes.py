@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,13 +26,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask), which is what "all cores" means."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+from ..engines.plans import usable_cores
 
 
 def _triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> None:
