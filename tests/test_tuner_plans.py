@@ -380,3 +380,13 @@ def test_offers_answers_what_plans_for_lists(cores):
         listed = set(plans_for(w, hardware, cuda=False))
         for plan in PROBED_PLANS:
             assert offers(plan, w, cores) == (plan in listed), (w, plan)
+
+
+def test_all_cores_means_the_cores_this_process_may_run_on(monkeypatch):
+    from rhuber.engines import plans
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert plans.usable_cores() == 1  # confined to one core of 64 (taskset, a cpuset)
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert plans.usable_cores() == 64  # no affinity masks (macOS, Windows): every core
