@@ -22,6 +22,9 @@ from rhuber.core.problem import BatchProblem
 # each where its path reached.
 @example(seed=10, n=8, p=4, alpha=0.02, intercept=False)
 @example(seed=18, n=8, p=4, alpha=0.02, intercept=True)  # the scale, 1.3e-7 apart
+# Found by this test: qr, 6 inside rows of rank 4 < d = 5 left R_H's diagonal above the eps·d cut
+# on the duplicated stream (sqrt_info._full_rank reads trcon's estimate too).
+@example(seed=556906, n=8, p=4, alpha=0.0, intercept=True)
 def test_weight_two_rows_equal_duplicated_rows(factorization, seed, n, p, alpha, intercept):
     rng = np.random.default_rng(seed)
     config = Config(fit_intercept=intercept, alpha=alpha, factorization=factorization)

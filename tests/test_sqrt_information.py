@@ -181,22 +181,40 @@ def test_the_cli_fits_in_the_qr_mode(tmp_path, capsys, filip):
     assert model.factorization == "qr" and model._state.factorization == "qr"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known contract-v4 edge, not fixed: Householder QR without pivoting is not rank-revealing. "
-    "In the duplicated stream's first pilot step 6 inside rows, two of them repeated, have rank "
-    "4 < d = 5, and rounding leaves R_H's smallest diagonal at 9e-15 of its largest, above "
-    "method.md's eps·d cut (1.1e-15). So the qr rung solves with a singular R_H, the line search "
-    "gives up after 30 halvings, and the pilot stops at its start point. The weighted stream's 4 "
-    "inside rows give an exact zero and take the svd rung, so the two streams reach different "
-    "scales (0.328 and 0.773). A cut that tells rounding from conditioning is a contract change "
-    "(found by test_reference_properties' hypothesis search)."))
-def test_qr_mode_weight_two_rows_equal_duplicated_rows_when_an_inside_set_is_rank_deficient():
+def _rank_deficient_inside_set():
+    """Found by test_reference_properties' hypothesis search: 8 rows, 4 features and an
+    intercept (d = 5), weights 1 or 2. The duplicated stream's first step has 6 inside rows of
+    rank 4, and a QR without column pivoting leaves R_H's smallest diagonal at 9e-15 of its
+    largest, above method.md's eps·d cut (1.1e-15), with trcon 3e-17: the qr rung would step
+    along the null direction and the line search stall at the start (scale 0.773 against the
+    weighted stream's 0.328, whose 4 inside rows give an exact zero and the svd rung)."""
     rng = np.random.default_rng(556906)
     X, y, _ = make_problem(rng, 8, 4)
     w = rng.choice([1.0, 2.0], size=8)
-    doubled = np.repeat(np.arange(8), w.astype(int))
-    config = Config(fit_intercept=True, factorization="qr")
-    weighted, _ = update(None, X, y, w, config)
-    duplicated, _ = update(None, X[doubled], y[doubled], None, config)
-    np.testing.assert_allclose(weighted.scale, duplicated.scale, rtol=1e-7)
-    np.testing.assert_allclose(weighted.coef, duplicated.coef, rtol=1e-7, atol=1e-7)
+    return X, y, w, np.repeat(np.arange(8), w.astype(int))
+
+
+def test_a_numerically_singular_factor_is_rank_deficient_whatever_its_diagonal():
+    from rhuber.core import sqrt_info
+
+    # Unit diagonal, -1000 above it: R⁻¹ grows like 1001^k, cond(R) ≈ 1e15 at d = 5.
+    R = np.eye(5) - 1000 * np.triu(np.ones((5, 5)), 1)
+    assert sqrt_info.triangular_rcond(R) < 5 * np.finfo(float).eps
+    assert not sqrt_info._full_rank(R)
+    assert sqrt_info._full_rank(R[:2, :2]) and sqrt_info._full_rank(np.eye(5))
+    assert not sqrt_info._full_rank(np.diag([1.0, 1.0, 0.0]))
+
+
+def test_qr_mode_weight_two_rows_equal_duplicated_rows_when_an_inside_set_is_rank_deficient(
+        backend):
+    X, y, w, doubled = _rank_deficient_inside_set()
+    reference, _ = update(None, X, y, w, Config(fit_intercept=True, factorization="qr"))
+    weighted = RenewableHuberRegressor(backend=backend, factorization="qr").partial_fit(
+        X, y, sample_weight=w)
+    duplicated = RenewableHuberRegressor(backend=backend, factorization="qr").partial_fit(
+        X[doubled], y[doubled])
+    for model in (weighted, duplicated):
+        np.testing.assert_allclose(model.scale_, reference.scale, rtol=1e-7)
+        np.testing.assert_allclose(coefficients(model), np.r_[reference.coef[-1],
+                                                              reference.coef[:-1]],
+                                   rtol=1e-7, atol=1e-7)

@@ -22,6 +22,7 @@
 
 #include "nist_filip.hpp"
 #include "problems.hpp"
+#include "square_root_triangle.hpp"
 
 namespace rh::test {
 namespace {
@@ -234,6 +235,35 @@ TEST(SquareRoot, RankDeficientDesignTakesTheSvdRung) {
   EXPECT_EQ(db2.solver, Solver::svd);
   EXPECT_NEAR(b2.coef[1] + b2.coef[2], a2.coef[1] + a2.coef[2], 1e-7);
   EXPECT_NEAR(b2.coef[3], a2.coef[3], 1e-7);
+}
+
+// A QR without column pivoting need not show a rank deficiency on R_H's diagonal: this
+// triangle's diagonal is all ones, but -1000 above it gives cond(R) ~ 1e15 (d = 5). The rank test
+// reads trcon's estimate too, as the reference does, and takes the minimum-norm step.
+TEST(SquareRoot, NumericallySingularTriangleTakesTheSvdRungWhateverItsDiagonal) {
+  constexpr std::size_t d = 5;
+  constexpr std::size_t n = d + 2;  // [R_H | q | q_y], column-major
+  const auto triangle = [&](double above) {
+    std::vector<double> stacked(n * n, 0.0);
+    for (std::size_t j = 0; j < d; ++j) {
+      for (std::size_t i = 0; i < j; ++i) stacked[j * n + i] = above;
+      stacked[j * n + j] = 1.0;
+      stacked[d * n + j] = 1.0;
+    }
+    return stacked;
+  };
+  std::vector<double> out(d);
+  auto singular = triangle(-1000.0);
+  const auto step = cpu::triangle_step<double>(singular.data(), n, d, std::vector<double>(d, 1.0),
+                                               std::vector<double>(d, 0.0), 0.0, out.data());
+  EXPECT_EQ(step.rung, Solver::svd);
+  EXPECT_LT(step.rank, d);
+  auto regular = triangle(0.5);
+  const auto kept = cpu::triangle_step<double>(regular.data(), n, d, std::vector<double>(d, 1.0),
+                                               std::vector<double>(d, 0.0), 0.0, out.data());
+  EXPECT_EQ(kept.rung, Solver::qr);
+  EXPECT_EQ(kept.rank, d);
+  EXPECT_GT(kept.rcond, 1e-6);
 }
 
 TEST(SquareRoot, StateCopiedContinuesBitForBit) {

@@ -162,11 +162,27 @@ def factorize(R_hist: np.ndarray, z_hist: np.ndarray, rows: ModelRows,
     signs = np.where(np.diagonal(R)[:d] < 0, -1, 1).astype(R.dtype)
     R_H = np.triu(R[:d, :d]) * signs[:, None]
     rhs = R[:d, d] * signs
-    diagonal = np.diagonal(R_H)
-    cut = d * float(np.finfo(R_H.dtype).eps) * float(diagonal.max(initial=0.0))
-    full_rank = bool(diagonal.size) and bool(np.all(diagonal > cut)) and cut > 0
+    full_rank = _full_rank(R_H)
     rotated = None if second is None else R[:d, d + 1] * signs
     return Factor(R_H, rhs, scales, full_rank, rotated)
+
+
+def _full_rank(R: np.ndarray) -> bool:
+    """The rank test of an upper-triangular R (diag ≥ 0, d × d): no diagonal at or below
+    eps · d · its largest (the contract's), and LAPACK's estimate of R's reciprocal condition
+    (trcon) above eps · d. A QR without column pivoting does not reveal a rank deficiency on its
+    diagonal: six inside rows of rank 4 stacked twice (d = 5, duplicated rows) left a diagonal
+    ratio of 9e-15, above the cut of 1.1e-15, with trcon 3e-17 and σ_min/σ_max 7e-17 — the qr
+    rung then steps along a null direction and the line search stalls, where the same rows
+    given weight 2 (four rows, a zero diagonal) take the svd rung. The estimate tests at the
+    level the svd rung cuts singular values (:func:`_pinv_parts`), so a factor it calls full
+    rank is one the svd rung would keep whole."""
+    diagonal = np.diagonal(R)
+    d = diagonal.size
+    eps = float(np.finfo(R.dtype).eps)
+    cut = d * eps * float(diagonal.max(initial=0.0))
+    return (d > 0 and cut > 0 and bool(np.all(diagonal > cut))
+            and triangular_rcond(R) > d * eps)
 
 
 def triangular_rcond(R: np.ndarray) -> float:
@@ -195,7 +211,7 @@ def newton_step(factor: Factor, linear: np.ndarray, beta: np.ndarray, ridge: flo
     rcond (trcon of R_H, squared).
 
     Rung ``qr``: R_Hᵀu = s∘l, then R_H γ* = rhs + u, and the step is s∘γ* − β. Rung ``svd``
-    (a diagonal of R_H at or below eps · d · its largest): the minimum-norm step by an SVD of
+    (R_H rank-deficient by :func:`_full_rank`): the minimum-norm step by an SVD of
     R_H. With a ridge, as in the Cholesky mode, the undamped factor decides first: a
     rank-deficient one takes its minimum-norm step undamped; otherwise the rows √ridge·I
     (in equilibrated units √ridge·diag(s), right-hand side √ridge·β) join R_H by one more QR.
