@@ -128,3 +128,33 @@ def test_native_refuses_a_bad_half_life_in_cpp_too(native_cpu, bad):
     with pytest.raises(ValueError, match="half_life"):
         engine.update(previous, batch, config, following)
     assert following.batch_count == 0 and not out[0].any()
+
+
+def _one_inside_row(dtype):
+    """A stream's state after a first batch, and a second batch whose residuals at its
+    coefficients are ±5 but for one row (0.1): with tau = 0.5, A = X̃ᵀdiag(w c)X̃ has rank 1."""
+    rng = np.random.default_rng(21)
+    config = Config(tau=0.5)
+    X = rng.normal(size=(200, 4)).astype(dtype)
+    y = (X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.3 + rng.normal(size=200)).astype(dtype)
+    state, _ = update(None, X, y, None, config)
+    X2 = rng.normal(size=(12, 4)).astype(dtype)
+    offsets = np.where(rng.random(12) < 0.5, -5.0, 5.0)
+    offsets[0] = 0.1
+    coef = np.asarray(state.coef, dtype=float)
+    y2 = (X2 @ coef[:-1] + coef[-1] + offsets).astype(dtype)
+    return state, X2, y2, config
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_batch_curvature_of_rank_one_is_tested_on_one_degree_of_freedom(native_cpu, dtype):
+    # A's other eigenvalues are rounding (in float32 1e-8 of the largest, some negative): the
+    # ladder cuts them at the stream's precision, d · eps(dtype), though it solves in float64.
+    # At float64's eps a float32 stream took them as information: T ~ 1e8 on 5 degrees of
+    # freedom, the reference and native_cpu 4x apart.
+    state, X2, y2, config = _one_inside_row(dtype)
+    _, ref = update(state, X2, y2, None, config)
+    _, nat = native_cpu.update(state, X2, y2, None, config)
+    assert ref.drift_df == nat.drift_df == 1.0
+    assert 0 < ref.drift_statistic < 1e3
+    assert _close(nat.drift_statistic, ref.drift_statistic, RTOL[np.dtype(dtype).name])

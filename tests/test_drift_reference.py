@@ -216,10 +216,11 @@ def test_a_test_that_overflows_is_nan_not_an_error():
     from rhuber.core.drift import statistic
 
     d = 3
+    EPS = float(np.finfo(np.float64).eps)
     gram = np.eye(d) * 1e300
     score = np.full(d, 1e300)
     # V = v (A + A J̃⁻¹ A) overflows float64: the diagnostic is NaN, the batch is not refused.
-    result = statistic(score, gram, np.eye(d) * 1e-300, 1.0, 1.0)
+    result = statistic(score, gram, np.eye(d) * 1e-300, 1.0, 1.0, EPS)
     assert all(math.isnan(x) for x in result)
-    result = statistic(np.array([np.inf, 0.0, 0.0]), np.eye(d), np.eye(d), 1.0, 1.0)
+    result = statistic(np.array([np.inf, 0.0, 0.0]), np.eye(d), np.eye(d), 1.0, 1.0, EPS)
     assert all(math.isnan(x) for x in result)

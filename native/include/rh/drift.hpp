@@ -197,10 +197,13 @@ inline double chi2_survival(double x, double df) {
 // and the solution `out` d x k column-major. The rung is chosen on the first column and its
 // factorization serves the others in one call, as one factorization of the matrix serves every
 // column in the reference. Returns the rank used (d unless the SVD rung cut singular values).
+// `eps`: the precision the matrix's entries carry (the stream's dtype's), which rcond_min = d eps
+// and the SVD's cut are relative to: a float32 batch's A of rank 1 has float32 rounding, not
+// information, in its other eigenvalues (rhuber.core.drift.statistic).
 template <class Solver>
 std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
                               std::span<const double> rhs, std::size_t d, std::size_t k,
-                              std::vector<double>& out) {
+                              std::vector<double>& out, double eps) {
   std::vector<double> scales(d);
   for (std::size_t i = 0; i < d; ++i) scales[i] = matrix[i * d + i];
   require_finite_system(std::span<const double>(scales), "matrix");
@@ -225,7 +228,7 @@ std::size_t host_ladder_solve(Solver& solver, std::span<const double> matrix,
     for (std::size_t i = 0; i < d; ++i) scaled[c * d + i] = scales[i] * rhs[c * d + i];
   }
   require_finite_system(std::span<const double>(scaled), "right-hand side");
-  const double rcond_min = static_cast<double>(d) * std::numeric_limits<double>::epsilon();
+  const double rcond_min = static_cast<double>(d) * eps;
   const auto accepted = [rcond_min](const SolveAttempt& attempt) {
     return attempt.factored && attempt.rcond >= rcond_min && attempt.finite;
   };
@@ -266,8 +269,9 @@ DriftResult drift_statistic(const DriftProbe& probe, std::span<const T> informat
   std::vector<double> history(information.begin(), information.end());
   // J~^-1 A, column-major: A is symmetric, so its row-major array is its column-major one.
   std::vector<double> solved;
+  const double eps = std::numeric_limits<T>::epsilon();  // what A and J~ carry, in float64
   detail::host_ladder_solve(solver, std::span<const double>(history),
-                            std::span<const double>(probe.gram), d, d, solved);
+                            std::span<const double>(probe.gram), d, d, solved, eps);
   // A (J~^-1 A): the column-major `solved` read row-major is its transpose.
   std::vector<double> variance(d * d);
   solver.multiply_transposed(probe.gram.data(), solved.data(), variance.data());
@@ -283,7 +287,7 @@ DriftResult drift_statistic(const DriftProbe& probe, std::span<const T> informat
   std::vector<double> weights;  // V^-1 U
   const std::size_t rank = detail::host_ladder_solve(
       solver, std::span<const double>(variance), std::span<const double>(probe.score), d, 1,
-      weights);
+      weights, eps);
   double statistic = 0.0;
   for (std::size_t j = 0; j < d; ++j) statistic += probe.score[j] * weights[j];
   if (!std::isfinite(statistic) || rank == 0) return {};

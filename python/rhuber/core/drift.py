@@ -56,27 +56,38 @@ def discount(state: State, gamma: float) -> State:
     )
 
 
-def _symmetric_solve(matrix: np.ndarray, rhs: np.ndarray) -> tuple[LadderResult, int]:
+def _symmetric_solve(matrix: np.ndarray, rhs: np.ndarray, eps: float
+                     ) -> tuple[LadderResult, int]:
     """matrix⁻¹ rhs by the equilibrated ladder, and the rank it used (d unless the SVD rung cut
-    singular values below d · eps · σ_max of the equilibrated matrix, as gelsd does)."""
-    result = solve_matrix(matrix, rhs)
+    singular values below d · eps · σ_max of the equilibrated matrix, as gelsd does). ``eps``:
+    the precision of the stream's dtype, which the matrix's entries carry though they are
+    solved in float64 (:func:`statistic`)."""
+    result = solve_matrix(matrix, rhs, eps)
     d = matrix.shape[0]
     if result.rung != "svd":
         return result, d
     s = equilibration_scales(matrix)
     sv = np.linalg.svd(matrix * (s[:, None] * s[None, :]), compute_uv=False)
-    cut = d * float(np.finfo(matrix.dtype).eps) * float(sv[0]) if sv.size else 0.0
+    cut = d * eps * float(sv[0]) if sv.size else 0.0
     return result, int(np.count_nonzero(sv > cut))
 
 
 def statistic(score: np.ndarray, gram: np.ndarray, information: np.ndarray,
-              score_sq_sum: float, curvature_sum: float) -> DriftResult:
+              score_sq_sum: float, curvature_sum: float, eps: float) -> DriftResult:
     """T = Uᵀ V⁻¹ U with V = v (A + A J̃⁻¹ A), v = Σwψ² / Σwc, all in float64 on the host.
 
     ``score`` U = Σ w ψ(r̃) x̃, ``gram`` A = X̃ᵀ diag(w c(r̃)) X̃ and ``information`` J̃ (after any
     discounting). J̃⁻¹A and V⁻¹U go through the equilibrated ladder; V is symmetrized (its two
     triangles differ by rounding only) so that its Cholesky rung applies. On V's SVD rung the
     pseudo-inverse stands for V⁻¹ and the degrees of freedom are its numerical rank.
+
+    ``eps``: the precision of the stream's dtype. The ladder's rcond_min and the SVD's cut are
+    d · eps(dtype) (method.md), and A and J̃ carry the stream's precision however they are
+    solved: a float32 batch with one inside row has A of rank 1 whose other eigenvalues are
+    float32 rounding (1e-8 of the largest, some negative); at float64's eps they passed as
+    information and T came out at 7e7 on d = 5 degrees of freedom (10⁸ on the native engine:
+    rounding, amplified), where float32's eps gives the svd rung, rank 1 and a T that measures the
+    batch.
 
     A test that cannot be formed in float64 (a batch whose squares overflow, a ladder that
     fails) is NaN: the diagnostic never fails the batch it describes.
@@ -88,10 +99,10 @@ def statistic(score: np.ndarray, gram: np.ndarray, information: np.ndarray,
         return NO_TEST
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            spread = gram @ _symmetric_solve(information, gram)[0].step
+            spread = gram @ _symmetric_solve(information, gram, eps)[0].step
             V = v * (gram + spread)
             V = 0.5 * (V + V.T)
-        solved, rank = _symmetric_solve(V, score[:, None])
+        solved, rank = _symmetric_solve(V, score[:, None], eps)
     except NumericalError:
         return NO_TEST
     T = float(score @ solved.step[:, 0])
@@ -115,7 +126,8 @@ def drift_test(problem: BatchProblem, tau: float, lam: float, previous_lambda: f
     gram = to_host(f64(problem.weighted_gram(problem.w * c), xp))
     information = np.asarray(to_host(f64(problem.J, xp)))
     return statistic(np.asarray(score), np.asarray(gram), information,
-                     float(xp.sum(w64 * psi64 * psi64)), float(xp.sum(w64 * c64)))
+                     float(xp.sum(w64 * psi64 * psi64)), float(xp.sum(w64 * c64)),
+                     float(np.finfo(problem.dtype).eps))
 
 
 def sum_weight(w: Any, xp: Any) -> float:

@@ -77,11 +77,12 @@ def _accept(x: np.ndarray, rcond: float, rcond_min: float) -> bool:
     return rcond >= rcond_min and bool(np.all(np.isfinite(x)))
 
 
-def _rungs(H: np.ndarray, b: np.ndarray) -> LadderResult:
+def _rungs(H: np.ndarray, b: np.ndarray, eps: float | None = None) -> LadderResult:
     """Cholesky → LU → SVD on an already equilibrated matrix; ``b`` has one column per
-    right-hand side and so has the solution."""
+    right-hand side and so has the solution. ``eps``: the precision H's entries carry (None:
+    its dtype's), which rcond_min and the SVD's cut are relative to."""
     d = H.shape[0]
-    rcond_min = d * float(np.finfo(H.dtype).eps)
+    rcond_min = d * (float(np.finfo(H.dtype).eps) if eps is None else eps)
     anorm = float(np.abs(H).sum(axis=0).max())
 
     if np.array_equal(H, H.T):
@@ -132,13 +133,15 @@ def solve(H: Any, rhs: Any) -> LadderResult:
     return LadderResult(s * z[:, 0], rung, rcond)
 
 
-def solve_matrix(H: Any, rhs: Any) -> LadderResult:
-    """Solve H X = rhs (d × k) through the same equilibrated ladder: X = D Ĥ⁻¹ D rhs."""
+def solve_matrix(H: Any, rhs: Any, eps: float | None = None) -> LadderResult:
+    """Solve H X = rhs (d × k) through the same equilibrated ladder: X = D Ĥ⁻¹ D rhs. ``eps``:
+    the precision H's entries were computed in, where it is coarser than H's dtype (a float32
+    stream's matrices solved in float64): the rungs' rcond_min and cut are relative to it."""
     H = np.asarray(to_host(H))
     _require_finite(np.diagonal(H), "matrix")
     s = equilibration_scales(H)
     H_hat = np.ascontiguousarray(H * (s[:, None] * s[None, :]))
     B = np.asfortranarray(s[:, None] * np.asarray(to_host(rhs), dtype=H.dtype))
     _require_finite(B, "right-hand side")
-    z, rung, rcond = _rungs(H_hat, B)
+    z, rung, rcond = _rungs(H_hat, B, eps)
     return LadderResult(s[:, None] * z, rung, rcond)
