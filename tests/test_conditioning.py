@@ -164,3 +164,23 @@ def test_cli_reports_rcond_per_batch_and_the_warning_once_per_run(capsys, tmp_pa
     lines = [line for line in out.splitlines() if "ill-conditioned" in line]
     assert len(lines) == 1 and lines[0].startswith("warning: 4 of 4 batches")
     assert "IllConditionedWarning" not in err
+
+
+def test_a_first_batch_fit_exactly_warns_that_its_scale_is_rounding():
+    from rhuber import InterpolatedBatchWarning
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(12, 3)), rng.normal(size=12)
+    with pytest.warns(InterpolatedBatchWarning, match="batch 1 has 4 rows of positive weight "
+                                                      "for 4 coefficients"):
+        est = RenewableHuberRegressor().partial_fit(X[:4], y[:4])
+    assert est.scale_ < 1e-12  # the contract's scale, kept: what the warning is about
+    with pytest.warns(InterpolatedBatchWarning, match="3 rows of positive weight"):
+        RenewableHuberRegressor().partial_fit(X[:5], y[:5], sample_weight=[1, 0, 2, 0, 1])
+    with pytest.warns(InterpolatedBatchWarning, match="for 3 coefficients"):
+        RenewableHuberRegressor(fit_intercept=False, batch_size=3).fit(X[:9], y[:9])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InterpolatedBatchWarning)
+        RenewableHuberRegressor(tau=1.0).partial_fit(X[:4], y[:4])  # tau fixed: no scale
+        later = RenewableHuberRegressor().partial_fit(X[:8], y[:8])
+        later.partial_fit(X[8:10], y[8:10])  # a later small batch: the scale is a running one

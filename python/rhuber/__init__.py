@@ -14,6 +14,7 @@ from .errors import (
     DriftWarning,
     EngineNotAvailableError,
     IllConditionedWarning,
+    InterpolatedBatchWarning,
     NumericalError,
 )
 from .estimator import RenewableHuberRegressor
@@ -25,6 +26,7 @@ __all__ = [
     "DriftWarning",
     "EngineNotAvailableError",
     "IllConditionedWarning",
+    "InterpolatedBatchWarning",
     "NumericalError",
     "RenewableHuberRegressor",
     "__version__",

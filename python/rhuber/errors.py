@@ -29,6 +29,12 @@ class DriftWarning(UserWarning):
     the batch does not follow the model of the history (docs/drift.md)."""
 
 
+class InterpolatedBatchWarning(UserWarning):
+    """A stream's first batch had no more rows of positive weight than coefficients while τ
+    adapts to the residuals (``tau=None``): its fit passes through every row, so the residual
+    scale it estimates, and τ with it, is rounding rather than the noise's (docs/method.md)."""
+
+
 class IllConditionedWarning(UserWarning):
     """A batch's Newton system was ill-conditioned even after equilibration: digits of the
     estimate may be lost, or (svd rung) the estimate is not unique. Collinear or constant

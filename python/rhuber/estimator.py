@@ -37,7 +37,7 @@ from .engines import BACKENDS, make_engine, native_cpu_available, require_featur
 from .engines.dlpack import is_device_tensor
 from .engines.plans import Plan
 from .engines.predict import predict as _predict
-from .errors import CheckpointError, DriftWarning, IllConditionedWarning
+from .errors import CheckpointError, DriftWarning, IllConditionedWarning, InterpolatedBatchWarning
 from .profiling import _hooks as _prof
 from .profiling import profile
 from .tracing import Trace
@@ -342,6 +342,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 diagnostics.append(record)
             self._commit(state, backend, history=diagnostics)
         self._warn_about(diagnostics)
+        self._warn_if_interpolated(X[:rows], None if w is None else w[:rows])
         return self
 
     @_serialized
@@ -379,6 +380,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             self._commit(state, backend, history=[] if fitted is None else None,
                          appended=record)
         self._warn_about([record], first_batch=self.n_batches_)
+        if fitted is None:
+            self._warn_if_interpolated(X, w)
         return self
 
     def _step(self, state: State | None, X: Any, y: Any, w: Any, *,
@@ -1040,6 +1043,23 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         state = in_mode(state, self.factorization)
         self._commit(state, self._engine().name, history=[])
         self._loaded_params = dict(payload["params"])  # what the loaded batches ran with
+
+    def _warn_if_interpolated(self, X: Any, w: Any) -> None:
+        """An :class:`InterpolatedBatchWarning` where the stream's first batch ``X`` (weights
+        ``w``) had no more rows of positive weight than coefficients and τ adapts: the fit
+        interpolates them and the residual scale is rounding (scale_ ~1e-16 of y's, silently)."""
+        if self.tau is not None:
+            return
+        rows = X.shape[0] if w is None else int((w > 0).sum())
+        coefficients = X.shape[1] + int(bool(self.fit_intercept))
+        if rows <= coefficients:
+            warnings.warn(
+                f"batch 1 has {rows} row{'s' * (rows != 1)} of positive weight for "
+                f"{coefficients} coefficients: its fit passes through them, so the residual "
+                "scale it estimates is rounding, not the noise's; tau follows it, and which rows "
+                "count as inside tau is arbitrary. Start the stream with a batch of more rows "
+                "than coefficients, or fix tau.",
+                InterpolatedBatchWarning, stacklevel=3)
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
         """At most one warning of each kind per batch: not converged, ill-conditioned, drift
