@@ -31,8 +31,9 @@ class DriftWarning(UserWarning):
 
 class InterpolatedBatchWarning(UserWarning):
     """A stream's first batch had no more rows of positive weight than coefficients while τ
-    adapts to the residuals (``tau=None``): its fit passes through every row, so the residual
-    scale it estimates, and τ with it, is rounding rather than the noise's (docs/method.md)."""
+    adapts to the residuals (``tau=None``): its fit passes through every row, so its residuals
+    are zero up to rounding, and the scale and τ taken from them are not the noise's
+    (docs/method.md)."""
 
 
 class IllConditionedWarning(UserWarning):

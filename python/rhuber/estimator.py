@@ -1047,7 +1047,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _warn_if_interpolated(self, X: Any, w: Any) -> None:
         """An :class:`InterpolatedBatchWarning` where the stream's first batch ``X`` (weights
         ``w``) had no more rows of positive weight than coefficients and τ adapts: the fit
-        interpolates them and the residual scale is rounding (scale_ ~1e-16 of y's, silently)."""
+        interpolates them, and the residual scale is rounding (scale_ ~1e-16 of y's, where it
+        was reported silently) or, residuals exactly 0, the pilot's scale of y."""
         if self.tau is not None:
             return
         rows = X.shape[0] if w is None else int((w > 0).sum())
@@ -1055,10 +1056,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         if rows <= coefficients:
             warnings.warn(
                 f"batch 1 has {rows} row{'s' * (rows != 1)} of positive weight for "
-                f"{coefficients} coefficients: its fit passes through them, so the residual "
-                "scale it estimates is rounding, not the noise's; tau follows it, and which rows "
-                "count as inside tau is arbitrary. Start the stream with a batch of more rows "
-                "than coefficients, or fix tau.",
+                f"{coefficients} coefficients: its fit passes through them, so its residuals "
+                "are zero up to rounding and say nothing of the noise; the scale and tau taken "
+                "from them are not the noise's, and which rows count as inside tau is arbitrary. "
+                "Start the stream with a batch of more rows than coefficients, or fix tau.",
                 InterpolatedBatchWarning, stacklevel=3)
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
