@@ -1047,8 +1047,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     def _warn_if_interpolated(self, X: Any, w: Any) -> None:
         """An :class:`InterpolatedBatchWarning` where the stream's first batch ``X`` (weights
         ``w``) had no more rows of positive weight than coefficients and τ adapts: the fit
-        interpolates them, and the residual scale is rounding (scale_ ~1e-16 of y's, where it
-        was reported silently) or, residuals exactly 0, the pilot's scale of y."""
+        interpolates them, so the scale is rounding (~1e-16 of y's) or, residuals exactly 0,
+        the pilot's scale of y — either way not the noise's, and nothing else says so."""
         if self.tau is not None:
             return
         rows = X.shape[0] if w is None else int((w > 0).sum())

@@ -174,9 +174,9 @@ def _full_rank(R: np.ndarray) -> bool:
     diagonal: six inside rows of rank 4 stacked twice (d = 5, duplicated rows) left a diagonal
     ratio of 9e-15, above the cut of 1.1e-15, with trcon 3e-17 and σ_min/σ_max 7e-17 — the qr
     rung then steps along a null direction and the line search stalls, where the same rows
-    given weight 2 (four rows, a zero diagonal) take the svd rung. The estimate tests at the
-    level the svd rung cuts singular values (:func:`_pinv_parts`), so a factor it calls full
-    rank is one the svd rung would keep whole."""
+    given weight 2 (four rows, a zero diagonal) take the svd rung. The estimate is held to the
+    eps · d at which the svd rung cuts singular values (:func:`_pinv_parts`); trcon estimates
+    the 1-norm condition, within a factor of about d of the 2-norm's."""
     diagonal = np.diagonal(R)
     d = diagonal.size
     eps = float(np.finfo(R.dtype).eps)

@@ -348,14 +348,22 @@ def case_config(case: dict[str, Any]) -> Config:
 
 def replay_case(case: dict[str, Any], engine: Callable, config: Config | None = None,
                 to_device: Callable = lambda a: a) -> list[dict[str, Any]]:
-    """An engine's records for a case's recorded batches, laid out as the corpus's (state,
-    diagnostics, predictions at the probe), for :func:`compare_batch`. ``engine`` is called as
-    ``update`` is; ``config`` defaults to the case's; ``to_device`` moves each input array."""
-    config = case_config(case) if config is None else config
-    probe = np.asarray(case["probe"], dtype=case["dtype"])
-    v3, v4 = case["name"] in V3_CASES, case["name"] in V4_CASES
+    """An engine's records for a case's recorded batches (:func:`replay`); ``config`` defaults
+    to the case's."""
+    return replay(case_batches(case), np.asarray(case["probe"], dtype=case["dtype"]), engine,
+                  case_config(case) if config is None else config,
+                  v3=case["name"] in V3_CASES, v4=case["name"] in V4_CASES, to_device=to_device)
+
+
+def replay(batches: list[tuple[Any, Any, Any]], probe: np.ndarray, engine: Callable,
+           config: Config, *, v3: bool = True, v4: bool = True,
+           to_device: Callable = lambda a: a) -> list[dict[str, Any]]:
+    """An engine's records for ``batches`` ((X, y, w or None), ...) streamed from no state, laid
+    out as the corpus's (state, diagnostics, predictions at ``probe``), for
+    :func:`compare_batch`. ``engine`` is called as ``update`` is; ``v3``/``v4``: record those
+    contracts' fields; ``to_device`` moves each input array."""
     state, records = None, []
-    for batch in case_batches(case):
+    for batch in batches:
         inputs = (None if a is None else to_device(a) for a in batch)
         state, diag = engine(state, *inputs, config)
         records.append({"state": state_record(state, v3),
