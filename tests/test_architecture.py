@@ -63,7 +63,8 @@ NOT_IMPORTED = (
     "rhuber.tuner.online", "rhuber.tuner.local", "rhuber.tuner.store", "rhuber.tuner.hardware",
     "rhuber.tuner.probes", "rhuber.tuner.features", "rhuber.tuner.rule_search",
     "rhuber.tuner.labels", "rhuber.lab",
-    "rhuber.cli", "rhuber.dask", "rhuber.io", "rhuber._native.cuda", "librhuber_cpu",
+    "rhuber.cli", "rhuber.dask", "rhuber.io", "rhuber._native.cuda", "rhuber.engines.cuda",
+    "librhuber_cpu",
     "librh_cuda",
     "sqlite3", "pandas", "polars", "pyarrow", "dask", "distributed", "torch", "cupy",
     "safetensors", "threadpoolctl", "matplotlib", "tqdm",
@@ -79,6 +80,7 @@ LAZY_IMPORTS = {
     "tuner/rules.py": ("rhuber.tuner.hardware",),
     "estimator.py": ("rhuber.tuner.online",),
     "_native/__init__.py": ("rhuber._native.cuda",),
+    "engines/__init__.py": ("rhuber.engines.cuda",),
 }
 
 

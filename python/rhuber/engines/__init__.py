@@ -18,7 +18,6 @@ from ..core.types import CONTRACT_FEATURES
 from ..core.validation import validate_batch
 from ..errors import EngineNotAvailableError
 from ..profiling import _hooks as _prof
-from .cuda import CudaEngine
 
 BACKENDS = ("auto", "numpy", "native_cpu", "cuda")
 
@@ -263,4 +262,8 @@ def make_engine(backend: str, device: int | None = None, *, threads: int | None 
         return NativeCpuEngine(_native.load("native_cpu"), threads=threads or 0,
                                gram=gram or "incremental",
                                chunk_bytes=0 if chunk_kib is None else int(chunk_kib) * 1024)
+    # Imported here, not with rhuber: every script pays for the modules `import rhuber` loads,
+    # and the CUDA engine's binding (its dataclasses, ctypes structures) serves cuda only.
+    from .cuda import CudaEngine
+
     return CudaEngine(_native.load("cuda"), device=0 if device is None else int(device))
