@@ -43,7 +43,7 @@ struct Problem {
   std::vector<T> partials;
 
   explicit Problem(std::size_t d)
-      : features(d - 1), dim(d), chunk(rh::cpu::chunk_rows(d - 1, sizeof(T), rh::cpu::default_chunk_bytes)) {
+      : features(d - 1), dim(d), chunk(rh::cpu::chunk_rows(kRows, d - 1, sizeof(T), rh::cpu::default_chunk_bytes)) {
     std::mt19937_64 rng(17);
     std::normal_distribution<double> normal;
     std::uniform_real_distribution<double> uniform(0.5, 2.0);

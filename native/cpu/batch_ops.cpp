@@ -44,7 +44,7 @@ BatchOps<T>::BatchOps(Workspace<T>& workspace, ThreadPool& pool, const StateView
       own_score_(X.rows * (X.cols + 1) >= min_own_score_entries),
       gram_strategy_(gram),
       thin_gram_(gram::use_kernel<T>(dim_)),
-      chunk_(chunk_rows(X.cols, sizeof(T), chunk_bytes)),
+      chunk_(chunk_rows(X.rows, X.cols, sizeof(T), chunk_bytes)),
       diagonal_in_pass_(diagonal_in_pass),
       information64_(nullptr),
       effective_weight_(previous.effective_weight),

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "problems.hpp"
+#include "row_blocks.hpp"
 
 namespace {
 
@@ -161,6 +162,28 @@ TEST(EngineOptions, ChunkSizeChangesRoundingOnly) {
         run<float>({.threads = 2, .gram = GramStrategy::full, .chunk_bytes = bytes},
                    penalized(rh::L1Solver::lamm)),
         run<float>({.threads = 2}, penalized(rh::L1Solver::lamm)));
+  }
+}
+
+// A chunk never spans more rows than the batch has (the per-thread buffers are sized by it), and
+// at least 16 rows of a larger batch.
+TEST(EngineOptions, ChunkRowsNeverExceedTheBatch) {
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  EXPECT_EQ(rh::cpu::chunk_rows(4096, 16, sizeof(float), mib), 4096u);  // 15,420 by its bytes
+  EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 16, sizeof(float), mib), mib / (16 * sizeof(float)));
+  EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 100, sizeof(double), 1024), 16u);
+  EXPECT_EQ(rh::cpu::chunk_rows(5, 100, sizeof(double), 1024), 5u);
+  EXPECT_EQ(rh::cpu::chunk_rows(0, 3, sizeof(double), mib), 1u);
+}
+
+// Chunks larger than every batch (576 KiB of X here) are one chunk per block: the same bits.
+TEST(EngineOptions, ChunksLargerThanTheBatchGiveTheSameBits) {
+  const rh::Config config;
+  const auto one_mib = run<double>({.threads = 2, .chunk_bytes = std::size_t{1} << 20}, config);
+  const auto eight_mib = run<double>({.threads = 2, .chunk_bytes = std::size_t{8} << 20}, config);
+  for (std::size_t b = 0; b < one_mib.states.size(); ++b) {
+    EXPECT_EQ(eight_mib.states[b].coef, one_mib.states[b].coef) << "batch " << b + 1;
+    EXPECT_EQ(eight_mib.states[b].information, one_mib.states[b].information) << "batch " << b + 1;
   }
 }
 
