@@ -510,9 +510,11 @@ double BatchOps<T>::point_loss() {
     LaneSum sum;
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       RH_BRICK_SCOPE(prof_, EngineBrick::huber, hi - lo, 2 * (hi - lo) * sizeof(T), 8 * (hi - lo));
-      double* terms = thread_rows<LossTerms, double>(hi - lo);
-      loss_rows(residual + lo, weights_.data() + lo, hi - lo, static_cast<double>(tau_), terms);
-      sum.add(terms, lo, hi - lo);
+      double* terms = thread_rows<LossTerms, double>(slice_rows);
+      for_each_slice(lo, hi, [&](std::size_t a, std::size_t z) {
+        loss_rows(residual + a, weights_.data() + a, z - a, static_cast<double>(tau_), terms);
+        sum.add(terms, a, z - a);
+      });
     });
     ws_.point.loss_partials[b] = sum.total();
   });
@@ -699,10 +701,12 @@ void BatchOps<T>::add_loss_change(LaneSum& sum, std::size_t slot, std::size_t lo
                  12 * (hi - lo));
   // The terms first, vectorized (row_kernels.hpp); then their sum by rows' lanes, which fixes
   // the result bit for bit.
-  double* terms = thread_rows<LossTerms, double>(hi - lo);
-  loss_change_rows(ws_.point.residual.data() + lo, projection(slot) + lo, weights_.data() + lo,
-                   hi - lo, factor, static_cast<double>(tau_), terms);
-  sum.add(terms, lo, hi - lo);
+  double* terms = thread_rows<LossTerms, double>(slice_rows);
+  for_each_slice(lo, hi, [&](std::size_t a, std::size_t z) {
+    loss_change_rows(ws_.point.residual.data() + a, projection(slot) + a, weights_.data() + a,
+                     z - a, factor, static_cast<double>(tau_), terms);
+    sum.add(terms, a, z - a);
+  });
 }
 
 // dQ_smooth(s) for s = t * step (docs/numerics.md): per-row Huber differences without
@@ -982,18 +986,20 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
       {
         RH_BRICK_SCOPE(prof_, EngineBrick::info_update, hi - lo, 4 * (hi - lo) * sizeof(T),
                        16 * (hi - lo));
-        const std::size_t n = hi - lo;
-        double* terms = thread_rows<InferenceTerms, double>(3 * chunk_);
-        information_rows(residual + lo, weights + lo, newton_curvature + lo, n, tau,
-                         smoothed ? two_h : T{1}, smoothed, terms, terms + n, terms + 2 * n,
-                         smoothed ? band_added + lo : nullptr,
-                         smoothed ? band_removed + lo : nullptr,
-                         matrices ? outlier_weights + lo : nullptr,
-                         matrices ? score_sq_weights + lo : nullptr);
-        score_sq.add(terms, lo, n);
-        curvature.add(terms + n, lo, n);
-        curvature_sq.add(terms + 2 * n, lo, n);
-        weight.add(weights + lo, lo, n);
+        double* terms = thread_rows<InferenceTerms, double>(3 * slice_rows);
+        for_each_slice(lo, hi, [&](std::size_t a, std::size_t z) {
+          const std::size_t n = z - a;
+          information_rows(residual + a, weights + a, newton_curvature + a, n, tau,
+                           smoothed ? two_h : T{1}, smoothed, terms, terms + n, terms + 2 * n,
+                           smoothed ? band_added + a : nullptr,
+                           smoothed ? band_removed + a : nullptr,
+                           matrices ? outlier_weights + a : nullptr,
+                           matrices ? score_sq_weights + a : nullptr);
+          score_sq.add(terms, a, n);
+          curvature.add(terms + n, a, n);
+          curvature_sq.add(terms + 2 * n, a, n);
+        });
+        weight.add(weights + lo, lo, hi - lo);
       }
       if (smoothed) {
         add_gram_rows(grams[added], lo, hi, band_added, EngineBrick::info_update);
@@ -1066,15 +1072,15 @@ InferenceSums BatchOps<T>::point_sums() const {
   LaneSum score_sq;
   LaneSum curvature;
   LaneSum weight;
-  for (std::size_t lo = 0; lo < X_.rows; lo += chunk_) {
-    const std::size_t n = std::min(X_.rows, lo + chunk_) - lo;
-    double* terms = thread_rows<InferenceTerms, double>(3 * chunk_);
+  double* terms = thread_rows<InferenceTerms, double>(3 * slice_rows);
+  for_each_slice(0, X_.rows, [&](std::size_t lo, std::size_t hi) {
+    const std::size_t n = hi - lo;
     information_rows<T>(residual + lo, weights_.data() + lo, residual + lo, n, tau_, T{1}, false,
                         terms, terms + n, terms + 2 * n, nullptr, nullptr, nullptr, nullptr);
     score_sq.add(terms, lo, n);
     curvature.add(terms + n, lo, n);
     weight.add(weights_.data() + lo, lo, n);
-  }
+  });
   return {.score_sq_sum = score_sq.total(),
           .curvature_sum = curvature.total(),
           .inference_weight = weight.total(),

@@ -416,7 +416,7 @@ class BatchOps {
   // so both give the same bits.
   struct BlockGram {
     T* scaled;            // the SYRK's staging
-    std::size_t* rows;    // the kernel's row list (one chunk long)
+    std::size_t* rows;    // the kernel's row list (one slice long: slice_rows)
     T* partial;
     std::size_t used = 0;    // rows of the block with non-zero curvature
     std::size_t staged = 0;  // of those, scaled and not yet multiplied

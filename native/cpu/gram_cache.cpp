@@ -61,7 +61,7 @@ typename BatchOps<T>::BlockGram BatchOps<T>::block_gram_into(T* partial,
   // formed in one pass (the information pass) stage in buffers of their own (slot).
   if (thin_gram_) {
     thread_local std::vector<std::size_t> rows;
-    if (rows.size() < chunk_) rows.resize(chunk_);
+    if (rows.size() < slice_rows) rows.resize(slice_rows);
     std::fill_n(partial, dim_ * dim_, T{0});  // the kernel adds to it
     return {.scaled = nullptr, .rows = rows.data(), .partial = partial};
   }
@@ -80,18 +80,20 @@ template <std::floating_point T>
 void BatchOps<T>::add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi,
                                 const T* curvature, EngineBrick brick) const {
   if (thin_gram_) {
-    // The same rule with the thin kernel: the chunk's rows of non-zero curvature, listed, then
-    // added by the kernel straight from X (weights in registers, one pass over the chunk).
-    std::size_t count = 0;
-    for (std::size_t i = lo; i < hi; ++i) {
-      gram.rows[count] = i;  // listed always, kept by the count: no branch on random rows
-      count += curvature[i] != T{0};
-    }
-    RH_BRICK_SCOPE(prof_, brick, count, count * (features_ + 1) * sizeof(T),
-                   count * dim_ * (dim_ + 1));
-    gram::accumulate_lower(X_.data, features_, intercept_, curvature, gram.rows, count,
-                           gram.partial);
-    gram.used += count;
+    // The same rule with the thin kernel: a slice's rows of non-zero curvature, listed, then
+    // added by the kernel straight from X (weights in registers; the chunk is in cache).
+    for_each_slice(lo, hi, [&](std::size_t a, std::size_t z) {
+      std::size_t count = 0;
+      for (std::size_t i = a; i < z; ++i) {
+        gram.rows[count] = i;  // listed always, kept by the count: no branch on random rows
+        count += curvature[i] != T{0};
+      }
+      RH_BRICK_SCOPE(prof_, brick, count, count * (features_ + 1) * sizeof(T),
+                     count * dim_ * (dim_ + 1));
+      gram::accumulate_lower(X_.data, features_, intercept_, curvature, gram.rows, count,
+                             gram.partial);
+      gram.used += count;
+    });
     return;
   }
   const std::size_t stage = gram_stage_rows();

@@ -7,6 +7,7 @@
 #include <rh/cpu/engine.hpp>
 #include <rh/error.hpp>
 #include <string>
+#include <utility>
 
 #include "problems.hpp"
 #include "row_blocks.hpp"
@@ -174,6 +175,21 @@ TEST(EngineOptions, ChunkRowsNeverExceedTheBatch) {
   EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 100, sizeof(double), 1024), 16u);
   EXPECT_EQ(rh::cpu::chunk_rows(5, 100, sizeof(double), 1024), 5u);
   EXPECT_EQ(rh::cpu::chunk_rows(0, 3, sizeof(double), mib), 1u);
+}
+
+// Slices cover a chunk's rows in order, none longer than slice_rows.
+TEST(EngineOptions, SlicesCoverTheRowsInOrder) {
+  for (const auto& [lo, hi] : {std::pair<std::size_t, std::size_t>{0, 0}, {5, 6}, {0, 1024},
+                               {3, 1028}, {100, 4196}}) {
+    std::size_t next = lo;
+    rh::cpu::for_each_slice(lo, hi, [&](std::size_t a, std::size_t z) {
+      EXPECT_EQ(a, next);
+      EXPECT_LT(a, z);
+      EXPECT_LE(z - a, rh::cpu::slice_rows);
+      next = z;
+    });
+    EXPECT_EQ(next, hi);
+  }
 }
 
 // Chunks larger than every batch (576 KiB of X here) are one chunk per block: the same bits.
