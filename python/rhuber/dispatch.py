@@ -390,6 +390,21 @@ def rule_default(rule: rules.Rule, w: Workload, candidates: Container[Plan],
     return plan if plan in candidates else engine_default(fixed_threads, fixed_solver or "lamm")
 
 
+def after_stalled_lamm(est: Any, session: Session | None, converged: bool,
+                       iterations: int) -> Session | None:
+    """The session to solve a batch again with, where LAMM ran out of iterations on a plan that
+    auto chose (:meth:`Session.lamm_stalled`); None where the batch converged or the solver is
+    not auto's to change: a plan or l1_solver set on the estimator, ``RH_PLAN``, another backend."""
+    if (converged or session is None or est.backend != "auto" or est.plan is not None
+            or est.l1_solver != "lamm" or not penalized(est)):
+        return None
+    plan = session.plan
+    if (plan is None or plan.backend != "native_cpu" or plan.l1_solver != "lamm"
+            or session.reason == reasons.PINNED_ENV):
+        return None
+    return session.lamm_stalled(iterations)
+
+
 def observe(est: Any, session: Session, X: Any, y: Any, seconds: float) -> Session:
     """The session after the batch ``X``, ``y`` took ``seconds`` on the plan that ran (from
     which a session that asks the advisor with its regime unread reads it)."""

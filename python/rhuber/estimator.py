@@ -398,7 +398,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                              f"{engine.name} engine does not implement yet; use "
                              "backend='numpy' or 'native_cpu'")
         kept, dropped = _without_zero_weights(X, y, w)
+        before = state
         state, diag = self._update(engine, state, *kept, config)
+        if not diag.converged:
+            stalled = dispatch.after_stalled_lamm(self, self.__dict__.get("_session"),
+                                                  diag.converged, diag.n_iter)
+            if stalled is not None:  # auto's LAMM ran out of iterations: proximal Newton
+                self._session = stalled
+                plan = self._plan()
+                engine, config = self._engine(plan), self._config(plan)
+                state, diag = self._update(engine, before, *kept, config)
         if dropped:
             state = dataclasses.replace(state,
                                         n_samples_seen=state.n_samples_seen + dropped)
@@ -1075,10 +1084,15 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 warnings.warn(ill_conditioning_message(k, diag, dtype, self.factorization),
                               IllConditionedWarning, stacklevel=3)
             if not diag["converged"]:
+                lamm = diag["solver"] == "lamm" and diag["lambda"] > 0
                 warnings.warn(
                     f"batch {k} did not converge within max_iter={self.max_iter} iterations "
                     f"(objective {diag['objective']:.6g}); the last iterate was kept. Increase "
-                    "max_iter or tol.",
+                    "max_iter or tol" + (
+                        ", or solve it with l1_solver='prox_newton' (backend='native_cpu'): "
+                        "LAMM's rate follows the design's conditioning, and columns of very "
+                        "different scales or far from centred can need many times max_iter "
+                        "(backend='auto' switches by itself)" if lamm else "") + ".",
                     ConvergenceWarning,
                     stacklevel=3,
                 )

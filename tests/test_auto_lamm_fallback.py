@@ -1,0 +1,97 @@
+"""backend="auto" never leaves a penalized batch unconverged because it chose LAMM.
+
+LAMM (the contract's L1 solver) is first-order: its rate follows the design's conditioning, and
+raw columns of very different scales and far from centred (real data that nobody standardized)
+can need many times max_iter. Where auto's plan ran LAMM and the batch did not converge, the
+batch is solved again with proximal Newton on the same plan from the same state, and the stream
+keeps proximal Newton (``plan_.reason``). A solver the user set is never changed.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from rhuber import RenewableHuberRegressor
+from rhuber.dispatch import workload
+from rhuber.engines import native_cpu_available
+from rhuber.engines.plans import machine_cores
+from rhuber.tuner import reasons, rules
+
+pytestmark = pytest.mark.skipif(not native_cpu_available(),
+                                reason="the native_cpu engine is not built (make native)")
+
+ROWS, FEATURES = 40_000, 10  # 3.2 MB of float64: above the shipped rule's proximal Newton cut
+
+
+def ill_scaled_batch(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns with scales 1 … 316 and means twice their scales."""
+    rng = np.random.default_rng(seed)
+    scales = np.logspace(0, 2.5, FEATURES)
+    X = rng.standard_normal((ROWS, FEATURES)) * scales + 2 * scales
+    y = X @ (np.linspace(-1, 1, FEATURES) / scales) + rng.standard_t(3, ROWS)
+    return X, y
+
+
+def fit(est: RenewableHuberRegressor, batches: list) -> tuple[RenewableHuberRegressor, list]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for X, y in batches:
+            est.partial_fit(X, y)
+    return est, [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
+SETTINGS = dict(alpha=0.01, max_iter=60)
+
+
+def test_the_rule_runs_lamm_at_this_size():
+    # The premise of the tests below: a rule that ran proximal Newton here would never stall.
+    est = RenewableHuberRegressor(**SETTINGS)
+    X, y = ill_scaled_batch(0)
+    plan = rules.current_rule().plan(workload(est, X, y), machine_cores())
+    assert plan.l1_solver == "lamm", plan.id
+
+
+def test_a_stalled_lamm_batch_is_solved_again_with_proximal_newton():
+    batches = [ill_scaled_batch(0), ill_scaled_batch(1)]
+    auto, caught = fit(RenewableHuberRegressor(**SETTINGS), batches[:1])
+    assert caught == []
+    report = auto.plan_
+    assert report.reason == reasons.LAMM_STALLED
+    assert report.plan.endswith("l1=prox_newton"), report.plan
+    assert "did not converge within" in report.detail
+    assert auto.diagnostics_[-1]["converged"]
+    # The same numbers as the plan pinned from the stream's start, batch after batch.
+    pinned, _ = fit(RenewableHuberRegressor(**SETTINGS, plan=report.plan), batches[:1])
+    np.testing.assert_array_equal(auto.coef_, pinned.coef_)
+    np.testing.assert_array_equal(auto.information_, pinned.information_)
+    auto, caught = fit(auto, batches[1:])
+    pinned, _ = fit(pinned, batches[1:])
+    assert caught == [] and auto.plan_.plan == report.plan
+    np.testing.assert_array_equal(auto.coef_, pinned.coef_)
+    assert auto.diagnostics_[-1]["converged"]
+
+
+@pytest.mark.parametrize(("settings", "reason"), [
+    (dict(backend="native_cpu"), reasons.USER_BACKEND),
+    (dict(plan="native_cpu/t1/l1=lamm"), reasons.PINNED),
+])
+def test_lamm_as_the_user_set_it_is_kept_and_warns(settings, reason):
+    est, caught = fit(RenewableHuberRegressor(**SETTINGS, **settings), [ill_scaled_batch(0)])
+    assert len(caught) == 1
+    assert not est.diagnostics_[-1]["converged"]
+    assert est.plan_.reason == reason
+    assert "prox_newton" not in str(est.plan_.plan)
+
+
+def test_a_converging_lamm_batch_keeps_the_rules_plan():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((ROWS, FEATURES))
+    y = X @ np.linspace(-1, 1, FEATURES) + rng.standard_t(3, ROWS)
+    est, caught = fit(RenewableHuberRegressor(alpha=0.01), [(X, y)])
+    assert caught == [] and est.diagnostics_[-1]["converged"]
+    assert est.plan_.reason == reasons.RULE_FIRST
+    assert est.plan_.plan.endswith("l1=lamm")
