@@ -82,6 +82,7 @@ def test_a_stalled_lamm_batch_is_solved_again_with_proximal_newton():
 def test_lamm_as_the_user_set_it_is_kept_and_warns(settings, reason):
     est, caught = fit(RenewableHuberRegressor(**SETTINGS, **settings), [ill_scaled_batch(0)])
     assert len(caught) == 1
+    assert "l1_solver='prox_newton'" in str(caught[0].message)  # what to do about it
     assert not est.diagnostics_[-1]["converged"]
     assert est.plan_.reason == reason
     assert "prox_newton" not in str(est.plan_.plan)
@@ -95,3 +96,9 @@ def test_a_converging_lamm_batch_keeps_the_rules_plan():
     assert caught == [] and est.diagnostics_[-1]["converged"]
     assert est.plan_.reason == reasons.RULE_FIRST
     assert est.plan_.plan.endswith("l1=lamm")
+
+
+def test_proximal_newton_out_of_iterations_warns_without_naming_itself():
+    _, caught = fit(RenewableHuberRegressor(alpha=0.01, max_iter=2, backend="native_cpu",
+                                            l1_solver="prox_newton"), [ill_scaled_batch(0)])
+    assert len(caught) == 1 and "prox_newton" not in str(caught[0].message)

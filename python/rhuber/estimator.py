@@ -1084,7 +1084,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 warnings.warn(ill_conditioning_message(k, diag, dtype, self.factorization),
                               IllConditionedWarning, stacklevel=3)
             if not diag["converged"]:
-                lamm = diag["solver"] == "lamm" and diag["lambda"] > 0
+                lamm = diag["lambda"] > 0 and self._config().l1_solver == "lamm"
                 warnings.warn(
                     f"batch {k} did not converge within max_iter={self.max_iter} iterations "
                     f"(objective {diag['objective']:.6g}); the last iterate was kept. Increase "
