@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from rhuber import RenewableHuberRegressor
+from rhuber import RenewableHuberRegressor, dispatch
 from rhuber.dispatch import workload
 from rhuber.engines import native_cpu_available
 from rhuber.engines.plans import machine_cores
@@ -45,6 +45,14 @@ def fit(est: RenewableHuberRegressor, batches: list) -> tuple[RenewableHuberRegr
 
 
 SETTINGS = dict(alpha=0.01, max_iter=60)
+
+
+@pytest.fixture(autouse=True)
+def _no_stall_remembered():
+    """Each test starts as a fresh process would: no stream has stalled in it yet."""
+    dispatch._LAMM_STALLED.clear()
+    yield
+    dispatch._LAMM_STALLED.clear()
 
 
 def test_the_rule_runs_lamm_at_this_size():
@@ -102,3 +110,17 @@ def test_proximal_newton_out_of_iterations_warns_without_naming_itself():
     _, caught = fit(RenewableHuberRegressor(alpha=0.01, max_iter=2, backend="native_cpu",
                                             l1_solver="prox_newton"), [ill_scaled_batch(0)])
     assert len(caught) == 1 and "prox_newton" not in str(caught[0].message)
+
+
+def test_later_streams_of_the_same_columns_start_on_proximal_newton():
+    fit(RenewableHuberRegressor(**SETTINGS), [ill_scaled_batch(0)])
+    later, caught = fit(RenewableHuberRegressor(**SETTINGS), [ill_scaled_batch(1)])
+    assert caught == [] and later.diagnostics_[-1]["converged"]
+    assert later.plan_.reason == reasons.LAMM_STALLED
+    assert "an earlier stream" in later.plan_.detail
+    # Other columns, and a solver the user set, are left alone.
+    X, y = ill_scaled_batch(1)
+    other, caught = fit(RenewableHuberRegressor(**SETTINGS), [(X[:, 1:], y)])
+    assert other.plan_.detail != later.plan_.detail
+    user, caught = fit(RenewableHuberRegressor(**SETTINGS, backend="native_cpu"), [(X, y)])
+    assert len(caught) == 1 and user.plan_.reason == reasons.USER_BACKEND

@@ -207,6 +207,14 @@ def start(est: Any, X: Any, batches: int | None = None, y: Any = None) -> Sessio
     if est.backend != "auto":
         return Session(est.backend, reasons.USER_BACKEND, f"backend={est.backend!r}")
     advisor = current.available()  # never loaded here: a stream's first batch does not wait
+    session = _auto_session(est, X, batches, y, advisor)
+    if _LAMM_STALLED and _stall_key(est, X) in _LAMM_STALLED and _may_leave_lamm(est, session):
+        return session.lamm_stalled(None)
+    return session
+
+
+def _auto_session(est: Any, X: Any, batches: int | None, y: Any, advisor: Any) -> Session:
+    """:func:`start`'s session for an auto stream, remembered per workload and settings."""
     key = _start_key(est, X, y, batches, advisor)
     known = _ANSWERS.get(key) if key is not None else None
     if isinstance(known, _ByRegime):  # the session depends on the regime only: read it
@@ -390,19 +398,38 @@ def rule_default(rule: rules.Rule, w: Workload, candidates: Container[Plan],
     return plan if plan in candidates else engine_default(fixed_threads, fixed_solver or "lamm")
 
 
-def after_stalled_lamm(est: Any, session: Session | None, converged: bool,
+def after_stalled_lamm(est: Any, session: Session | None, X: Any, converged: bool,
                        iterations: int) -> Session | None:
-    """The session to solve a batch again with, where LAMM ran out of iterations on a plan that
-    auto chose (:meth:`Session.lamm_stalled`); None where the batch converged or the solver is
-    not auto's to change: a plan or l1_solver set on the estimator, ``RH_PLAN``, another backend."""
-    if (converged or session is None or est.backend != "auto" or est.plan is not None
-            or est.l1_solver != "lamm" or not penalized(est)):
+    """The session to solve the batch ``X`` again with, where LAMM ran out of iterations on a
+    plan that auto chose (:meth:`Session.lamm_stalled`); None where the batch converged or the
+    solver is not auto's to change: a plan or l1_solver set on the estimator, ``RH_PLAN``,
+    another backend. Later streams of the same columns in this process then start on proximal
+    Newton (:func:`start`): a cross-validation's fits would otherwise each pay LAMM's
+    iterations again."""
+    if converged or not _may_leave_lamm(est, session):
         return None
-    plan = session.plan
-    if (plan is None or plan.backend != "native_cpu" or plan.l1_solver != "lamm"
-            or session.reason == reasons.PINNED_ENV):
-        return None
+    _LAMM_STALLED.add(_stall_key(est, X))
     return session.lamm_stalled(iterations)
+
+
+def _may_leave_lamm(est: Any, session: Session | None) -> bool:
+    """Whether ``session`` runs LAMM on a plan that auto chose for a penalized stream."""
+    if (session is None or est.backend != "auto" or est.plan is not None
+            or est.l1_solver != "lamm" or not penalized(est)):
+        return False
+    plan = session.plan
+    return (plan is not None and plan.backend == "native_cpu" and plan.l1_solver == "lamm"
+            and session.reason != reasons.PINNED_ENV)
+
+
+def _stall_key(est: Any, X: Any) -> tuple[Any, ...]:
+    """The streams that LAMM's stall on one stream is taken to say something of: the same
+    columns (count and dtype) and intercept, whatever the batch size."""
+    return (int(X.shape[1]), X.dtype, bool(est.fit_intercept))
+
+
+#: :func:`_stall_key` of the streams whose LAMM ran out of iterations in this process.
+_LAMM_STALLED: set[tuple[Any, ...]] = set()
 
 
 def observe(est: Any, session: Session, X: Any, y: Any, seconds: float) -> Session:

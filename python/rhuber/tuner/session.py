@@ -224,20 +224,22 @@ class Session:
         return cls(winner.id, TRIED, detail, winner, predicted.get(winner), advice.model_id,
                    advice, settled=True, **kwargs)
 
-    def lamm_stalled(self, iterations: int) -> Session:
-        """The session once a penalized batch ran out of iterations with LAMM on this session's
-        plan: the same plan with proximal Newton, from that batch (re-solved) to the end of the
-        stream, settled. LAMM is a first-order method whose rate follows the design's
-        conditioning (raw columns of very different scales or far from centred can need many
-        times max_iter); proximal Newton solves the same problem in Newton-like iterations
-        whatever the scales (docs/tuner.md, "When LAMM does not converge")."""
+    def lamm_stalled(self, iterations: int | None) -> Session:
+        """The session once a penalized batch ran out of ``iterations`` with LAMM on this
+        session's plan (None: a batch of an earlier stream of the same columns did): the same
+        plan with proximal Newton, from that batch (re-solved) to the end of the stream,
+        settled. LAMM is a first-order method whose rate follows the design's conditioning (raw
+        columns of very different scales or far from centred can need many times max_iter);
+        proximal Newton solves the same problem in Newton-like iterations whatever the scales
+        (docs/tuner.md, "When LAMM does not converge")."""
         assert self.plan is not None
         plan = replace(self.plan, l1_solver="prox_newton")
-        return Session(plan.id, LAMM_STALLED,
-                       f"{self.display} did not converge within {iterations} LAMM iterations; "
-                       "that batch was solved again with proximal Newton, which runs the rest of "
-                       "the stream", plan, settled=True, ran=self.ran, rates=self.rates,
-                       length=self.length)
+        detail = ("an earlier stream of these columns did not converge with LAMM in this "
+                  "process; proximal Newton runs this one" if iterations is None else
+                  f"{self.display} did not converge within {iterations} LAMM iterations; that "
+                  "batch was solved again with proximal Newton, which runs the rest of the stream")
+        return Session(plan.id, LAMM_STALLED, detail, plan, settled=True, ran=self.ran,
+                       rates=self.rates, length=self.length)
 
     def _evolve(self, **changes: Any) -> Session:
         """``replace(self, **changes)`` without re-running the constructor: a stream on the
