@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         row = measure(workload, args.batches, args.repetitions, args.seed)
         rows.append(row)
         print(f"[{k}/{len(chosen)} {time.perf_counter() - began:5.0f}s] {workload.id:36s} "
-              f"auto {row['auto_plan']:50s} regret {row['regret']:.3f} vs rule "
+              f"auto {row['auto_plan']:50s} regret {row['regret']:.3f} (crossfit "
+              f"{row['regret_crossfit']:.3f}, control {row['control_vs_rule']:.3f}) vs rule "
               f"{row['vs_rule']:.3f} first {row['first_stream_regret']:.3f} "
               f"({row['first_stream_reason']})", file=sys.stderr, flush=True)
     summary = summarize(rows)
