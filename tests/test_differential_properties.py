@@ -26,7 +26,7 @@ from rhuber.lab.golden import compare_batch, replay
 
 
 def _stream(seed: int):
-    """A random config and stream from ``seed``; None where the config is not a valid one."""
+    """A random config, stream, probe rows and dtype from ``seed``."""
     r = np.random.default_rng(seed)
     dtype = np.dtype(r.choice(["float64", "float32"], p=[0.7, 0.3]))
     n, p = int(r.integers(5, 200)), int(r.integers(1, 9))

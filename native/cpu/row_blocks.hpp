@@ -31,10 +31,12 @@ class RowBlocks {
 // L2 of the reference machine (128 KiB ran as fast and 512 KiB 10 % slower; larger chunks also
 // mean fewer profiler scopes), at least 16 rows. Like the blocks it depends on the shape and the
 // option only, so summation orders, and results, do not depend on threads or timing.
-// Never more than the batch's rows: the per-thread buffers a pass uses (thread_rows.hpp) are
-// sized by the chunk, and a 1 MiB chunk over a 4,096 x 16 float32 batch sized them for 15,420
-// rows, zero-filled fresh pages that a fresh process paid on its first batches (~70-90 us of a
-// ~1 ms first solve). A chunk that covers the batch is one chunk either way: the same results.
+// Never more than the batch's rows: the per-thread buffers sized by the chunk (w psi of a pass,
+// the Gram's staging; thread_rows.hpp) were sized for 15,420 rows by a 1 MiB chunk over a
+// 4,096 x 16 float32 batch, zero-filled fresh pages that a fresh process paid on its first
+// batches (with the per-row terms, then chunk-sized too: 68-104 us of a 1.0-1.3 ms cold first
+// solve).
+// A chunk that covers the batch is one chunk either way: the same results.
 inline std::size_t chunk_rows(std::size_t rows, std::size_t features, std::size_t element_bytes,
                               std::size_t chunk_bytes) {
   const std::size_t by_bytes =

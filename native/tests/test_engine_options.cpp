@@ -192,7 +192,7 @@ TEST(EngineOptions, SlicesCoverTheRowsInOrder) {
   }
 }
 
-// Chunks larger than every batch (576 KiB of X here) are one chunk per block: the same bits.
+// Chunks larger than every batch (492 KiB of X here) are one chunk per block: the same bits.
 TEST(EngineOptions, ChunksLargerThanTheBatchGiveTheSameBits) {
   const rh::Config config;
   const auto one_mib = run<double>({.threads = 2, .chunk_bytes = std::size_t{1} << 20}, config);

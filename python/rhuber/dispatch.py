@@ -398,15 +398,15 @@ def rule_default(rule: rules.Rule, w: Workload, candidates: Container[Plan],
     return plan if plan in candidates else engine_default(fixed_threads, fixed_solver or "lamm")
 
 
-def after_stalled_lamm(est: Any, session: Session | None, X: Any, converged: bool,
+def after_stalled_lamm(est: Any, session: Session | None, X: Any,
                        iterations: int) -> Session | None:
-    """The session to solve the batch ``X`` again with, where LAMM ran out of iterations on a
-    plan that auto chose (:meth:`Session.lamm_stalled`); None where the batch converged or the
-    solver is not auto's to change: a plan or l1_solver set on the estimator, ``RH_PLAN``,
-    another backend. Later streams of the same columns in this process then start on proximal
-    Newton (:func:`start`): a cross-validation's fits would otherwise each pay LAMM's
-    iterations again."""
-    if converged or not _may_leave_lamm(est, session):
+    """The session to solve the batch ``X`` again with, which did not converge within
+    ``iterations``, where LAMM ran on a plan that auto chose (:meth:`Session.lamm_stalled`); None
+    where the solver is not auto's to change: a plan or l1_solver set on the estimator,
+    ``RH_PLAN``, another backend. Later streams of the same columns in this process then start
+    on proximal Newton (:func:`start`): a cross-validation's fits would otherwise each pay
+    LAMM's iterations again."""
+    if not _may_leave_lamm(est, session):
         return None
     _LAMM_STALLED.add(_stall_key(est, X))
     return session.lamm_stalled(iterations)

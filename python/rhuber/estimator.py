@@ -402,7 +402,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         state, diag = self._update(engine, state, *kept, config)
         if not diag.converged:
             stalled = dispatch.after_stalled_lamm(self, self.__dict__.get("_session"), X,
-                                                  diag.converged, diag.n_iter)
+                                                  diag.n_iter)
             if stalled is not None:  # auto's LAMM ran out of iterations: proximal Newton
                 self._session = stalled
                 plan = self._plan()
