@@ -158,6 +158,95 @@ def test_a_plan_that_fails_is_stored_as_failed_with_its_error(tmp_path, monkeypa
     assert m.status == "failed" and "no such engine here" in m.error
 
 
+
+TWINS = [Plan("native_cpu", threads=1, chunk_kib=64), Plan("native_cpu", threads=1, chunk_kib=256)]
+
+
+def test_a_workloads_plans_are_timed_in_shuffled_rounds_and_returned_in_their_order(monkeypatch):
+    calls = []
+    monkeypatch.setattr(collecting, "_timed_run", lambda w, plan, b: calls.append(plan.id) or 1.0)
+    plans = [Plan("native_cpu", threads=1, chunk_kib=k) for k in (64, 256, 1024)]
+    quality = replace(QUICK, warmup=1, runs=5)
+    taken = collecting.measure_interleaved(TINY[0], plans, "test-hw", quality,
+                                           batches=[(0, [0] * 64)])
+    assert [m.plan_id for m in taken] == [p.id for p in plans]
+    rounds = [calls[k:k + 3] for k in range(0, len(calls), 3)]
+    assert len(rounds) == 6 and all(sorted(r) == sorted(p.id for p in plans) for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # the order is shuffled between rounds
+    assert all(len(m.runs_s) == 5 for m in taken)  # the warm-up round is not kept
+
+
+def test_a_drift_during_a_workload_falls_on_its_plans_alike(monkeypatch):
+    """The machine runs at half speed for the second half of the workload's runs. Two plans
+    that run the same computation come out level when interleaved; measured one after the
+    other, the second one would take twice the first's time."""
+    clock = iter(range(10**6))
+    monkeypatch.setattr(collecting, "_timed_run",
+                        lambda w, plan, b: 1.0 if next(clock) < 8 else 2.0)
+    quality = replace(QUICK, warmup=1, runs=7)
+    a, b = collecting.measure_interleaved(TINY[0], TWINS, "test-hw", quality,
+                                          batches=[(0, [0] * 64)])
+    assert a.median_s == b.median_s == 2.0
+    clock = iter(range(10**6))
+    apart = [collecting.measure(TINY[0], p, "test-hw", quality, batches=[(0, [0] * 64)])
+             for p in TWINS]
+    assert apart[1].median_s / apart[0].median_s == 2.0
+
+
+def test_only_the_plans_still_noisy_are_timed_again(monkeypatch):
+    noisy = iter([1.0, 5.0] * 10)
+    monkeypatch.setattr(collecting, "_timed_run", lambda w, plan, b: next(noisy)
+                        if plan.id == TWINS[1].id else 1.0)
+    quality = collecting.Quality(warmup=0, runs=3, max_cv=0.15, max_remeasure=2, profile=False)
+    steady, shaky = collecting.measure_interleaved(TINY[0], TWINS, "test-hw", quality,
+                                                   batches=[(0, [0] * 64)])
+    assert (steady.status, steady.remeasured, len(steady.runs_s)) == ("ok", 0, 3)
+    assert (shaky.status, shaky.remeasured, len(shaky.runs_s)) == ("unstable", 2, 9)
+
+
+def test_a_plan_that_fails_leaves_the_rounds_and_the_others_are_measured(monkeypatch):
+    def run(w, plan, b):
+        if plan.id == TWINS[0].id:
+            raise RuntimeError("no such engine here")
+        return 1.0
+
+    monkeypatch.setattr(collecting, "_timed_run", run)
+    broken, fine = collecting.measure_interleaved(TINY[0], TWINS, "test-hw",
+                                                  replace(QUICK, warmup=1),
+                                                  batches=[(0, [0] * 64)])
+    assert broken.status == "failed" and "no such engine here" in broken.error
+    assert (fine.status, len(fine.runs_s)) == ("ok", 3)
+
+
+def test_a_workload_whose_warm_up_round_would_overrun_the_deadline_is_not_taken(monkeypatch):
+    monkeypatch.setattr(collecting, "_timed_run", lambda w, plan, b: 0.5)
+    quality = replace(QUICK, warmup=1)
+    soon = time.perf_counter() + 3.0  # one plan's 3 runs fit, two plans' 6 do not
+    assert collecting.measure_interleaved(TINY[0], TWINS, "test-hw", quality,
+                                          batches=[(0, [0] * 64)], deadline=soon) is None
+    assert collecting.measure_interleaved(TINY[0], TWINS[:1], "test-hw", quality,
+                                          batches=[(0, [0] * 64)], deadline=soon) is not None
+
+
+def test_collect_measures_each_workloads_plans_together_one_backend_at_a_time(tmp_path,
+                                                                              monkeypatch):
+    groups = []
+    real = collecting.measure_interleaved
+
+    def spy(w, plans, *args, **kwargs):
+        groups.append((w.id, [p.id for p in plans]))
+        return real(w, plans, *args, **kwargs)
+
+    monkeypatch.setattr(collecting, "measure_interleaved", spy)
+    monkeypatch.setattr(collecting, "_timed_run", lambda w, plan, b: 0.001)
+    plans = [Plan("numpy"), *TWINS]
+    with Store(tmp_path / "m.sqlite") as store:
+        collecting.collect(store, HARDWARE, TINY, plans=lambda w, h: plans, quality=QUICK,
+                           progress=False, shuffle_seed=None)
+        assert len(list(store.measurements())) == 6
+    assert groups == [(w.id, ids) for w in TINY
+                      for ids in ([plans[0].id], [p.id for p in TWINS])]
+
 KILLED_COLLECTION = textwrap.dedent("""
     import sys
     from types import SimpleNamespace
@@ -201,9 +290,9 @@ def test_a_collection_killed_with_sigkill_resumes_with_whole_rows(tmp_path):
 
 def test_workloads_are_measured_in_a_seeded_shuffled_order(tmp_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(collecting, "measure",
-                        lambda w, p, h, q, b: seen.append(w.rows) or measurement(
-                            workload=w.id, plan=p.id))
+    monkeypatch.setattr(collecting, "measure_interleaved",
+                        lambda w, plans, h, q, b: seen.append(w.rows) or [measurement(
+                            workload=w.id, plan=p.id) for p in plans])
     monkeypatch.setattr(collecting, "workload_batches", lambda w, n: None)
     grid = [Workload(rows=64 + k, features=2) for k in range(12)]
     for seed in (0, 0, 1):

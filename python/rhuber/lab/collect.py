@@ -1,7 +1,8 @@
 """Measuring workloads × plans into the store, by the seed's quality rules (§5.3).
 
 A run streams ``batches_per_run`` batches of the workload through a fresh
-``RenewableHuberRegressor(plan=...)`` — what users run — timing the ``partial_fit`` calls. Per
+``RenewableHuberRegressor(plan=...)`` — what users run — timing the ``partial_fit`` calls. A
+workload's plans are measured together, their runs interleaved round by round. Per
 (workload, plan): ``warmup`` untimed runs, then ``runs`` timed ones; runs beyond 3σ of the mean
 are rejected (and counted); while the coefficient of variation of the rest is at least ``max_cv``
 another round of ``runs`` is timed, at most ``max_remeasure`` times, after which the measurement
@@ -184,40 +185,116 @@ def measure(workload: Workload, plan: Plan, hardware_id: str, quality: Quality =
     """One stored measurement of ``plan`` on ``workload``; never raises for the plan's own
     failure (it is stored as ``failed``). With a ``deadline`` (``time.perf_counter()``
     seconds), None when the timed warm-up run shows the measurement's runs would end past it."""
+    taken = measure_interleaved(workload, [plan], hardware_id, quality, batches,
+                                deadline=deadline)
+    return None if taken is None else taken[0]
+
+
+def measure_interleaved(workload: Workload, plans: Sequence[Plan], hardware_id: str,
+                        quality: Quality = Quality(),
+                        batches: list[tuple[Any, Any]] | None = None, *,
+                        deadline: float | None = None, seed: int = 0
+                        ) -> list[Measurement] | None:
+    """One stored measurement of each of ``plans`` on ``workload`` (in their order), their runs
+    interleaved: every round times each plan once, in a shuffled order (seeded), so that a change
+    in the machine's speed while the workload is measured (another tenant's burst on a shared
+    machine, a clock change) falls on all its plans alike rather than on whichever plan was
+    running then. Measured one plan after the other, on a 2-core KVM guest, plans that run the
+    same computation (chunk sizes that each cover a whole row block) came out up to 2.3× apart
+    (docs/tuner.md, "What a measurement is"). The quality rules hold per plan: its warm-up, its
+    timed runs, outliers, and rounds re-timed (only the plans still above ``max_cv``,
+    interleaved among themselves). A plan that raises is stored as ``failed`` and leaves the
+    rounds. With a ``deadline``, None when the timed warm-up round shows the runs would end past
+    it. Plans of different backends are best measured apart: NumPy's OpenBLAS threads keep
+    polling after a product and slow whatever runs next (:func:`collect` does so)."""
     batches = workload_batches(workload, quality.batches_per_run) if batches is None else batches
     rows_per_run = sum(len(y) for _, y in batches)
-    common = {"hardware_id": hardware_id, "workload_id": workload.id, "plan_id": plan.id,
-              "rows_per_run": rows_per_run, "library_version": __version__,
-              "git_revision": git_revision(),
-              "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    runs: list[float] = []
-    try:
-        warm = 0.0
-        for _ in range(quality.warmup):
-            warm = max(warm, _timed_run(workload, plan, batches))
-        if deadline is not None and (
-                time.perf_counter() + warm * (quality.runs + quality.profile) > deadline):
+    measured_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    revision = git_revision()
+    rng = random.Random(seed)
+    runs: dict[str, list[float]] = {p.id: [] for p in plans}
+    errors: dict[str, str] = {}
+    active = list(plans)
+
+    def timed(plan: Plan) -> float | None:
+        try:
+            return _timed_run(workload, plan, batches)
+        except Exception as exc:  # a plan that cannot run here is a result, not a crash
+            errors[plan.id] = f"{type(exc).__name__}: {exc}"
             return None
-        remeasured = 0
-        while True:
-            runs += [_timed_run(workload, plan, batches) for _ in range(quality.runs)]
-            kept, rejected = reject_outliers(runs, quality.outlier_sigma)
-            cv = coefficient_of_variation(kept)
-            if cv < quality.max_cv or remeasured == quality.max_remeasure:
-                break
-            remeasured += 1
-        fractions, calls = (brick_fractions(workload, plan, batches) if quality.profile
-                            else (None, None))
-    except Exception as exc:  # a plan that cannot run here is a result, not a crash
-        return Measurement(**common, status="failed", runs_s=runs,
-                           error=f"{type(exc).__name__}: {exc}")
-    median = statistics.median(kept)
-    return Measurement(**common, status="ok" if cv < quality.max_cv else "unstable",
-                       runs_s=runs, rejected_runs=rejected, remeasured=remeasured,
-                       median_s=median, cv=cv, rows_per_s=rows_per_run / median,
-                       brick_fractions=fractions, brick_calls=calls)
+
+    def rounds(among: list[Plan], count: int, record: bool = True) -> dict[str, float]:
+        slowest: dict[str, float] = {}
+        for _ in range(count):
+            for plan in rng.sample(among, len(among)):
+                if plan.id in errors:
+                    continue
+                t = timed(plan)
+                if t is None:
+                    continue
+                slowest[plan.id] = max(slowest.get(plan.id, 0.0), t)
+                if record:
+                    runs[plan.id].append(t)
+        return slowest
+
+    warm = rounds(active, quality.warmup, record=False)
+    if deadline is not None and (time.perf_counter() + sum(warm.values())
+                                 * (quality.runs + quality.profile) > deadline):
+        return None
+    active = [p for p in active if p.id not in errors]
+    rounds(active, quality.runs)
+    remeasured = dict.fromkeys(runs, 0)
+    while True:
+        again = [p for p in active if p.id not in errors
+                 and remeasured[p.id] < quality.max_remeasure
+                 and coefficient_of_variation(
+                     reject_outliers(runs[p.id], quality.outlier_sigma)[0]) >= quality.max_cv]
+        if not again:
+            break
+        for p in again:
+            remeasured[p.id] += 1
+        rounds(again, quality.runs)
+    fractions: dict[str, tuple[dict[str, float] | None, int | None]] = {}
+    for plan in active:
+        if quality.profile and plan.id not in errors:
+            try:
+                fractions[plan.id] = brick_fractions(workload, plan, batches)
+            except Exception as exc:
+                errors[plan.id] = f"{type(exc).__name__}: {exc}"
+    out = []
+    for plan in plans:
+        common = {"hardware_id": hardware_id, "workload_id": workload.id, "plan_id": plan.id,
+                  "rows_per_run": rows_per_run, "library_version": __version__,
+                  "git_revision": revision, "measured_at": measured_at}
+        if plan.id in errors:
+            out.append(Measurement(**common, status="failed", runs_s=runs[plan.id],
+                                   error=errors[plan.id]))
+            continue
+        kept, rejected = reject_outliers(runs[plan.id], quality.outlier_sigma)
+        cv = coefficient_of_variation(kept)
+        median = statistics.median(kept)
+        frac, calls = fractions.get(plan.id, (None, None))
+        out.append(Measurement(**common, status="ok" if cv < quality.max_cv else "unstable",
+                               runs_s=runs[plan.id], rejected_runs=rejected,
+                               remeasured=remeasured[plan.id], median_s=median, cv=cv,
+                               rows_per_s=rows_per_run / median, brick_fractions=frac,
+                               brick_calls=calls))
+    return out
 
 
+def _measured_together(tasks: Sequence[tuple[Workload, Plan]]
+                       ) -> list[tuple[Workload, list[Plan]]]:
+    """The (workload, plans) groups whose runs :func:`measure_interleaved` interleaves: each
+    workload's plans of one backend, in the tasks' order. Backends are measured one after the
+    other (NumPy's first, as plans_for lists it), so that the polling of NumPy's BLAS threads
+    after its plan falls on the next group's untimed warm-up round."""
+    groups: list[tuple[Workload, list[Plan]]] = []
+    for w, plan in tasks:
+        if groups and groups[-1][0].id == w.id and groups[-1][1][0].backend == plan.backend:
+            groups[-1][1].append(plan)
+        else:
+            groups.append((w, [plan]))
+    return groups
 
 
 @dataclass(frozen=True)
@@ -235,10 +312,11 @@ def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
             quality: Quality = Quality(), budget_s: float | None = None,
             progress: bool = True, shuffle_seed: int | None = 0) -> CollectSummary:
     """Measure every (workload, plan) not yet in the store for ``hardware`` (with
-    ``hardware_id`` and ``as_dict()``), stopping cleanly — between measurements — once
-    ``budget_s`` seconds have passed, or before a measurement whose timed warm-up run shows
-    its runs would end past the budget (so a budget is overrun by at most one warm-up run).
-    A rerun resumes where the last one stopped.
+    ``hardware_id`` and ``as_dict()``), a workload's plans of one backend together, their runs
+    interleaved (:func:`measure_interleaved`), stopping cleanly — between workloads — once
+    ``budget_s`` seconds have passed, or before a workload whose timed warm-up round shows its
+    runs would end past the budget (so a budget is overrun by at most one warm-up round). Each
+    measurement is stored in its own transaction; a rerun resumes where the last one stopped.
 
     The workloads are measured in a seeded shuffled order (``shuffle_seed``; None keeps the
     given order) so that the time a workload was measured says nothing about its size: a
@@ -257,22 +335,24 @@ def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
     bar = tqdm(total=len(pending), unit="plan", disable=not progress, dynamic_ncols=True)
     batches_for: tuple[Workload | None, Any] = (None, None)
     try:
-        for w, p in pending:
+        for w, together in _measured_together(pending):
             if budget_s is not None and time.perf_counter() - start >= budget_s:
                 break
             if batches_for[0] != w:  # generated once per workload, outside the timing
                 batches_for = (w, workload_batches(w, quality.batches_per_run))
-            bar.set_postfix_str(f"{w.id} {p.id}")
-            # The deadline only with a budget: measure's plain call stays what it was.
+            bar.set_postfix_str(f"{w.id} {together[0].backend} ×{len(together)}")
+            # The deadline only with a budget: a plain call runs to the end.
             extra = {} if budget_s is None else {"deadline": start + budget_s}
-            m = measure(w, p, hardware.hardware_id, quality, batches_for[1], **extra)
-            if m is None:  # its runs would overrun the budget: stop here, resumable
+            taken = measure_interleaved(w, together, hardware.hardware_id, quality,
+                                        batches_for[1], **extra)
+            if taken is None:  # its runs would overrun the budget: stop here, resumable
                 break
-            store.record(m)
-            counts["measured"] += 1
-            counts["failed"] += m.status == "failed"
-            counts["unstable"] += m.status == "unstable"
-            bar.update(1)
+            for m in taken:  # one transaction each: a kill leaves whole rows
+                store.record(m)
+                counts["measured"] += 1
+                counts["failed"] += m.status == "failed"
+                counts["unstable"] += m.status == "unstable"
+            bar.update(len(taken))
     finally:
         bar.close()
     return CollectSummary(measured=counts["measured"], skipped=len(tasks) - len(pending),
