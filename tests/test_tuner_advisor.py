@@ -44,7 +44,7 @@ def advise(advisor, workload):
 
 
 # A workload the shipped model moves off the default for, and one it keeps the default for.
-CHOSEN_WORKLOAD = Workload(8192, 16, "float32", penalized=True)
+CHOSEN_WORKLOAD = Workload(4096, 32, "float32", penalized=True)
 NEAR_DEFAULT_WORKLOAD = Workload(4096, 32, "float32")
 #: One whose best plan is predicted a little faster than the default (below the margin).
 SMALL_GAIN_WORKLOAD = Workload(16384, 2, "float32")

@@ -41,7 +41,7 @@ OUT = Workload(1_048_576, 8, dtype="float32", intercept=False)
 #: A workload the shipped model moves off the rule's plan for where it is trusted (a retrained
 #: one may not: pick another). The shipped rule trusts it nowhere today, so the test that shows
 #: a chosen plan trusts it everywhere.
-CHOSEN = Workload(8192, 16, "float32", penalized=True)
+CHOSEN = Workload(4096, 32, "float32", penalized=True)
 
 
 @pytest.fixture(scope="module")
