@@ -199,14 +199,15 @@ def measure_interleaved(workload: Workload, plans: Sequence[Plan], hardware_id: 
     interleaved: every round times each plan once, in a shuffled order (seeded), so that a change
     in the machine's speed while the workload is measured (another tenant's burst on a shared
     machine, a clock change) falls on all its plans alike rather than on whichever plan was
-    running then. Measured one plan after the other, on a 2-core KVM guest, plans that run the
-    same computation (chunk sizes that each cover a whole row block) came out up to 2.3× apart
-    (docs/tuner.md, "What a measurement is"). The quality rules hold per plan: its warm-up, its
-    timed runs, outliers, and rounds re-timed (only the plans still above ``max_cv``,
-    interleaved among themselves). A plan that raises is stored as ``failed`` and leaves the
-    rounds. With a ``deadline``, None when the timed warm-up round shows the runs would end past
-    it. Plans of different backends are best measured apart: NumPy's OpenBLAS threads keep
-    polling after a product and slow whatever runs next (:func:`collect` does so)."""
+    running then. On a 2-core KVM guest, plans that run the same computation (chunk sizes that
+    each cover a whole row block) came out geomean 1.159× apart measured one after the other and
+    1.099× interleaved (docs/tuner.md, "A workload's plans are measured together"). The quality
+    rules hold per plan: its warm-up, its timed runs, outliers, and rounds re-timed (only the
+    plans still above ``max_cv``, interleaved among themselves). A plan that raises is stored as
+    ``failed`` and leaves the rounds. With a ``deadline``, None when the timed warm-up round
+    shows the runs would end past it. Plans of different backends are best measured apart:
+    NumPy's OpenBLAS threads keep polling after a product and slow whatever runs next
+    (:func:`collect` does so)."""
     batches = workload_batches(workload, quality.batches_per_run) if batches is None else batches
     rows_per_run = sum(len(y) for _, y in batches)
     measured_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
