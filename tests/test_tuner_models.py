@@ -360,3 +360,20 @@ def test_a_replay_without_any_current_engine_default_figure_still_reports():
     report = {"machines": ["hw"], "simulated": {}, "model_regions": [],
               "folds": [{"held_out": "hw", "rule": "r", "summary": summary}]}
     assert "| nan / nan / nan |" in validate.lomo_markdown(report)
+
+
+def test_the_plan_forest_is_sized_to_the_model_file_bound(trained, monkeypatch):
+    """The forest grows with the store; its leaves are made larger until its file fits, and the
+    data card says which leaf size was used."""
+    data, estimators, files = trained
+    forest = estimators["plan"]
+    exact = sum(t.nbytes for t in files["plan"].tensors.values())
+    assert models.forest_file_bytes(forest) == exact  # the estimate is the file's tensors
+    assert json.loads(files["plan"].metadata["params"]) == models.FOREST_PARAMS
+    monkeypatch.setattr(models, "FOREST_BYTES", exact // 3)
+    smaller = models.fit(data, params={"throughput": {"n_estimators": 5}})["plan"]
+    assert models.forest_file_bytes(smaller) <= exact // 3
+    leaf = smaller.get_params()["min_samples_leaf"]
+    assert leaf > models.FOREST_PARAMS["min_samples_leaf"]
+    again = models.fit(data, params={"throughput": {"n_estimators": 5}})["plan"]
+    assert again.get_params()["min_samples_leaf"] == leaf  # deterministic

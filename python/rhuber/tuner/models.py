@@ -31,7 +31,7 @@ from ..engines.workload import Workload
 from .features import SCHEMA_VERSION, FeatureExtractor
 from .hardware import Hardware
 from .labels import best_plans, measurement_bottleneck, throughput
-from .model_files import ModelFile, from_sklearn, read, write
+from .model_files import MAX_FILE_BYTES, ModelFile, from_sklearn, read, write
 from .paths import MODEL_FILES, default_models_dir
 from .store import Measurement
 
@@ -103,6 +103,34 @@ def plan_features(workload: Workload, hardware: Hardware) -> np.ndarray:
     return FeatureExtractor().extract(workload, REFERENCE_PLAN, hardware)
 
 
+def forest_file_bytes(forest: Any) -> int:
+    """The tensor bytes of ``forest``'s model file (model_files: per node an int32 feature,
+    float64 threshold, two int32 children and a float64 probability per class)."""
+    nodes = sum(tree.tree_.node_count for tree in forest.estimators_)
+    classes = len(forest.classes_)
+    return nodes * (4 + 8 + 4 + 4 + 8 * classes) + 8 * (len(forest.estimators_) + 2 + classes)
+
+
+#: What the plan forest's tensors may take of a model file (the rest: its header, whose
+#: metadata lists the classes and features, a few KiB).
+FOREST_BYTES = MAX_FILE_BYTES - (64 << 10)
+
+
+def _bounded_forest(data: TrainingSet, seed: int, params: dict[str, Any]) -> Any:
+    """The plan forest, its leaves made larger (``min_samples_leaf`` × 1.5 at a time) until its
+    file fits the model-file bound. Its node count grows with the store (each machine adds
+    best-plan samples) and every node carries a probability per class, so a store that grows
+    would otherwise end in a forest ``tune train`` cannot write; larger leaves keep the same
+    trees' shape at a coarser grain. The data card gives the leaf size used."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    while True:
+        forest = RandomForestClassifier(random_state=seed, **params).fit(data.X_plan, data.best)
+        if forest_file_bytes(forest) <= FOREST_BYTES:
+            return forest
+        params = {**params, "min_samples_leaf": math.ceil(1.5 * params["min_samples_leaf"])}
+
+
 def fit(data: TrainingSet, *, seed: int = SEED,
         params: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The three fitted scikit-learn estimators (throughput, plan, bottleneck).
@@ -111,7 +139,7 @@ def fit(data: TrainingSet, *, seed: int = SEED,
     defaults (:data:`GBT_PARAMS`, :data:`FOREST_PARAMS`, ``max_iter=5000``): e.g.
     ``{"throughput": {"n_estimators": 300}}`` (a local model trained within calibrate's budget).
     """
-    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+    from sklearn.ensemble import GradientBoostingRegressor
     from sklearn.linear_model import LogisticRegression
 
     over = params or {}
@@ -122,9 +150,7 @@ def fit(data: TrainingSet, *, seed: int = SEED,
     return {"throughput": GradientBoostingRegressor(
                 random_state=seed, **{**GBT_PARAMS, **over.get("throughput", {})}).fit(
                 data.X, data.log_rate),
-            "plan": RandomForestClassifier(
-                random_state=seed, **{**FOREST_PARAMS, **over.get("plan", {})}).fit(
-                data.X_plan, data.best),
+            "plan": _bounded_forest(data, seed, {**FOREST_PARAMS, **over.get("plan", {})}),
             "bottleneck": LogisticRegression(
                 **{"max_iter": 5000, **over.get("bottleneck", {})}).fit(data.X_bottleneck,
                                                                         data.bottleneck)}
@@ -152,8 +178,10 @@ def train(measurements: Sequence[Measurement], fingerprints: dict[str, dict[str,
     throughput_file.metadata.update(training_distribution(data, throughput_file, fingerprints))
     return {
         "throughput": throughput_file,
-        "plan": from_sklearn(forest, {**base, "classes": json.dumps(list(forest.classes_)),
-                                      "target": "best_plan_id", "samples": str(len(data.best))}),
+        "plan": from_sklearn(forest, {
+            **base, "classes": json.dumps(list(forest.classes_)), "target": "best_plan_id",
+            "samples": str(len(data.best)),
+            "params": json.dumps({k: forest.get_params()[k] for k in FOREST_PARAMS})}),
         "bottleneck": from_sklearn(logistic, {
             **base, "classes": json.dumps(list(logistic.classes_)), "target": "bottleneck",
             "samples": str(len(data.bottleneck))}),
@@ -293,7 +321,8 @@ def data_card(models: dict[str, ModelFile], paths: dict[str, Path], *, store: Pa
         m = model.metadata
         lines.append(f"| {name} | {paths[name].name} | {m['kind']} | {m['target']} | "
                      f"{m['samples']} | {len(model.classes)} | {paths[name].stat().st_size} |")
+    forest = json.loads(models["plan"].metadata.get("params", json.dumps(FOREST_PARAMS)))
     lines += ["", f"Throughput: GradientBoostingRegressor {GBT_PARAMS}. Plan: "
-              f"RandomForestClassifier {FOREST_PARAMS}. Bottleneck: LogisticRegression "
+              f"RandomForestClassifier {forest}. Bottleneck: LogisticRegression "
               "(multinomial, lbfgs)."]
     return "\n".join(lines) + "\n"
