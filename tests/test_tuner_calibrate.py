@@ -137,6 +137,33 @@ def test_calibrate_measures_into_the_local_store_and_trains_local_models(cache, 
     assert again.model == "local" and local.has_models(machine.hardware_id)
 
 
+
+def test_a_workloads_default_and_first_choice_are_timed_together(cache, base, machine,
+                                                                 monkeypatch):
+    """The priority order puts each workload's default and the model's first choice side by
+    side; calibrate times them in the same rounds (collect.measure_interleaved), so that the
+    comparison it calibrates on is not a drift of the machine between the two."""
+    groups: list[list[str]] = []
+    real = calibrate.measure_interleaved
+
+    def spy(w, plans, *args, **kwargs):
+        groups.append([p.id for p in plans])
+        return real(w, plans, *args, **kwargs)
+
+    monkeypatch.setattr(calibrate, "measure_interleaved", spy)
+    result = calibrate.calibrate(budget_s=60.0, workloads=TINY, top=1, uncertain=0,
+                                 quality=FAST_QUALITY, hardware=machine, base=base,
+                                 params=FAST_PARAMS, progress=None)
+    assert sum(map(len, groups)) == len(result.measured)
+    assert any(len(g) > 1 for g in groups)
+    ensemble = models.Ensemble.load()
+    shipped_rule = rules.load(models.default_models_dir())
+    for w in TINY:
+        default = _ruled(w, machine, shipped_rule).id
+        top = ensemble.rank(w, calibrate.plans_for(w, machine), machine)[0].plan.id
+        together = next(g for g in groups if default in g)
+        assert top in together  # one call, one set of rounds (the same plan where top = default)
+
 def test_budget_bounds_the_measuring(cache, base, machine):
     result = calibrate.calibrate(budget_s=0.001, workloads=TINY, top=1, uncertain=1,
                                  quality=FAST_QUALITY, hardware=machine, base=base,

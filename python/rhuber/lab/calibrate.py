@@ -46,7 +46,7 @@ from ..tuner.models import Ensemble, default_models_dir
 from ..tuner.rules import DEFAULT_RULE, Rule
 from ..tuner.rules import load as load_rule
 from ..tuner.store import Measurement
-from .collect import PENALTY_ALPHA, Quality, measure, workload_batches
+from .collect import PENALTY_ALPHA, Quality, measure_interleaved, workload_batches
 
 #: (rows per batch, features) of the design: corpus grid points spread over its range.
 DESIGN_SIZES: tuple[tuple[int, int], ...] = ((362, 8), (724, 128), (2048, 64), (16384, 16),
@@ -148,9 +148,24 @@ def tasks(ensemble: Any, hardware: Hardware, workloads: Iterable[Workload], *,
     return first + middle + later
 
 
+def _consecutive_by_workload(todo: Sequence[Task]) -> list[list[Task]]:
+    """The tasks in their priority order, consecutive ones of the same workload and backend
+    together (each workload's default and first choice lead the order side by side)."""
+    groups: list[list[Task]] = []
+    for task in todo:
+        last = groups[-1][0] if groups else None
+        if (last is not None and last.workload == task.workload
+                and last.plan.backend == task.plan.backend):
+            groups[-1].append(task)
+        else:
+            groups.append([task])
+    return groups
+
+
 def warm_up(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> float:
     """One warm-up run as the collector makes it (a fresh estimator streaming ``batches``),
-    timed; ``inf`` when the plan fails (:func:`collect.measure` then stores the failure)."""
+    timed; ``inf`` when the plan fails (:func:`collect.measure_interleaved` then stores the
+    failure)."""
 
     model = RenewableHuberRegressor(plan=plan, fit_intercept=workload.intercept,
                                     alpha=PENALTY_ALPHA if workload.penalized else 0.0)
@@ -233,28 +248,43 @@ def calibrate(*, budget_s: float = BUDGET_S, workloads: Sequence[Workload] | Non
         batches: dict[Workload, list[tuple[Any, Any]]] = {}
         measure_start = elapsed()
         timed = replace(quality, warmup=0)  # the probe below is the warm-up
-        for i, task in enumerate(todo, 1):
-            if task.predicted_s > MAX_TASK_S or elapsed() + task.predicted_s > deadline:
-                skipped += 1
-                continue
-            w = task.workload
+        done = 0  # tasks decided so far, for the log's i/n
+        for group in _consecutive_by_workload(todo):
+            w = group[0].workload
             if w not in batches:  # generated once per workload, outside the timing
                 batches[w] = workload_batches(w, quality.batches_per_run)
-            # The warm-up runs here, timed: a model's prediction can be far off (that is what
-            # calibrating is for), so the measured run decides whether the rest fits.
-            probe = [warm_up(w, task.plan, batches[w]) for _ in range(max(1, quality.warmup))]
-            rest = (quality.runs + int(quality.profile)) * (probe[-1] + RUN_OVERHEAD_S)
-            if probe[-1] < math.inf and (rest > MAX_TASK_S or elapsed() + rest > deadline):
-                skipped += 1
-                say(f"[{elapsed():5.1f} s] {i:>3}/{len(todo)} {w.id} {task.plan.id} "
-                    f"({task.reason}): left out, a run takes {probe[-1]:.3g} s")
+            fits, pending = [], 0.0  # pending: the timed runs the group's fits still take
+            for task in group:
+                done += 1
+                if (task.predicted_s > MAX_TASK_S
+                        or elapsed() + pending + task.predicted_s > deadline):
+                    skipped += 1
+                    continue
+                # The warm-up runs here, timed: a model's prediction can be far off (that is
+                # what calibrating is for), so the measured run decides whether the rest fits.
+                probe = [warm_up(w, task.plan, batches[w]) for _ in range(max(1, quality.warmup))]
+                rest = (quality.runs + int(quality.profile)) * (probe[-1] + RUN_OVERHEAD_S)
+                if probe[-1] < math.inf and (rest > MAX_TASK_S
+                                             or elapsed() + pending + rest > deadline):
+                    skipped += 1
+                    say(f"[{elapsed():5.1f} s] {done:>3}/{len(todo)} {w.id} {task.plan.id} "
+                        f"({task.reason}): left out, a run takes {probe[-1]:.3g} s")
+                    continue
+                fits.append((done, task))
+                pending += rest if rest < math.inf else 0.0
+            if not fits:
                 continue
-            m = measure(w, task.plan, hw.hardware_id, timed, batches[w])
-            store.record(m)
-            measured.append(m)
-            rate = f"{m.rows_per_s:.3g} rows/s" if m.rows_per_s else m.error or ""
-            say(f"[{elapsed():5.1f} s] {i:>3}/{len(todo)} {w.id} {task.plan.id} "
-                f"({task.reason}): {rate} {m.status}")
+            # The pairs of a workload that fit are timed together, their runs interleaved
+            # (collect.measure_interleaved): the default and the model's first choice, which
+            # the priority order puts side by side, are compared within the same rounds.
+            taken = measure_interleaved(w, [t.plan for _, t in fits], hw.hardware_id, timed,
+                                        batches[w])
+            for (i, task), m in zip(fits, taken, strict=True):
+                store.record(m)
+                measured.append(m)
+                rate = f"{m.rows_per_s:.3g} rows/s" if m.rows_per_s else m.error or ""
+                say(f"[{elapsed():5.1f} s] {i:>3}/{len(todo)} {w.id} {task.plan.id} "
+                    f"({task.reason}): {rate} {m.status}")
         measure_seconds = elapsed() - measure_start
     say(f"[{elapsed():5.1f} s] measured {len(measured)} pairs in {measure_seconds:.1f} s "
         f"({skipped} left out for the budget); training the local models")
