@@ -377,3 +377,6 @@ def test_the_plan_forest_is_sized_to_the_model_file_bound(trained, monkeypatch):
     assert leaf > models.FOREST_PARAMS["min_samples_leaf"]
     again = models.fit(data, params={"throughput": {"n_estimators": 5}})["plan"]
     assert again.get_params()["min_samples_leaf"] == leaf  # deterministic
+    monkeypatch.setattr(models, "FOREST_BYTES", 1000)  # less than the stumps take
+    with pytest.raises(ValueError, match="even as stumps; train fewer trees"):
+        models.fit(data, params={"throughput": {"n_estimators": 5}})

@@ -128,6 +128,10 @@ def _bounded_forest(data: TrainingSet, seed: int, params: dict[str, Any]) -> Any
         forest = RandomForestClassifier(random_state=seed, **params).fit(data.X_plan, data.best)
         if forest_file_bytes(forest) <= FOREST_BYTES:
             return forest
+        if params["min_samples_leaf"] >= len(data.best):  # stumps already: no smaller forest
+            raise ValueError(f"the plan forest's {params['n_estimators']} trees do not fit the "
+                             f"model file bound ({FOREST_BYTES} bytes of tensors) even as "
+                             "stumps; train fewer trees")
         params = {**params, "min_samples_leaf": math.ceil(1.5 * params["min_samples_leaf"])}
 
 
