@@ -17,6 +17,8 @@ class RowBlocks {
       : rows_(rows), count_(std::clamp<std::size_t>(rows / min_rows, 1, max_blocks)) {}
 
   std::size_t count() const { return count_; }
+  // The most rows a block holds (blocks differ by at most one row).
+  std::size_t largest() const { return (rows_ + count_ - 1) / count_; }
   std::size_t begin(std::size_t block) const { return block * rows_ / count_; }
   std::size_t end(std::size_t block) const { return (block + 1) * rows_ / count_; }
 
@@ -31,17 +33,19 @@ class RowBlocks {
 // L2 of the reference machine (128 KiB ran as fast and 512 KiB 10 % slower; larger chunks also
 // mean fewer profiler scopes), at least 16 rows. Like the blocks it depends on the shape and the
 // option only, so summation orders, and results, do not depend on threads or timing.
-// Never more than the batch's rows: the per-thread buffers sized by the chunk (w psi of a pass,
-// the Gram's staging; thread_rows.hpp) were sized for 15,420 rows by a 1 MiB chunk over a
-// 4,096 x 16 float32 batch, zero-filled fresh pages that a fresh process paid on its first
-// batches (with the per-row terms, then chunk-sized too: 68-104 us of a 1.0-1.3 ms cold first
-// solve).
-// A chunk that covers the batch is one chunk either way: the same results.
+// Never more than the batch's largest block: a chunk never spans two blocks (for_each_chunk), so
+// a longer one is that block either way (the same passes, the same results), while the buffers
+// sized by the chunk (w psi of a pass and the Gram's staging per thread, thread_rows.hpp; the
+// square-root's QR rows, row lists and scales per block, blocks x chunk) would be sized for rows
+// no pass ever holds: a 1 MiB chunk over 65,536 x 2 float64 (32 blocks of 2,048 rows) sized the
+// square root's per-block lists for 32 x 65,536 rows. Capped at the batch itself before, a 1 MiB
+// chunk over 4,096 x 16 float32 had sized them for 15,420 rows, zero-filled fresh pages a fresh
+// process paid on its first batches.
 inline std::size_t chunk_rows(std::size_t rows, std::size_t features, std::size_t element_bytes,
                               std::size_t chunk_bytes) {
   const std::size_t by_bytes =
       std::max<std::size_t>(16, chunk_bytes / (std::max<std::size_t>(features, 1) * element_bytes));
-  return std::min(by_bytes, std::max<std::size_t>(rows, 1));
+  return std::min(by_bytes, std::max<std::size_t>(RowBlocks(rows).largest(), 1));
 }
 
 // Rows per slice of a chunk for a pass's per-row temporaries (thread_rows.hpp: the loss and

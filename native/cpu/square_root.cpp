@@ -20,6 +20,7 @@
 #include "rh/bricks/scope.hpp"
 #include "rh/error.hpp"
 #include "square_root_triangle.hpp"
+#include "thread_rows.hpp"
 
 namespace rh::cpu {
 namespace {
@@ -73,12 +74,9 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   root.block_triangles.resize(blocks * n * n);
   const std::size_t capacity = qr_chunks * chunk_;
   const std::size_t ld = rows_stride<T>(capacity);
-  root.chunk_rows.resize(blocks * ld * n);
   root.reflectors.resize(blocks * nb * n);
   root.work.resize(blocks * nb * n);
   root.linear_partials.resize(blocks * dim_);
-  root.kept_rows.resize(blocks * chunk_);
-  root.row_scales.resize(blocks * chunk_);
   const T* residual = ws_.point.residual.data();
   const T tau = tau_;
   // The columns' squared norms over the rows and the history, so the QR sees equilibrated
@@ -111,13 +109,15 @@ void BatchOps<T>::stack_rows(Curvature&& curvature, bool residual_rhs,
   for_each_block([&](std::size_t b) {
     T* triangle = root.block_triangles.data() + b * n * n;
     std::fill_n(triangle, n * n, T{0});
-    T* rows = root.chunk_rows.data() + b * ld * n;
+    // The block's rows buffer and row lists are the thread's (a block's task uses them from its
+    // first chunk to its last QR): threads x, not blocks x, 2 chunks of n columns.
+    T* rows = thread_rows<QrRows, T>(ld * n);
     T* reflectors = root.reflectors.data() + b * nb * n;
     T* work = root.work.data() + b * nb * n;
     double* partial = root.linear_partials.data() + b * dim_;
     std::fill_n(partial, dim_, 0.0);
-    std::size_t* kept = root.kept_rows.data() + b * chunk_;
-    T* row_scales = root.row_scales.data() + b * chunk_;
+    std::size_t* kept = thread_rows<KeptRows, std::size_t>(chunk_);
+    T* row_scales = thread_rows<KeptScales, T>(chunk_);
     std::size_t buffered = 0;  // rows in the QR buffer, from this and earlier chunks
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       RH_BRICK_SCOPE(prof_, EngineBrick::gram, (hi - lo) * n, (hi - lo) * n * sizeof(T),

@@ -31,5 +31,8 @@ struct NearDots {};     // the near rows' products with a vector
 struct NearScores {};   // the near rows' w psi off the anchor's piece, and their curvature
 struct NearTerms {};    // the near rows' terms of a sum (expansion.cpp)
 struct RowSquares {};   // a chunk's rows' x . x (their norms' bounds are formed from them)
+struct QrRows {};       // a block's weighted rows for tpqrt, column-major (square_root.cpp)
+struct KeptRows {};     // a chunk's rows of non-zero curvature (square_root.cpp)
+struct KeptScales {};   // their sqrt(w c)
 
 }  // namespace rh::cpu

@@ -53,11 +53,8 @@ struct SquareRootBuffers {
   // n = d + 1 columns, or d + 2 for a Newton step (its right-hand sides r and y): stacked_columns.
   std::size_t stacked_columns = 0;
   std::vector<T> block_triangles;  // blocks x n x n, column-major
-  std::vector<T> chunk_rows;       // blocks x chunk x n: a chunk's weighted rows, column-major
   std::vector<T> reflectors;       // blocks x nb x n: tpqrt's T
   std::vector<T> work;             // blocks x nb x n: tpqrt's work
-  std::vector<std::size_t> kept_rows;  // blocks x chunk: a chunk's rows of non-zero curvature
-  std::vector<T> row_scales;           // blocks x chunk: their sqrt(w c)
   std::vector<double> linear_partials;  // blocks x d
   std::vector<double> column_partials;  // blocks x d: the columns' sums of w c x~^2
   std::vector<T> scales;                // the columns' equilibration

@@ -166,12 +166,20 @@ TEST(EngineOptions, ChunkSizeChangesRoundingOnly) {
   }
 }
 
-// A chunk never spans more rows than the batch has (the per-thread buffers are sized by it), and
-// at least 16 rows of a larger batch.
-TEST(EngineOptions, ChunkRowsNeverExceedTheBatch) {
+// A chunk never spans more rows than the batch's largest block (no pass ever holds more: the
+// buffers sized by it), and at least 16 rows of a larger batch.
+TEST(EngineOptions, ChunkRowsNeverExceedTheLargestBlock) {
   constexpr std::size_t mib = std::size_t{1} << 20;
-  EXPECT_EQ(rh::cpu::chunk_rows(4096, 16, sizeof(float), mib), 4096u);  // 15,420 by its bytes
-  EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 16, sizeof(float), mib), mib / (16 * sizeof(float)));
+  // 4,096 rows: two blocks of 2,048 (15,420 rows by the chunk's bytes).
+  EXPECT_EQ(rh::cpu::chunk_rows(4096, 16, sizeof(float), mib), 2048u);
+  // 65,536 x 2: 32 blocks of 2,048 (65,536 rows by its bytes, the batch's own).
+  EXPECT_EQ(rh::cpu::chunk_rows(65'536, 2, sizeof(double), mib), 2048u);
+  // 1,000,000 rows: 64 blocks of 15,625 rows; 16,384 by the bytes.
+  EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 16, sizeof(float), mib), 15'625u);
+  EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 16, sizeof(float), mib / 2), mib / 2 / 64);
+  // Blocks differ by a row at most: 4,097 rows are blocks of 2,048 and 2,049.
+  EXPECT_EQ(rh::cpu::RowBlocks(4097).largest(), 2049u);
+  EXPECT_EQ(rh::cpu::chunk_rows(4097, 16, sizeof(float), mib), 2049u);
   EXPECT_EQ(rh::cpu::chunk_rows(1'000'000, 100, sizeof(double), 1024), 16u);
   EXPECT_EQ(rh::cpu::chunk_rows(5, 100, sizeof(double), 1024), 5u);
   EXPECT_EQ(rh::cpu::chunk_rows(0, 3, sizeof(double), mib), 1u);
