@@ -74,3 +74,40 @@ def test_a_large_batch_after_a_small_one_and_back():
         want, _ = reference_update(want, X, y, w, config)
         _close(state.coef, want.coef, 1e-7)
         _close(state.information, want.information, 1e-7)
+
+
+# A fresh process's peak RSS over a QR stream: 65,536 x 2 float64, two threads, 1 MiB chunks (32
+# blocks of 2,048 rows). The QR's row buffers are the threads' and a chunk never holds more than
+# a block: ~7 MiB here, where buffers per block sized by the batch's rows took ~200 MiB
+# (docs/native.md, "Memory"; experiment qr-buffers-per-thread-chunk-at-block).
+_QR_MEMORY = """
+import resource, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from helpers import NATIVE_CPU, require_module
+from rhuber.core.types import Config
+from rhuber.engines import NativeCpuEngine
+engine = NativeCpuEngine(require_module(*NATIVE_CPU), threads=2, chunk_bytes=1 << 20)
+rng = np.random.default_rng(3)
+X = rng.standard_normal((65_536, 2))
+y = X @ np.array([1.0, -2.0]) + rng.standard_t(3, 65_536)
+w = np.ones(65_536)
+config = Config(factorization="qr")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+state = None
+for _ in range(2):
+    state, _ = engine.update(state, X, y, w, config)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+def test_a_qr_streams_buffers_are_per_thread_not_per_block():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = _QR_MEMORY.format(tests=str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    added_mib = float(out.stdout.strip().splitlines()[-1])
+    # X and y are 1.5 MiB; the method's row vectors a few more; per-block buffers were 168 MB.
+    assert added_mib < 40.0, f"a 65,536 x 2 QR stream added {added_mib:.1f} MiB of peak RSS"
