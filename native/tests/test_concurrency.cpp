@@ -63,6 +63,8 @@ void streams_in_parallel_equal_streams_in_turn(bool share_one_engine, const rh::
   for (std::size_t s = 0; s < kStreams; ++s) {
     EXPECT_EQ(got[s].coef, expected[s].coef) << "stream " << s;  // bitwise: threads change
     EXPECT_EQ(got[s].information, expected[s].information);     // nothing but speed
+    EXPECT_EQ(got[s].information_factor, expected[s].information_factor);
+    EXPECT_EQ(got[s].information_vector, expected[s].information_vector);
   }
 }
 
@@ -72,6 +74,13 @@ TEST(Concurrency, StreamsSharingOneEngineTakeTurns) {
 
 TEST(Concurrency, StreamsOnTheirOwnEnginesRunSideBySide) {
   streams_in_parallel_equal_streams_in_turn<double>(false, rh::Config{});
+}
+
+// The square-root mode's QR buffers are the threads' (thread_rows), used by one block at a time.
+TEST(Concurrency, QrStreamsOnTheirOwnEnginesRunSideBySide) {
+  rh::Config qr;
+  qr.factorization = rh::Factorization::qr;
+  streams_in_parallel_equal_streams_in_turn<double>(false, qr);
 }
 
 // Fresh engines made, used and dropped from several threads, as fresh estimators are: they share
