@@ -35,12 +35,10 @@ class RowBlocks {
 // option only, so summation orders, and results, do not depend on threads or timing.
 // Never more than the batch's largest block: a chunk never spans two blocks (for_each_chunk), so
 // a longer one is that block either way (the same passes, the same results), while the buffers
-// sized by the chunk (w psi of a pass and the Gram's staging per thread, thread_rows.hpp; the
-// square-root's QR rows, row lists and scales per block, blocks x chunk) would be sized for rows
-// no pass ever holds: a 1 MiB chunk over 65,536 x 2 float64 (32 blocks of 2,048 rows) sized the
-// square root's per-block lists for 32 x 65,536 rows. Capped at the batch itself before, a 1 MiB
-// chunk over 4,096 x 16 float32 had sized them for 15,420 rows, zero-filled fresh pages a fresh
-// process paid on its first batches.
+// sized by the chunk (w psi of a pass and the Gram's staging, the square root's QR rows and row
+// lists; per thread, thread_rows.hpp) would be sized for rows no pass ever holds, zero-filled
+// fresh pages a fresh process pays on its first batch (a 1 MiB chunk over 4,096 x 16 float32 is
+// 15,420 rows by its bytes; over 65,536 x 2 float64, 65,536 rows for blocks of 2,048).
 inline std::size_t chunk_rows(std::size_t rows, std::size_t features, std::size_t element_bytes,
                               std::size_t chunk_bytes) {
   const std::size_t by_bytes =
