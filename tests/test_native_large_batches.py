@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from helpers import batches_of, native_cpu_engine
+from helpers import NATIVE_CPU, batches_of, native_cpu_engine, require_module
 from rhuber.core.types import Config
 from rhuber.core.update import update as reference_update
 
@@ -106,6 +106,7 @@ def test_a_qr_streams_buffers_are_per_thread_not_per_block():
     import sys
     from pathlib import Path
 
+    require_module(*NATIVE_CPU)  # skips (or fails under make test) here, saying why
     script = _QR_MEMORY.format(tests=str(Path(__file__).parent))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     added_mib = float(out.stdout.strip().splitlines()[-1])
