@@ -381,12 +381,13 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   point.outside_formed = expansion_enabled();
   point.curvature_stamp = ++curvature_stamps_;
   expansion_of(point).curvature_anchor = 0;  // the pass writes every row's curvature
+  if (with_gram) start_gram_sums(1, {ws_.gram.data()});
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});
     if (point.outside_formed) std::fill_n(point.outside_partials.data() + b * dim_, dim_, 0.0);
     LaneSum score_sum;
-    BlockGram gram = block_gram(b);
+    BlockGram gram = with_gram ? block_gram(b) : BlockGram{};
     RowTrace row_trace;
     T* scores = thread_rows<Scores, T>(chunk_);  // w * psi of the chunk's rows
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
@@ -420,14 +421,17 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
         add_gram_rows(gram, lo, hi, point.weighted_curvature.data(), EngineBrick::gram);
       }
     });
-    if (with_gram) finish_block_gram(gram, EngineBrick::gram);
+    if (with_gram) {
+      finish_block_gram(gram, EngineBrick::gram);
+      fold_block_gram(b, EngineBrick::gram);
+    }
     if (tracing_) point.trace_partials[b] = row_trace;
     if (intercept_) partial[features_] = static_cast<T>(score_sum.total());
   });
   finish_design_scan(non_finite.load());
   if (with_diagonal) diagonal_mean_ = finish_diagonal_mean();
   if (with_norms) row_norms_ready_ = true;
-  if (with_gram) reduce_gram(point, EngineBrick::gram);
+  if (with_gram) reduce_gram(point);
 }
 
 template <std::floating_point T>
@@ -940,8 +944,7 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
     if (matrices && buffer->size() < rows) buffer->resize(rows);
   }
   if (ws_.inference_partials.size() < 4 * blocks) ws_.inference_partials.resize(4 * blocks);
-  if ((smoothed || matrices) && ws_.inference_gram_partials.size() < 4 * blocks * square) {
-    ws_.inference_gram_partials.resize(4 * blocks * square);
+  if ((smoothed || matrices) && ws_.inference_grams.size() < 4 * square) {
     ws_.inference_grams.resize(4 * square);
   }
   const T tau = tau_;
@@ -953,12 +956,26 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   T* band_removed = ws_.band_removed_weights.data();
   T* outlier_weights = ws_.outlier_weights.data();
   T* score_sq_weights = ws_.score_sq_weights.data();
-  // The Grams of the pass, each in its quarter of the partials (blocks x d x d, as
-  // reduce_partials reads them) and its own staging slot.
+  // The Grams of the pass, each folded into its quarter of ws_.inference_grams as the blocks
+  // finish (gram_sums_, the asked ones in this order) and staged in its own slot.
   enum Part : std::size_t { added = 0, removed, outliers, quadratic };
-  const auto partials = [&](std::size_t part, std::size_t b) {
-    return ws_.inference_gram_partials.data() + (part * blocks + b) * square;
-  };
+  std::array<Part, max_grams_per_pass> asked{};
+  std::size_t asked_count = 0;
+  if (smoothed) {
+    asked[asked_count++] = added;
+    asked[asked_count++] = removed;
+  }
+  if (matrices) {
+    asked[asked_count++] = outliers;
+    asked[asked_count++] = quadratic;
+  }
+  if (asked_count > 0) {
+    typename BlockSums<T>::Totals totals{};
+    for (std::size_t k = 0; k < asked_count; ++k) {
+      totals[k] = ws_.inference_grams.data() + asked[k] * square;
+    }
+    start_gram_sums(asked_count, totals);
+  }
 
   // One pass over the rows, chunk by chunk: psi, c and the sums from the residuals, and, where
   // a Gram is asked for, its rows added from X while the chunk is in cache. With Q the rows of
@@ -969,13 +986,8 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
   //  * G_b = (kept) + G_O and K_b = K_Q + tau^2 G_O, G_O over the rows of O.
   for_each_block([&](std::size_t b) {
     std::array<BlockGram, max_grams_per_pass> grams{};
-    if (smoothed) {
-      grams[added] = block_gram_into(partials(added, b), added);
-      grams[removed] = block_gram_into(partials(removed, b), removed);
-    }
-    if (matrices) {
-      grams[outliers] = block_gram_into(partials(outliers, b), outliers);
-      grams[quadratic] = block_gram_into(partials(quadratic, b), quadratic);
+    for (std::size_t k = 0; k < asked_count; ++k) {
+      grams[asked[k]] = block_gram_into(gram_sums_.take(b, k), asked[k]);
     }
     // The sums by rows' lanes (LaneSum): the same bits however the rows are cut.
     LaneSum score_sq;
@@ -1013,6 +1025,7 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
     for (std::size_t k = 0; k < max_grams_per_pass; ++k) {
       if (grams[k].partial != nullptr) finish_block_gram(grams[k], EngineBrick::info_update);
     }
+    if (asked_count > 0) fold_block_gram(b, EngineBrick::info_update);
     double* sums = ws_.inference_partials.data() + 4 * b;
     sums[0] = score_sq.total();
     sums[1] = curvature.total();
@@ -1022,7 +1035,7 @@ InferenceSums BatchOps<T>::information(const InformationRequest& request,
 
   const auto reduced = [&](std::size_t part) {
     T* gram = ws_.inference_grams.data() + part * square;
-    reduce_partials(partials(part, 0), gram, EngineBrick::info_update);
+    mirror_lower(gram);
     return gram;
   };
   RH_BRICK_SCOPE(prof_, EngineBrick::info_update, 3 * square, 12 * square * sizeof(T),

@@ -18,6 +18,7 @@
 #include "rh/state.hpp"
 #include "rh/trace.hpp"
 #include "rh/views.hpp"
+#include "block_sums.hpp"
 #include "row_blocks.hpp"
 #include "row_kernels.hpp"
 #include "thread_pool.hpp"
@@ -421,27 +422,31 @@ class BatchOps {
     std::size_t used = 0;    // rows of the block with non-zero curvature
     std::size_t staged = 0;  // of those, scaled and not yet multiplied
   };
-  BlockGram block_gram(std::size_t b) const;  // into ws_.gram_partials, staging slot 0
+  // Block b's Gram into its buffer of gram_sums_ (started by start_gram_sums), staging slot 0.
+  BlockGram block_gram(std::size_t b);
+  // Before a pass that forms per-block Grams: parts sums, folded into totals as blocks finish.
+  void start_gram_sums(std::size_t parts, const typename BlockSums<T>::Totals& totals);
+  static constexpr std::size_t gram_sums_budget_bytes = std::size_t{4} << 20;
+  // After finish_block_gram: block b's partial(s) folded in once the blocks before it are.
+  void fold_block_gram(std::size_t b, EngineBrick brick);
+  // The totals' lower triangles mirrored: exactly symmetric.
+  void mirror_lower(T* out) const;
   // Grams formed side by side in one pass (the information pass's four).
   static constexpr std::size_t max_grams_per_pass = 4;
   BlockGram block_gram_into(T* partial, std::size_t slot) const;
-  // The blocks' partials (blocks x d x d lower triangles) summed in block order into out,
-  // mirrored: exactly symmetric.
-  void reduce_partials(const T* partials, T* out, EngineBrick brick) const;
   std::size_t gram_stage_rows() const { return std::max(chunk_, 4 * dim_); }  // amortizes C's traffic
   void add_gram_rows(BlockGram& gram, std::size_t lo, std::size_t hi, const T* curvature,
                      EngineBrick brick) const;
   void multiply_staged(BlockGram& gram, EngineBrick brick) const;
   void finish_block_gram(BlockGram& gram, EngineBrick brick) const;
-  // The blocks' partials summed in block order into ws_.gram, mirrored; `curvature` recorded as
-  // the Gram's curvature set.
   // Whether the kept Gram is at ws_.point's curvature by their stamps (false: not known).
   bool gram_kept_at_point() const {
     return gram_valid_ && gram_curvature_stamp_ != 0 &&
            gram_curvature_stamp_ == ws_.point.curvature_stamp;
   }
-  // The Gram's partials summed into ws_.gram, formed at `point`'s curvature, which it keeps.
-  void reduce_gram(const PointRows<T>& point, EngineBrick brick);
+  // ws_.gram, its blocks folded in (start_gram_sums into it), mirrored and kept as the Gram at
+  // `point`'s curvature.
+  void reduce_gram(const PointRows<T>& point);
   // Brings ws_.gram to X~^T diag(w * c) X~ at the current point, exactly symmetric: from the
   // Gram of an earlier point of this batch by rank-k corrections for the rows whose curvature
   // flipped (GramStrategy::incremental), or afresh; kept as it is when no curvature changed.
@@ -479,6 +484,7 @@ class BatchOps {
 
   Workspace<T>& ws_;
   ThreadPool& pool_;
+  BlockSums<T> gram_sums_;  // the per-block Grams of a pass on their way into its totals
   rh::bricks::Profiler& prof_;
   std::uint32_t evaluations_ = 0;  // evaluate() calls: the profiler's iteration index
   MatrixView<T> X_;

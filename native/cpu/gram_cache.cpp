@@ -48,8 +48,35 @@ bool BatchOps<T>::gram_at_current_curvature(EngineBrick brick) const {
 }
 
 template <std::floating_point T>
-typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) const {
-  return block_gram_into(ws_.gram_partials.data() + b * dim_ * dim_, 0);
+typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) {
+  return block_gram_into(gram_sums_.take(b, 0), 0);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::start_gram_sums(std::size_t parts,
+                                  const typename BlockSums<T>::Totals& totals) {
+  // A buffer per block where they all fit in gram_sums_budget_bytes (no task ever waits: on a
+  // KVM guest a waiting thread's wake-up costs ~50 us, 5-8 % of a 65,536 x 32 batch when tasks
+  // waited for buffers), else two a thread: a block finished ahead of a slower one waits in the
+  // second while the thread starts its next, and wide blocks' work dwarfs a wake-up.
+  const std::size_t block_bytes = parts * dim_ * dim_ * sizeof(T);
+  const std::size_t fitting = gram_sums_budget_bytes / block_bytes;
+  const std::size_t buffers =
+      !parallel_ ? 1 : std::max(2 * pool_.size(), std::min(blocks_.count(), fitting));
+  gram_sums_.start(blocks_.count(), parts, dim_, buffers, totals, ws_.gram_partials);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::fold_block_gram(std::size_t b, EngineBrick brick) {
+  RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, dim_ * dim_ * sizeof(T), dim_ * (dim_ + 1) / 2);
+  gram_sums_.finish(b);
+}
+
+template <std::floating_point T>
+void BatchOps<T>::mirror_lower(T* out) const {
+  for (std::size_t i = 0; i < dim_; ++i) {
+    for (std::size_t j = 0; j < i; ++j) out[j * dim_ + i] = out[i * dim_ + j];
+  }
 }
 
 template <std::floating_point T>
@@ -129,31 +156,8 @@ void BatchOps<T>::finish_block_gram(BlockGram& gram, EngineBrick brick) const {
 }
 
 template <std::floating_point T>
-void BatchOps<T>::reduce_partials(const T* partials, T* out, EngineBrick brick) const {
-  RH_BRICK_SCOPE(prof_, brick, dim_ * dim_, blocks_.count() * dim_ * dim_ / 2 * sizeof(T),
-                 blocks_.count() * dim_ * (dim_ + 1) / 2);
-  // Block after block into the lower triangle (each entry's sum in block order; the rows of a
-  // triangle are contiguous, so the adds vectorize), then mirrored.
-  const std::size_t square = dim_ * dim_;
-  for (std::size_t i = 0; i < dim_; ++i) {
-    std::copy_n(partials + i * dim_, i + 1, out + i * dim_);
-  }
-  for (std::size_t b = 1; b < blocks_.count(); ++b) {
-    const T* partial = partials + b * square;
-    for (std::size_t i = 0; i < dim_; ++i) {
-      T* row = out + i * dim_;
-      const T* add = partial + i * dim_;
-      for (std::size_t j = 0; j <= i; ++j) row[j] += add[j];
-    }
-  }
-  for (std::size_t i = 0; i < dim_; ++i) {
-    for (std::size_t j = 0; j < i; ++j) out[j * dim_ + i] = out[i * dim_ + j];
-  }
-}
-
-template <std::floating_point T>
-void BatchOps<T>::reduce_gram(const PointRows<T>& point, EngineBrick brick) {
-  reduce_partials(ws_.gram_partials.data(), ws_.gram.data(), brick);
+void BatchOps<T>::reduce_gram(const PointRows<T>& point) {
+  mirror_lower(ws_.gram.data());
   std::copy_n(point.weighted_curvature.begin(), X_.rows, ws_.gram_curvature.begin());
   gram_curvature_stamp_ = point.curvature_stamp;
   gram_valid_ = true;
@@ -164,14 +168,16 @@ template <std::floating_point T>
 void BatchOps<T>::full_gram(EngineBrick brick) {
   require_design_scanned();
   const T* curvature = ws_.point.weighted_curvature.data();
+  start_gram_sums(1, {ws_.gram.data()});
   for_each_block([&](std::size_t b) {
     BlockGram gram = block_gram(b);
     for_each_chunk(b, [&](std::size_t lo, std::size_t hi) {
       add_gram_rows(gram, lo, hi, curvature, brick);
     });
     finish_block_gram(gram, brick);
+    fold_block_gram(b, brick);
   });
-  reduce_gram(ws_.point, brick);
+  reduce_gram(ws_.point);
 }
 
 template <std::floating_point T>
@@ -245,6 +251,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
       blas::syrk_lower(staged, dim_, scaled, T{1}, out, dim_);
     }
   };
+  start_gram_sums(1, {ws_.gram_change.data()});
   for_each_block([&](std::size_t b) {
     // The block's entering and leaving rows, in row order, each flipped row written to both
     // lists and kept by the counts (no branch on rows that flip at random); then the kept
@@ -260,7 +267,7 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
       leaving[leaving_count] = i;
       leaving_count += kept[i] != T{0};
     }
-    T* partial = ws_.gram_partials.data() + b * square;
+    T* partial = gram_sums_.take(b, 0);
     T* removed = thread_rows<GramLeaving, T>(square);
     correction(entering, entering_count, now, partial);
     correction(leaving, leaving_count, kept, removed);
@@ -268,10 +275,11 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
       for (std::size_t j = 0; j <= i; ++j) partial[i * dim_ + j] -= removed[i * dim_ + j];
     }
     for (const std::size_t i : flipped) kept[i] = now[i];
+    fold_block_gram(b, brick);
   });
   // The blocks' sum, mirrored, then added to the lower triangle and mirrored: exactly symmetric.
   T* change = ws_.gram_change.data();
-  reduce_partials(ws_.gram_partials.data(), change, brick);
+  mirror_lower(change);
   T* gram = ws_.gram.data();
   for (std::size_t i = 0; i < dim_; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
@@ -289,14 +297,17 @@ bool BatchOps<T>::update_gram_incrementally(EngineBrick brick) {
   template void BatchOps<T>::scale_row(std::size_t, T, T*) const;                               \
   template void BatchOps<T>::weighted_gram(EngineBrick);                                        \
   template bool BatchOps<T>::gram_at_current_curvature(EngineBrick) const;                      \
-  template BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t) const;                   \
+  template BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t);                         \
+  template void BatchOps<T>::start_gram_sums(std::size_t,                                       \
+                                             const typename BlockSums<T>::Totals&);             \
+  template void BatchOps<T>::fold_block_gram(std::size_t, EngineBrick);                         \
+  template void BatchOps<T>::mirror_lower(T*) const;                                            \
   template BatchOps<T>::BlockGram BatchOps<T>::block_gram_into(T*, std::size_t) const;          \
-  template void BatchOps<T>::reduce_partials(const T*, T*, EngineBrick) const;                  \
   template void BatchOps<T>::add_gram_rows(BlockGram&, std::size_t, std::size_t, const T*,      \
                                            EngineBrick) const;                                  \
   template void BatchOps<T>::multiply_staged(BlockGram&, EngineBrick) const;                    \
   template void BatchOps<T>::finish_block_gram(BlockGram&, EngineBrick) const;                  \
-  template void BatchOps<T>::reduce_gram(const PointRows<T>&, EngineBrick);                     \
+  template void BatchOps<T>::reduce_gram(const PointRows<T>&);                                  \
   template void BatchOps<T>::full_gram(EngineBrick);                                            \
   template bool BatchOps<T>::update_gram_incrementally(EngineBrick);
 RH_GRAM_CACHE_INSTANTIATE(float)

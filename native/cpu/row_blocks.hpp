@@ -11,7 +11,7 @@ namespace rh::cpu {
 class RowBlocks {
  public:
   static constexpr std::size_t min_rows = 2048;  // below this a block is not worth a task
-  static constexpr std::size_t max_blocks = 64;  // bounds the per-block partial buffers
+  static constexpr std::size_t max_blocks = 64;  // bounds the per-block sums and flags
 
   explicit RowBlocks(std::size_t rows)
       : rows_(rows), count_(std::clamp<std::size_t>(rows / min_rows, 1, max_blocks)) {}

@@ -110,7 +110,6 @@ struct Workspace {
       fault::allocation_point();
       point.reserve_blocks(blocks, dim);
       prepared.reserve_blocks(blocks, dim);
-      gram_partials.resize(blocks * dim * dim);
       scratch_partials.resize(blocks * phi_trials_per_pass);
       blocks_ = blocks;
     }
@@ -141,10 +140,11 @@ struct Workspace {
                                // gathers ~1 MB, which would be allocated and zeroed anew)
 
   // One slot per row block, combined in block order.
-  std::vector<T> gram_partials;          // blocks x d x d, lower triangles
   std::vector<double> scratch_partials;  // blocks x (steps tried in one pass)
-  std::vector<T> inference_gram_partials;  // 4 x blocks x d x d: the information pass's Grams
-  std::vector<T> inference_grams;          // 4 x d x d: their sums
+  // The per-block Grams of a pass on their way into its totals (BlockSums: a few blocks' at a
+  // time, each up to the information pass's four d x d), grown on first use.
+  std::vector<T> gram_partials;
+  std::vector<T> inference_grams;          // 4 x d x d: the information pass's Grams' sums
   std::vector<double> inference_partials;  // blocks x 4: the inference sums of each block
   std::vector<double> diagonal_partials;   // blocks x p: sum w x^2 per column (LAMM's first
                                            // phi), sized on first use

@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <random>
 #include <rh/cpu/engine.hpp>
 #include <thread>
 #include <vector>
 
+#include "block_sums.hpp"
 #include "problems.hpp"
 #include "thread_pool.hpp"
 
@@ -81,6 +84,59 @@ TEST(Concurrency, QrStreamsOnTheirOwnEnginesRunSideBySide) {
   rh::Config qr;
   qr.factorization = rh::Factorization::qr;
   streams_in_parallel_equal_streams_in_turn<double>(false, qr);
+}
+
+// BlockSums on the pool: 64 blocks through 2 buffers on 3 threads, blocks finishing out of order
+// (sleeps), so tasks wait for buffers; the totals are bitwise the left fold of every block's
+// partial in block order, each part on its own.
+TEST(Concurrency, BlockSumsFoldInBlockOrderWhateverTheSchedule) {
+  constexpr std::size_t kBlocks = 64;
+  constexpr std::size_t kParts = 2;
+  constexpr std::size_t kDim = 5;
+  constexpr std::size_t kSquare = kDim * kDim;
+  const auto partial_entry = [](std::size_t b, std::size_t part, std::size_t k) {
+    std::mt19937_64 rng(1000 * b + 100 * part + k);
+    return std::uniform_real_distribution<double>(-1.0, 1.0)(rng) * double(1 + b % 7);
+  };
+  std::vector<double> want(kParts * kSquare, 0.0);
+  for (std::size_t part = 0; part < kParts; ++part) {
+    for (std::size_t b = 0; b < kBlocks; ++b) {
+      for (std::size_t i = 0; i < kDim; ++i) {
+        for (std::size_t j = 0; j <= i; ++j) {
+          const double v = partial_entry(b, part, i * kDim + j);
+          double& total = want[part * kSquare + i * kDim + j];
+          total = b == 0 ? v : total + v;
+        }
+      }
+    }
+  }
+  rh::cpu::ThreadPool pool(3);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> got(kParts * kSquare, 0.0);
+    std::vector<double> storage;
+    rh::cpu::BlockSums<double> sums;
+    sums.start(kBlocks, kParts, kDim, 2, {got.data(), got.data() + kSquare, nullptr, nullptr},
+               storage);
+    pool.run(kBlocks, [&](std::size_t b) {
+      for (std::size_t part = 0; part < kParts; ++part) {
+        double* partial = sums.take(b, part);
+        for (std::size_t k = 0; k < kSquare; ++k) partial[k] = partial_entry(b, part, k);
+      }
+      if ((b + static_cast<std::size_t>(round)) % 5 == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      sums.finish(b);
+    });
+    for (std::size_t part = 0; part < kParts; ++part) {
+      for (std::size_t i = 0; i < kDim; ++i) {
+        for (std::size_t j = 0; j <= i; ++j) {
+          EXPECT_EQ(got[part * kSquare + i * kDim + j], want[part * kSquare + i * kDim + j])
+              << "round " << round << " part " << part << " (" << i << ", " << j << ")";
+        }
+      }
+    }
+    EXPECT_LE(storage.size(), 2 * kParts * kSquare);  // two blocks' buffers, not 64
+  }
 }
 
 // Fresh engines made, used and dropped from several threads, as fresh estimators are: they share

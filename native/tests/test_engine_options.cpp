@@ -212,3 +212,36 @@ TEST(EngineOptions, ChunksLargerThanTheBatchGiveTheSameBits) {
 }
 
 }  // namespace
+
+namespace {
+
+// A wide batch whose per-block Grams do not all fit BatchOps' budget (10 blocks of 2,048 rows,
+// d = 301: 725 KB each in float64), so the pass folds them through fewer buffers than blocks and
+// tasks may wait for one: the same bits on every thread count, the information pass's four
+// Grams (smoothed, inference_matrices) and the incremental update's corrections included.
+rh::State<double> wide_stream(std::size_t threads) {
+  constexpr std::size_t p = 300;
+  rh::cpu::Engine engine({.threads = threads});
+  rh::Config config;
+  config.curvature = rh::Curvature::smoothed;
+  config.inference_matrices = true;
+  auto state = rh::State<double>::empty(p + 1);
+  for (std::uint64_t b = 0; b < 2; ++b) {
+    const auto batch = contaminated_batch<double>(700 + b, 20480, p, 0.2);
+    state = engine.update(state, batch.design(), batch.response(), batch.weights(), config).first;
+  }
+  return state;
+}
+
+}  // namespace
+
+TEST(EngineOptions, WideBlockGramsFoldInBlockOrderOnAnyThreadCount) {
+  const auto one = wide_stream(1);
+  for (const std::size_t threads : {2u, 3u}) {
+    const auto many = wide_stream(threads);
+    EXPECT_EQ(many.coef, one.coef) << threads << " threads";
+    EXPECT_EQ(many.information, one.information) << threads << " threads";
+    EXPECT_EQ(many.gram, one.gram) << threads << " threads";
+    EXPECT_EQ(many.score_gram, one.score_gram) << threads << " threads";
+  }
+}
