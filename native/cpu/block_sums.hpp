@@ -47,7 +47,8 @@ class BlockSums {
     folded_ = 0;
   }
 
-  // The block's buffer for `part` (dim x dim, row-major), waiting until it is free.
+  // The block's buffer for `part` (dim x dim, row-major), waiting until it is free: a block's
+  // task asks for part 0 first (the wait is there), then for the others.
   T* take(std::size_t block, std::size_t part) {
     if (part == 0 && block >= buffers_) {
       std::unique_lock lock(mutex_);
