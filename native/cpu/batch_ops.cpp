@@ -381,7 +381,12 @@ void BatchOps<T>::evaluate_pass(const T* beta, const ResidualSource& source,
   point.outside_formed = expansion_enabled();
   point.curvature_stamp = ++curvature_stamps_;
   expansion_of(point).curvature_anchor = 0;  // the pass writes every row's curvature
-  if (with_gram) start_gram_sums(1, {ws_.gram.data()});
+  if (with_gram) {
+    // The blocks fold into ws_.gram as they finish: until reduce_gram it is no point's Gram (a
+    // pass that throws, on a non-finite X, leaves none kept).
+    gram_valid_ = false;
+    start_gram_sums(1, {ws_.gram.data()});
+  }
   for_each_block([&](std::size_t b) {
     T* partial = point.score_partials.data() + b * dim_;
     std::fill_n(partial, dim_, T{0});

@@ -168,6 +168,7 @@ template <std::floating_point T>
 void BatchOps<T>::full_gram(EngineBrick brick) {
   require_design_scanned();
   const T* curvature = ws_.point.weighted_curvature.data();
+  gram_valid_ = false;  // until reduce_gram: the blocks fold into ws_.gram as they finish
   start_gram_sums(1, {ws_.gram.data()});
   for_each_block([&](std::size_t b) {
     BlockGram gram = block_gram(b);
