@@ -55,10 +55,12 @@ typename BatchOps<T>::BlockGram BatchOps<T>::block_gram(std::size_t b) {
 template <std::floating_point T>
 void BatchOps<T>::start_gram_sums(std::size_t parts,
                                   const typename BlockSums<T>::Totals& totals) {
-  // A buffer per block where they all fit in gram_sums_budget_bytes (no task ever waits: on a
-  // KVM guest a waiting thread's wake-up costs ~50 us, 5-8 % of a 65,536 x 32 batch when tasks
-  // waited for buffers), else two a thread: a block finished ahead of a slower one waits in the
-  // second while the thread starts its next, and wide blocks' work dwarfs a wake-up.
+  // A buffer per block where they all fit in gram_sums_budget_bytes, so that no task ever
+  // sleeps on a buffer where memory is cheap (a version with two a thread everywhere measured
+  // 65,536 x 32 at 1.05-1.08x in one fresh-process run, A/A 0.97-1.00; a waiting thread's
+  // wake-up, a futex on a KVM guest, is the suspect, not shown), else two a thread: a block
+  // finished ahead of a slower one waits in the second while the thread starts its next, and a
+  // wide block's Gram takes milliseconds.
   const std::size_t block_bytes = parts * dim_ * dim_ * sizeof(T);
   const std::size_t fitting = gram_sums_budget_bytes / block_bytes;
   const std::size_t buffers =

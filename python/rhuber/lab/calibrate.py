@@ -28,6 +28,7 @@ The design covers the space where the models' decisions matter with few measurem
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -148,20 +149,6 @@ def tasks(ensemble: Any, hardware: Hardware, workloads: Iterable[Workload], *,
     return first + middle + later
 
 
-def _consecutive_by_workload(todo: Sequence[Task]) -> list[list[Task]]:
-    """The tasks in their priority order, consecutive ones of the same workload and backend
-    together (each workload's default and first choice lead the order side by side)."""
-    groups: list[list[Task]] = []
-    for task in todo:
-        last = groups[-1][0] if groups else None
-        if (last is not None and last.workload == task.workload
-                and last.plan.backend == task.plan.backend):
-            groups[-1].append(task)
-        else:
-            groups.append([task])
-    return groups
-
-
 def warm_up(workload: Workload, plan: Plan, batches: list[tuple[Any, Any]]) -> float:
     """One warm-up run as the collector makes it (a fresh estimator streaming ``batches``),
     timed; ``inf`` when the plan fails (:func:`collect.measure_interleaved` then stores the
@@ -249,8 +236,10 @@ def calibrate(*, budget_s: float = BUDGET_S, workloads: Sequence[Workload] | Non
         measure_start = elapsed()
         timed = replace(quality, warmup=0)  # the probe below is the warm-up
         done = 0  # tasks decided so far, for the log's i/n
-        for group in _consecutive_by_workload(todo):
-            w = group[0].workload
+        # Consecutive tasks of one workload and backend together (each workload's default and
+        # first choice lead the priority order side by side).
+        for (w, _), run in itertools.groupby(todo, lambda t: (t.workload, t.plan.backend)):
+            group = list(run)
             if w not in batches:  # generated once per workload, outside the timing
                 batches[w] = workload_batches(w, quality.batches_per_run)
             fits, pending = [], 0.0  # pending: the timed runs the group's fits still take

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import itertools
 import os
 import random
 import statistics
@@ -283,19 +284,6 @@ def measure_interleaved(workload: Workload, plans: Sequence[Plan], hardware_id: 
     return out
 
 
-def _measured_together(tasks: Sequence[tuple[Workload, Plan]]
-                       ) -> list[tuple[Workload, list[Plan]]]:
-    """The (workload, plans) groups whose runs :func:`measure_interleaved` interleaves: each
-    workload's plans of one backend, in the tasks' order. Backends are measured one after the
-    other (NumPy's first, as plans_for lists it), so that the polling of NumPy's BLAS threads
-    after its plan falls on the next group's untimed warm-up round."""
-    groups: list[tuple[Workload, list[Plan]]] = []
-    for w, plan in tasks:
-        if groups and groups[-1][0].id == w.id and groups[-1][1][0].backend == plan.backend:
-            groups[-1][1].append(plan)
-        else:
-            groups.append((w, [plan]))
-    return groups
 
 
 @dataclass(frozen=True)
@@ -336,7 +324,12 @@ def collect(store: Store, hardware: Any, workloads: Iterable[Workload], *,
     bar = tqdm(total=len(pending), unit="plan", disable=not progress, dynamic_ncols=True)
     batches_for: tuple[Workload | None, Any] = (None, None)
     try:
-        for w, together in _measured_together(pending):
+        # A workload's plans of one backend together, in the tasks' order; backends one after
+        # the other (NumPy's first, as plans_for lists them), so that the polling of NumPy's
+        # BLAS threads after its plan falls on the next group's untimed warm-up round.
+        for _, run in itertools.groupby(pending, lambda t: (t[0].id, t[1].backend)):
+            group = list(run)
+            w, together = group[0][0], [p for _, p in group]
             if budget_s is not None and time.perf_counter() - start >= budget_s:
                 break
             if batches_for[0] != w:  # generated once per workload, outside the timing

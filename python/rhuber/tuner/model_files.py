@@ -170,10 +170,19 @@ def from_sklearn(model: Any, metadata: Mapping[str, str]) -> ModelFile:
     """A ModelFile of a fitted GradientBoostingRegressor (single output), RandomForestClassifier
     or LogisticRegression; ``metadata`` supplies every key but ``kind`` and
     ``format_version``."""
+    kind, tensors = sklearn_tensors(model)
+    meta = {k: str(v) for k, v in metadata.items()}
+    meta.update(kind=kind, format_version=FORMAT_VERSION)
+    out = ModelFile(kind, tensors, meta)
+    validate(out)
+    return out
+
+
+def sklearn_tensors(model: Any) -> tuple[str, dict[str, np.ndarray]]:
+    """The kind and the tensors of ``model``'s file (:func:`from_sklearn`), without metadata."""
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
     from sklearn.linear_model import LogisticRegression
 
-    meta = {k: str(v) for k, v in metadata.items()}
     if isinstance(model, GradientBoostingRegressor):
         kind = "gbt_regressor"
         tensors = _tree_arrays([est for est in model.estimators_[:, 0]], normalize=False)
@@ -195,10 +204,7 @@ def from_sklearn(model: Any, metadata: Mapping[str, str]) -> ModelFile:
         tensors = {"coef": np.ascontiguousarray(coef), "intercept": intercept}
     else:
         raise TypeError(f"no model file for {type(model).__name__}")
-    meta.update(kind=kind, format_version=FORMAT_VERSION)
-    out = ModelFile(kind, tensors, meta)
-    validate(out)
-    return out
+    return kind, tensors
 
 
 # ---------------------------------------------------------------------- writing and reading

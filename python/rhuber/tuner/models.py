@@ -31,7 +31,7 @@ from ..engines.workload import Workload
 from .features import SCHEMA_VERSION, FeatureExtractor
 from .hardware import Hardware
 from .labels import best_plans, measurement_bottleneck, throughput
-from .model_files import MAX_FILE_BYTES, ModelFile, from_sklearn, read, write
+from .model_files import MAX_FILE_BYTES, ModelFile, from_sklearn, read, sklearn_tensors, write
 from .paths import MODEL_FILES, default_models_dir
 from .store import Measurement
 
@@ -104,11 +104,9 @@ def plan_features(workload: Workload, hardware: Hardware) -> np.ndarray:
 
 
 def forest_file_bytes(forest: Any) -> int:
-    """The tensor bytes of ``forest``'s model file (model_files: per node an int32 feature,
-    float64 threshold, two int32 children and a float64 probability per class)."""
-    nodes = sum(tree.tree_.node_count for tree in forest.estimators_)
-    classes = len(forest.classes_)
-    return nodes * (4 + 8 + 4 + 4 + 8 * classes) + 8 * (len(forest.estimators_) + 2 + classes)
+    """The tensor bytes of ``forest``'s model file (per node an int32 feature, float64
+    threshold, two int32 children and a float64 probability per class)."""
+    return sum(t.nbytes for t in sklearn_tensors(forest)[1].values())
 
 
 #: What the plan forest's tensors may take of a model file (the rest: its header, whose
