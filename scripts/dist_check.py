@@ -30,12 +30,12 @@ def check_installed_not_checkout(source_tree: Path, cuda: bool) -> None:
     if cuda:
         # The CUDA library by itself, before rhuber preloads anything: its run path alone
         # must find NVIDIA's libraries.
-        ctypes.CDLL(str(_site_packages() / "rhuber_native_cuda" / "librh_cuda.so.4"))
+        ctypes.CDLL(str(_site_packages() / "rhuber_native_cuda" / "librh_cuda.so.5"))
     from rhuber import _native
 
     paths = {"rhuber": Path(importlib.import_module("rhuber").__file__)}
     if cuda:
-        paths["librh_cuda.so.4"] = _native.load("cuda").LIBRARY_PATH
+        paths["librh_cuda.so.5"] = _native.load("cuda").LIBRARY_PATH
     paths["librhuber_cpu.so"] = _native.load("native_cpu").LIBRARY_PATH  # loads it, and its BLAS
     for name, found in paths.items():
         path = found.resolve()

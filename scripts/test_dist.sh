@@ -43,7 +43,7 @@ for wheel in "${wheels[@]:1}"; do
   fi
   python3 -m zipfile -e "$wheel" "$scratch/unpacked/$name"
   # A wheel keeps no symlinks: a library must be there once, by its soname, not also by its
-  # full version (librh_cuda.so.4 and librh_cuda.so.4.0.1 would be two copies).
+  # full version (librh_cuda.so.5 and librh_cuda.so.5.0.1 would be two copies).
   if find "$scratch/unpacked/$name" -name '*.so.*.*' | grep .; then
     echo "test-dist: $name carries a library under its full version as well as its soname" >&2
     exit 1

@@ -5,6 +5,11 @@ raw columns of very different scales and far from centred (real data that nobody
 can need many times max_iter. Where auto's plan ran LAMM and the batch did not converge, the
 batch is solved again with proximal Newton on the same plan from the same state, and the stream
 keeps proximal Newton (``plan_.reason``). A solver the user set is never changed.
+
+On such columns LAMM can also meet the contract's step rule far from the minimizer (its step is
+set for the largest columns, so it turns negligible first): ``diagnostics_``'s
+``stationarity_step`` says how far, and a batch that stopped that short is treated as one that
+did not converge — auto solves it again, a solver the user set warns.
 """
 
 from __future__ import annotations
@@ -124,3 +129,63 @@ def test_later_streams_of_the_same_columns_start_on_proximal_newton():
     assert other.plan_.detail != later.plan_.detail
     user, caught = fit(RenewableHuberRegressor(**SETTINGS, backend="native_cpu"), [(X, y)])
     assert len(caught) == 1 and user.plan_.reason == reasons.USER_BACKEND
+
+
+# tol = 1e-4 on the ill-scaled batch: LAMM meets its step rule in a few iterations, far from the
+# minimizer (its stationarity step ~0.4 against a bound of 10 * tol * max(1, |beta|) ~ 1e-3).
+SHORT = dict(alpha=0.01, tol=1e-4)
+
+
+def test_lamm_stopping_short_is_solved_again_with_proximal_newton():
+    auto, caught = fit(RenewableHuberRegressor(**SHORT), [ill_scaled_batch(0)])
+    assert caught == []
+    report = auto.plan_
+    assert report.reason == reasons.LAMM_STALLED
+    assert report.plan.endswith("l1=prox_newton"), report.plan
+    assert "stopped short of the minimizer" in report.detail
+    last = auto.diagnostics_[-1]
+    assert last["converged"] and last["solver"] == "prox_newton"
+    assert np.isnan(last["stationarity_step"])  # not LAMM's
+    pinned, _ = fit(RenewableHuberRegressor(**SHORT, plan=report.plan), [ill_scaled_batch(0)])
+    np.testing.assert_array_equal(auto.coef_, pinned.coef_)
+
+
+@pytest.mark.parametrize("backend", ["native_cpu", "numpy"])
+def test_lamm_stopping_short_as_the_user_set_it_warns(backend):
+    est, caught = fit(RenewableHuberRegressor(**SHORT, backend=backend), [ill_scaled_batch(0)])
+    last = est.diagnostics_[-1]
+    assert last["converged"] and last["solver"] == "lamm"  # the contract's step rule was met
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "did not reach the minimizer" in message and "l1_solver='prox_newton'" in message
+    size = max(np.abs(est.coef_).max(), abs(est.intercept_))
+    assert last["stationarity_step"] > 100 * SHORT["tol"] * max(1.0, size)
+    # Where LAMM is solved to the minimizer (proximal Newton's answer), it is well within tol.
+    far = np.abs(est.coef_ - fit(RenewableHuberRegressor(
+        alpha=0.01, backend="native_cpu", l1_solver="prox_newton"), [ill_scaled_batch(0)])[0]
+        .coef_).max()
+    assert far > 10 * SHORT["tol"] * max(1.0, size)
+
+
+def test_the_engines_report_the_same_stationarity_step():
+    X, y = ill_scaled_batch(0)
+    steps = [fit(RenewableHuberRegressor(**SHORT, backend=backend), [(X, y)])[0]
+             .diagnostics_[-1]["stationarity_step"] for backend in ("numpy", "native_cpu")]
+    np.testing.assert_allclose(steps[1], steps[0], rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_converged_lamm_batch_on_standardized_columns_is_within_tol(dtype):
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((4_000, FEATURES)).astype(dtype)
+    y = (X @ np.linspace(-1, 1, FEATURES) + rng.standard_t(3, 4_000)).astype(dtype)
+    est, caught = fit(RenewableHuberRegressor(alpha=0.01, backend="native_cpu"), [(X, y)] * 2)
+    assert caught == []
+    tol = 1e-5 if dtype == np.float32 else 1e-8
+    size = max(np.abs(est.coef_).max(), abs(est.intercept_))
+    for record in est.diagnostics_:
+        assert record["converged"]
+        assert 0 < record["stationarity_step"] <= 2 * tol * max(1.0, size)
+    # Newton (alpha = 0) reports none.
+    newton, _ = fit(RenewableHuberRegressor(backend="native_cpu"), [(X, y)])
+    assert np.isnan(newton.diagnostics_[-1]["stationarity_step"])

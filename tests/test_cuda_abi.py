@@ -193,7 +193,8 @@ def test_the_soname_follows_the_major_version(contract):
 
 def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
     """rh_cuda_diagnostics reports all of rh::Diagnostics (contract v2 appended rcond, contract v4
-    the drift test's three doubles) and everything rhuber.core.Diagnostics.as_dict() has."""
+    the drift test's three doubles, ABI 5 LAMM's stationarity step) and everything
+    rhuber.core.Diagnostics.as_dict() has."""
     from rhuber.core import Diagnostics
 
     fields = next(s for s in contract["structs"] if s["name"] == "rh_cuda_diagnostics")["fields"]
@@ -206,7 +207,7 @@ def test_diagnostics_carry_every_field_of_the_core_and_python(contract):
                          solver="cholesky", line_search_halvings=0, rcond=0.5).as_dict()
     assert sorted(names) == sorted(python)
     assert {"name": "rcond", "type": "double", "offset": 48} in fields
-    assert fields[-1] == {"name": "drift_pvalue", "type": "double", "offset": 72}
+    assert fields[-1] == {"name": "stationarity_step", "type": "double", "offset": 80}
 
 
 def test_config_carries_every_parameter_of_the_python_config(contract):

@@ -151,7 +151,8 @@ rh_cpu_diagnostics write_diagnostics(const Diagnostics& d) {
           .rcond = d.rcond,
           .drift_statistic = d.drift_statistic,
           .drift_df = d.drift_df,
-          .drift_pvalue = d.drift_pvalue};
+          .drift_pvalue = d.drift_pvalue,
+          .stationarity_step = d.stationarity_step};
 }
 
 rh_cpu_tensor_stats tensor_stats(const TensorStats& s) {

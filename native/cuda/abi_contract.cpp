@@ -14,7 +14,7 @@ constexpr bool has_type = std::is_same_v<Field, Expected>;
 
 }  // namespace
 
-static_assert(RH_CUDA_ABI_VERSION == (4 << 16 | 1));
+static_assert(RH_CUDA_ABI_VERSION == (5 << 16 | 0));
 
 static_assert(RH_CUDA_OK == 0);
 static_assert(RH_CUDA_ERROR_INVALID_ARGUMENT == 1);
@@ -158,7 +158,7 @@ static_assert(offsetof(rh_cuda_state_info, reserved2) == 100);
 static_assert(has_type<decltype(rh_cuda_state_info::reserved2), int32_t>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_diagnostics> && std::is_trivially_copyable_v<rh_cuda_diagnostics>);
-static_assert(sizeof(rh_cuda_diagnostics) == 80);
+static_assert(sizeof(rh_cuda_diagnostics) == 88);
 static_assert(alignof(rh_cuda_diagnostics) == 8);
 static_assert(offsetof(rh_cuda_diagnostics, converged) == 0);
 static_assert(has_type<decltype(rh_cuda_diagnostics::converged), int32_t>);
@@ -182,6 +182,8 @@ static_assert(offsetof(rh_cuda_diagnostics, drift_df) == 64);
 static_assert(has_type<decltype(rh_cuda_diagnostics::drift_df), double>);
 static_assert(offsetof(rh_cuda_diagnostics, drift_pvalue) == 72);
 static_assert(has_type<decltype(rh_cuda_diagnostics::drift_pvalue), double>);
+static_assert(offsetof(rh_cuda_diagnostics, stationarity_step) == 80);
+static_assert(has_type<decltype(rh_cuda_diagnostics::stationarity_step), double>);
 
 static_assert(std::is_standard_layout_v<rh_cuda_engine_stats> && std::is_trivially_copyable_v<rh_cuda_engine_stats>);
 static_assert(sizeof(rh_cuda_engine_stats) == 32);

@@ -360,7 +360,8 @@ int rh_cuda_update(rh_cuda_engine_t engine, rh_cuda_state_t previous, const rh_c
                             .rcond = d.rcond,
                             .drift_statistic = d.drift_statistic,
                             .drift_df = d.drift_df,
-                            .drift_pvalue = d.drift_pvalue};
+                            .drift_pvalue = d.drift_pvalue,
+                            .stationarity_step = d.stationarity_step};
   RH_API_END
 }
 

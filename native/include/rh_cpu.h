@@ -24,8 +24,8 @@ extern "C" {
 
 /* ABI version: the major changes when a struct or a signature changes incompatibly (a field
  * appended to a struct the caller allocates is such a change); the minor when calls are added. */
-#define RH_CPU_ABI_VERSION_MAJOR 2
-#define RH_CPU_ABI_VERSION_MINOR 2
+#define RH_CPU_ABI_VERSION_MAJOR 3
+#define RH_CPU_ABI_VERSION_MINOR 0
 #define RH_CPU_ABI_VERSION ((RH_CPU_ABI_VERSION_MAJOR << 16) | RH_CPU_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -164,6 +164,9 @@ typedef struct rh_cpu_diagnostics {
   double drift_statistic;
   double drift_df;
   double drift_pvalue;
+  /* LAMM's distance from the minimizer in coefficient units (rh::Diagnostics); NaN for a batch
+   * that LAMM did not solve (ABI 3) */
+  double stationarity_step;
 } rh_cpu_diagnostics;
 
 /* A tensor's statistics in a trace record; count 0: the tensor was not formed. */

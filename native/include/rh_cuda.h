@@ -27,8 +27,8 @@ extern "C" {
  * rh_cuda_config and drift test in rh_cuda_diagnostics), and with it the library's soname
  * (librh_cuda.so.<major>). The minor counts compatible additions (4.1: factorization="qr" in
  * fields that were reserved, must-be-0, and rh_cuda_state_load_factor / rh_cuda_state_read_factor). */
-#define RH_CUDA_ABI_VERSION_MAJOR 4
-#define RH_CUDA_ABI_VERSION_MINOR 1
+#define RH_CUDA_ABI_VERSION_MAJOR 5
+#define RH_CUDA_ABI_VERSION_MINOR 0
 #define RH_CUDA_ABI_VERSION ((RH_CUDA_ABI_VERSION_MAJOR << 16) | RH_CUDA_ABI_VERSION_MINOR)
 
 /* Status codes. */
@@ -174,6 +174,9 @@ typedef struct rh_cuda_diagnostics {
   double drift_statistic;
   double drift_df;
   double drift_pvalue;
+  /* LAMM's distance from the minimizer in coefficient units (rh::Diagnostics::stationarity_step);
+   * NaN for a batch that LAMM did not solve. Since ABI 5.0. */
+  double stationarity_step;
 } rh_cuda_diagnostics;
 
 /* Counters for tests and profiling: after warm-up a stream of same-shaped batches must not move

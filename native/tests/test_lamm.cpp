@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
+#include <vector>
 #include <rh/cpu/engine.hpp>
 #include <rh/engine_bricks.hpp>
 #include <rh/lamm.hpp>
+#include <rh/update.hpp>
 
 #include "batch_ops.hpp"
 #include "problems.hpp"
@@ -36,6 +40,65 @@ TEST(Lamm, TwoBatchesMeetTheSubgradientConditions) {
   }
   // Columns 0 and 3 carry no signal: the penalty zeroes at least one of them.
   EXPECT_TRUE(state.coef[0] == 0.0 || state.coef[3] == 0.0);
+}
+
+// Diagnostics::stationarity_step: max_j |G_j| / J_jj over the coefficients of finite positive
+// information; NaN without a gradient mapping of the right length.
+TEST(Lamm, StationarityStepIsTheLargestNewtonStepAlongACoefficient) {
+  const std::vector<double> information = {4, 0, 0, 0, 3, 0, 0, 0, 0};  // J_22 = 0: skipped
+  EXPECT_EQ(rh::detail::stationarity_step(std::vector<double>{2, -6, 100},
+                                          std::span<const double>(information), 3),
+            2.0);
+  EXPECT_TRUE(std::isnan(rh::detail::stationarity_step(std::vector<double>{},
+                                                       std::span<const double>(information), 3)));
+}
+
+// LAMM's step rule (docs/numerics.md): on standardized columns a converged batch's stationarity
+// step is within tol; with one column 1,000 times the others and tol = 1e-4 the rule is met far
+// from the minimizer, and the stationarity step says so (the subgradient conditions fail too);
+// a Newton batch reports none.
+TEST(Lamm, StationarityStepSaysHowFarTheStepRuleStoppedFromTheMinimizer) {
+  rh::cpu::Engine engine;
+  rh::Config config;
+  config.alpha = 0.05;
+  config.tol = 1e-8;
+  const auto batch = rh::test::contaminated_batch<double>(71, 2000, 6);
+  const auto empty = rh::State<double>::empty(7);
+  const auto size = [](const std::vector<double>& coef) {
+    double largest = 1.0;
+    for (const double v : coef) largest = std::max(largest, std::fabs(v));
+    return largest;
+  };
+  auto [fine, fine_diag] =
+      engine.update(empty, batch.design(), batch.response(), batch.weights(), config);
+  ASSERT_TRUE(fine_diag.converged);
+  EXPECT_GT(fine_diag.stationarity_step, 0.0);
+  EXPECT_LE(fine_diag.stationarity_step, 2 * *config.tol * size(fine.coef));
+
+  auto scaled = batch;
+  for (std::size_t i = 0; i < scaled.rows; ++i) scaled.X[i * 6 + 2] *= 1000.0;
+  config.tol = 1e-4;
+  auto [short_state, short_diag] =
+      engine.update(empty, scaled.design(), scaled.response(), scaled.weights(), config);
+  ASSERT_TRUE(short_diag.converged);  // the contract's step rule
+  EXPECT_GT(short_diag.stationarity_step, 100 * *config.tol * size(short_state.coef));
+  const auto g = rh::test::smooth_gradient(empty, scaled, std::span<const double>(short_state.coef),
+                                           short_diag.bandwidth, true);
+  const double level = 2000.0 * config.alpha;
+  double worst = 0.0;  // the largest violation of the subgradient conditions
+  for (std::size_t j = 0; j < 7; ++j) {
+    const double beta = short_state.coef[j];
+    const double violation = j == 6 ? std::fabs(g[j])
+                             : beta != 0.0 ? std::fabs(g[j] + std::copysign(level, beta))
+                                           : std::max(0.0, std::fabs(g[j]) - level);
+    worst = std::max(worst, violation);
+  }
+  EXPECT_GT(worst, 1e-2 * level);
+
+  config.alpha = 0.0;
+  auto [newton, newton_diag] =
+      engine.update(empty, batch.design(), batch.response(), batch.weights(), config);
+  EXPECT_TRUE(std::isnan(newton_diag.stationarity_step));
 }
 
 // The first phi (contract v4) is the mean diagonal of X~^T diag(w) X~ + J~: a batch of many rows

@@ -398,10 +398,11 @@ def rule_default(rule: rules.Rule, w: Workload, candidates: Container[Plan],
     return plan if plan in candidates else engine_default(fixed_threads, fixed_solver or "lamm")
 
 
-def after_stalled_lamm(est: Any, session: Session | None, X: Any,
-                       iterations: int) -> Session | None:
+def after_stalled_lamm(est: Any, session: Session | None, X: Any, iterations: int,
+                       stopped_short: bool = False) -> Session | None:
     """The session to solve the batch ``X`` again with, which did not converge within
-    ``iterations``, where LAMM ran on a plan that auto chose (:meth:`Session.lamm_stalled`); None
+    ``iterations`` (or met LAMM's step rule short of the minimizer: ``stopped_short``), where
+    LAMM ran on a plan that auto chose (:meth:`Session.lamm_stalled`); None
     where the solver is not auto's to change: a plan or l1_solver set on the estimator,
     ``RH_PLAN``, another backend. Later streams of the same columns in this process then start
     on proximal Newton (:func:`start`): a cross-validation's fits would otherwise each pay
@@ -409,7 +410,7 @@ def after_stalled_lamm(est: Any, session: Session | None, X: Any,
     if not _may_leave_lamm(est, session):
         return None
     _LAMM_STALLED.add(_stall_key(est, X))
-    return session.lamm_stalled(iterations)
+    return session.lamm_stalled(iterations, stopped_short)
 
 
 def _may_leave_lamm(est: Any, session: Session | None) -> bool:

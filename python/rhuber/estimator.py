@@ -216,7 +216,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
     diagnostics_ : list of dict
         One dict per batch since the last reset (fit, or load_checkpoint), the latest 10,000
         of them (``rhuber._history.KEPT``; ``n_batches_`` counts them all): the solve's figures
-        and the ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with. Of
+        (with, for a batch LAMM solved, ``stationarity_step``: how far from the minimizer it
+        stopped, in coefficient units; docs/numerics.md, "LAMM's step rule") and the
+        ``epsilon``, ``tau``, ``curvature`` and ``inference_matrices`` it ran with. Of
         older batches the stream keeps what ``summary()`` and the inference refusal read.
     backend_ : str
         The engine that ran.
@@ -400,10 +402,14 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         kept, dropped = _without_zero_weights(X, y, w)
         before = state
         state, diag = self._update(engine, state, *kept, config)
-        if not diag.converged:
+        coef = np.asarray(to_host(state.coef))
+        short = diag.converged and lamm_stopped_short(
+            diag.stationarity_step, float(np.max(np.abs(coef), initial=0.0)),
+            config.resolved_tol(coef.dtype))
+        if not diag.converged or short:
             stalled = dispatch.after_stalled_lamm(self, self.__dict__.get("_session"), X,
-                                                  diag.n_iter)
-            if stalled is not None:  # auto's LAMM ran out of iterations: proximal Newton
+                                                  diag.n_iter, stopped_short=short)
+            if stalled is not None:  # auto's LAMM stalled or stopped short: proximal Newton
                 self._session = stalled
                 plan = self._plan()
                 engine, config = self._engine(plan), self._config(plan)
@@ -1071,10 +1077,17 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                 "Start the stream with a batch of more rows than coefficients, or fix tau.",
                 InterpolatedBatchWarning, stacklevel=3)
 
+    def _coefficient_size(self) -> float:
+        """‖β‖∞ of the fitted coefficients, the intercept's included."""
+        coef = np.asarray(to_host(self.coef_), dtype=np.float64)
+        return max(float(np.max(np.abs(coef), initial=0.0)), abs(float(self.intercept_)))
+
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
-        """At most one warning of each kind per batch: not converged, ill-conditioned, drift
-        (below ``drift_alpha``)."""
+        """At most one warning of each kind per batch: not converged (or LAMM stopped short of
+        the minimizer), ill-conditioned, drift (below ``drift_alpha``)."""
         dtype = self.coef_.dtype
+        tol = self._config().resolved_tol(dtype)
+        size = self._coefficient_size()
         for k, diag in enumerate(diagnostics, start=first_batch):
             if self.drift_alpha is not None and diag.get("drift_pvalue", math.nan) < \
                     self.drift_alpha:
@@ -1083,6 +1096,10 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             if ill_conditioned(diag["rcond"], dtype):
                 warnings.warn(ill_conditioning_message(k, diag, dtype, self.factorization),
                               IllConditionedWarning, stacklevel=3)
+            if diag["converged"] and lamm_stopped_short(
+                    diag.get("stationarity_step", math.nan), size, tol):
+                warnings.warn(stopped_short_message(k, diag, tol, size), ConvergenceWarning,
+                              stacklevel=3)
             if not diag["converged"]:
                 lamm = diag["lambda"] > 0 and self._config().l1_solver == "lamm"
                 warnings.warn(
@@ -1096,6 +1113,33 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                     ConvergenceWarning,
                     stacklevel=3,
                 )
+
+
+#: How far past tol (times max(1, ‖β‖∞)) LAMM's stationarity step may be at a converged batch
+#: before the estimate is said not to be the minimizer: on standardized columns it is within
+#: 0.5-1 times that (φ is about every coefficient's own curvature); at ten times, a coefficient's
+#: own Newton step would still be ten times the step the rule took for negligible.
+STOPPED_SHORT_FACTOR = 10.0
+
+
+def lamm_stopped_short(stationarity_step: float, beta_size: float, tol: float) -> bool:
+    """Whether a LAMM solve that met the contract's step rule stopped away from the minimizer:
+    its stationarity step (Diagnostics.stationarity_step: a Newton step along each coefficient
+    on its last gradient mapping) is over STOPPED_SHORT_FACTOR · tol · max(1, ``beta_size``),
+    ``beta_size`` = ‖β‖∞ with the intercept. False where there is none (NaN: not LAMM)."""
+    return bool(stationarity_step > STOPPED_SHORT_FACTOR * tol * max(1.0, beta_size))
+
+
+def stopped_short_message(batch: int, diag: dict, tol: float, beta_size: float) -> str:
+    """What a ConvergenceWarning says of a LAMM batch that stopped short (lamm_stopped_short)."""
+    return (f"batch {batch}: LAMM met its step rule (the last step within tol={tol:g} of the "
+            "coefficients' size) but did not reach the minimizer: a Newton step along each "
+            f"coefficient would still move one by {diag['stationarity_step']:.3g}, "
+            f"{diag['stationarity_step'] / (tol * max(1.0, beta_size)):.3g} times that bound. "
+            "LAMM's step is set for the largest columns, so on columns of very different "
+            "scales it becomes negligible long before the estimate converges. Standardize X, "
+            "or solve with l1_solver='prox_newton' (backend='native_cpu'); backend='auto' "
+            "switches by itself.")
 
 
 def drift_message(batch: int, diag: dict, drift_alpha: float) -> str:

@@ -137,6 +137,20 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
   const double l1_strength = weight_total * lambda;
   double phi = 0.0;  // set after the first evaluation (which may form it); never decreases
   detail::AnchorSchedule anchor_schedule(near_start);
+  // The last accepted step's slot and phi: its gradient mapping is reported once, on return.
+  int last_slot = -1;
+  double last_phi = 0.0;
+  const auto finish = [&]() -> SolveResult& {
+    if (last_slot >= 0) {
+      std::vector<typename O::Scalar> step(ops.dim());
+      ops.copy_to_host(steps[static_cast<std::size_t>(last_slot)], step);
+      result.gradient_mapping.resize(step.size());
+      for (std::size_t j = 0; j < step.size(); ++j) {
+        result.gradient_mapping[j] = last_phi * static_cast<double>(step[j]);
+      }
+    }
+    return result;
+  };
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
     ops.evaluate(beta, tau);
@@ -179,7 +193,9 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
             record->halvings = doublings;
             record->search_exhausted = true;
           }
-          return result;  // phi cannot majorize f: keep beta, not converged
+          // phi cannot majorize f: keep beta, not converged (the trials overwrote the steps,
+          // so no gradient mapping is reported)
+          return result;
         }
         phi *= 2.0;
         ++doublings;
@@ -194,12 +210,14 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
     if constexpr (AnchoringOps<O>) anchor_schedule.accepted(detail::norm2(ops, steps[accepted]));
     const double moved = ops.norm_inf(steps[accepted]);
     ops.copy(candidates[accepted], beta);
+    last_slot = accepted;
+    last_phi = phi;
     if (moved <= tol * std::max(1.0, ops.norm_inf(beta))) {
       result.converged = true;
-      return result;
+      return finish();
     }
   }
-  return result;
+  return finish();
 }
 
 }  // namespace rh

@@ -148,6 +148,23 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config,
   return true;
 }
 
+// Diagnostics::stationarity_step: max_j |G_j| / J_jj over the coefficients whose information
+// J_jj (row-major d x d) is finite and positive, G a LAMM solve's gradient mapping; NaN without
+// one.
+template <class T>
+double stationarity_step(const std::vector<double>& mapping, std::span<const T> information,
+                         std::size_t d) {
+  double step = std::numeric_limits<double>::quiet_NaN();
+  if (mapping.size() != d) return step;
+  for (std::size_t j = 0; j < d; ++j) {
+    const auto curvature = static_cast<double>(information[j * d + j]);
+    if (!(std::isfinite(curvature) && curvature > 0.0)) continue;
+    const double along = std::fabs(mapping[j]) / curvature;
+    step = std::isnan(step) ? along : std::max(step, along);
+  }
+  return step;
+}
+
 template <SolverOps O>
 SolveResult solve_batch(O& ops, typename O::Vector& beta, double tau, double lambda,
                         double weight_total, const Config& config, double tol, TraceSink* trace,
@@ -320,7 +337,9 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
                           .rcond = solve.rcond,
                           .drift_statistic = drift_result.statistic,
                           .drift_df = drift_result.df,
-                          .drift_pvalue = drift_result.pvalue};
+                          .drift_pvalue = drift_result.pvalue,
+                          .stationarity_step = detail::stationarity_step(
+                              solve.gradient_mapping, std::span<const T>(next.information), d)};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");

@@ -2,7 +2,7 @@
 status codes into exceptions.
 
 Each native distribution ships a plain shared object with a C ABI (``librhuber_cpu.so``:
-native/include/rh_cpu.h; ``librh_cuda.so.4``: rh_cuda.h), bound here with :mod:`ctypes`, which
+native/include/rh_cpu.h; ``librh_cuda.so.5``: rh_cuda.h), bound here with :mod:`ctypes`, which
 releases the GIL for the duration of every call; the submodules hold one library's binding each
 (:mod:`.cpu`; :mod:`.cuda`, imported with its library on first use). No interpreter-specific
 module is built, so one ``py3-none`` wheel serves every CPython.

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ModelFormatError, NumericalError
 from .dl import open_lazily
 
-ABI_VERSION_MAJOR = 2  # RH_CPU_ABI_VERSION_MAJOR of the header this binding mirrors
+ABI_VERSION_MAJOR = 3  # RH_CPU_ABI_VERSION_MAJOR of the header this binding mirrors
 
 OK, INVALID_ARGUMENT, NUMERICAL, OUT_OF_MEMORY, MODEL_FORMAT, INTERNAL = range(6)
 FLOAT32, FLOAT64 = 1, 2
@@ -89,7 +89,7 @@ class Diagnostics(ctypes.Structure):
                 ("objective", c_double), ("lambda_", c_double), ("bandwidth", c_double),
                 ("line_search_halvings", c_int64), ("rcond", c_double),
                 ("drift_statistic", c_double), ("drift_df", c_double),
-                ("drift_pvalue", c_double)]
+                ("drift_pvalue", c_double), ("stationarity_step", c_double)]
 
 
 class TensorStats(ctypes.Structure):

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import EngineNotAvailableError, NumericalError
 
 CONSTANTS = {
-    "RH_CUDA_ABI_VERSION_MAJOR": 4, "RH_CUDA_ABI_VERSION_MINOR": 1,
+    "RH_CUDA_ABI_VERSION_MAJOR": 5, "RH_CUDA_ABI_VERSION_MINOR": 0,
     "RH_CUDA_OK": 0, "RH_CUDA_ERROR_INVALID_ARGUMENT": 1, "RH_CUDA_ERROR_NUMERICAL": 2,
     "RH_CUDA_ERROR_NO_DEVICE": 3, "RH_CUDA_ERROR_OUT_OF_MEMORY": 4,
     "RH_CUDA_ERROR_UNSUPPORTED": 5, "RH_CUDA_ERROR_CUDA": 6, "RH_CUDA_ERROR_INTERNAL": 7,
@@ -95,7 +95,7 @@ class Diagnostics(ctypes.Structure):
                 ("objective", c_double), ("lambda", c_double), ("bandwidth", c_double),
                 ("line_search_halvings", c_int64), ("rcond", c_double),
                 ("drift_statistic", c_double), ("drift_df", c_double),
-                ("drift_pvalue", c_double)]
+                ("drift_pvalue", c_double), ("stationarity_step", c_double)]
 
 
 class EngineStats(ctypes.Structure):
@@ -376,7 +376,7 @@ class Engine:
                 "solver": SOLVERS[d.solver] if 0 <= d.solver < len(SOLVERS) else "lamm",
                 "line_search_halvings": d.line_search_halvings, "rcond": d.rcond,
                 "drift_statistic": d.drift_statistic, "drift_df": d.drift_df,
-                "drift_pvalue": d.drift_pvalue}
+                "drift_pvalue": d.drift_pvalue, "stationarity_step": d.stationarity_step}
 
     def predict(self, state: State, X: tuple, out: tuple) -> None:
         check(LIB.rh_cuda_predict(self._handle, state._handle, to_array(X), to_array(out)))

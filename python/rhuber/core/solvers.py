@@ -29,6 +29,9 @@ class SolveResult:
     rcond: float | None = None  # the ladder's rcond for the last Newton step; None for LAMM
     # factorization="qr": the last QR step's factorization, for the information update.
     model: sqrt_info.StepModel | None = None
+    # LAMM: φ times its last accepted step in float64, the proximal gradient mapping (0 at a
+    # minimizer; update.stationarity_step); None for Newton and for a LAMM solve without a step.
+    gradient_mapping: Any = None
 
 
 def _converged(step: Any, beta: Any, tol: float, xp: Any) -> bool:
@@ -254,8 +257,8 @@ def lamm(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float
             record.update(halvings=trial, step_norm=_trace.norm2(s, xp), step_scale=1.0)
         beta = candidate
         if _converged(s, beta, tol, xp):
-            return SolveResult(beta, True, k, doublings, "lamm")
-    return SolveResult(beta, False, max_iter, doublings, "lamm")
+            return SolveResult(beta, True, k, doublings, "lamm", gradient_mapping=phi * s64)
+    return SolveResult(beta, False, max_iter, doublings, "lamm", gradient_mapping=phi * s64)
 
 
 def solve(problem: BatchProblem, beta: Any, tau: float, max_iter: int, tol: float,

@@ -264,6 +264,10 @@ class Diagnostics:
     drift_statistic: float = math.nan
     drift_df: float = math.nan
     drift_pvalue: float = math.nan
+    # A penalized batch solved by LAMM: how far its last iterate is from the minimizer, in
+    # coefficient units (max_j |φ s_j| / J̃_jj: s the last accepted step, J̃ the new state's
+    # information; docs/numerics.md, "LAMM's step rule"); NaN otherwise.
+    stationarity_step: float = math.nan
     extra: dict = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict:
@@ -279,6 +283,7 @@ class Diagnostics:
             "drift_statistic": float(self.drift_statistic),
             "drift_df": float(self.drift_df),
             "drift_pvalue": float(self.drift_pvalue),
+            "stationarity_step": float(self.stationarity_step),
         }
 
     @classmethod
@@ -295,6 +300,7 @@ class Diagnostics:
             drift_statistic=float(d.get("drift_statistic", math.nan)),
             drift_df=float(d.get("drift_df", math.nan)),
             drift_pvalue=float(d.get("drift_pvalue", math.nan)),
+            stationarity_step=float(d.get("stationarity_step", math.nan)),
         )
 
 

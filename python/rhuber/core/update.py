@@ -237,5 +237,21 @@ def _update(
         drift_statistic=test.statistic,
         drift_df=test.df,
         drift_pvalue=test.pvalue,
+        stationarity_step=stationarity_step(result.gradient_mapping, information),
     )
     return next_state, diagnostics
+
+
+def stationarity_step(mapping: Any, information: Any) -> float:
+    """How far a LAMM solve's last iterate is from the minimizer, in coefficient units: a Newton
+    step along each coefficient on the gradient mapping G, max_j |G_j| / J̃_jj over the
+    coefficients whose information J̃_jj is finite and positive; NaN without a mapping (Newton)
+    or without such a coefficient (docs/numerics.md, "LAMM's step rule")."""
+    if mapping is None:
+        return math.nan
+    curvature = np.diag(np.asarray(to_host(information), dtype=np.float64))
+    mapping = np.asarray(to_host(mapping), dtype=np.float64)
+    usable = np.isfinite(curvature) & (curvature > 0)
+    if not usable.any():
+        return math.nan
+    return float(np.max(np.abs(mapping[usable]) / curvature[usable]))

@@ -177,7 +177,7 @@ class NativeCpuEngine:
             line_search_halvings=diag.line_search_halvings,
             rcond=None if math.isnan(diag.rcond) else diag.rcond,
             drift_statistic=diag.drift_statistic, drift_df=diag.drift_df,
-            drift_pvalue=diag.drift_pvalue)
+            drift_pvalue=diag.drift_pvalue, stationarity_step=diag.stationarity_step)
 
     def _ready_batch(self, X: Any, y: Any, w: Any, state: State | None,
                      fit_intercept: bool) -> tuple[Any, Any, Any] | None:

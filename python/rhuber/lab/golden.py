@@ -278,6 +278,7 @@ def diagnostics_record(diag: Any, v4: bool = False) -> dict[str, Any]:
     """A batch's diagnostics as the corpus records them; ``v4`` keeps the drift test's (NaN as
     None, which JSON has), which the earlier cases do not record."""
     record = diag.as_dict()
+    record.pop("stationarity_step")  # a diagnostic of ours, not the contract's: not recorded
     for key in DRIFT_FLOATS:
         value = record.pop(key)
         if v4:

@@ -224,9 +224,11 @@ class Session:
         return cls(winner.id, TRIED, detail, winner, predicted.get(winner), advice.model_id,
                    advice, settled=True, **kwargs)
 
-    def lamm_stalled(self, iterations: int | None) -> Session:
+    def lamm_stalled(self, iterations: int | None, stopped_short: bool = False) -> Session:
         """The session once a penalized batch ran out of ``iterations`` with LAMM on this
-        session's plan (None: a batch of an earlier stream of the same columns did): the same
+        session's plan, or met LAMM's step rule in them short of the minimizer
+        (``stopped_short``; the estimator's lamm_stopped_short) (None: a batch of an earlier
+        stream of the same columns did either): the same
         plan with proximal Newton, from that batch (re-solved) to the end of the stream,
         settled. LAMM is a first-order method whose rate follows the design's conditioning (raw
         columns of very different scales or far from centred can need many times max_iter);
@@ -237,7 +239,12 @@ class Session:
         detail = ("an earlier stream of these columns did not converge with LAMM in this "
                   "process; proximal Newton runs this one" if iterations is None else
                   f"{self.display} did not converge within {iterations} LAMM iterations; that "
-                  "batch was solved again with proximal Newton, which runs the rest of the stream")
+                  "batch was solved again with proximal Newton, which runs the rest of the stream"
+                  if not stopped_short else
+                  f"{self.display} stopped short of the minimizer after {iterations} LAMM "
+                  "iterations (its step rule met while a coefficient's own Newton step was still "
+                  "large: columns of very different scales); that batch was solved again with "
+                  "proximal Newton, which runs the rest of the stream")
         return Session(plan.id, LAMM_STALLED, detail, plan, settled=True, ran=self.ran,
                        rates=self.rates, length=self.length)
 
