@@ -402,10 +402,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         kept, dropped = _without_zero_weights(X, y, w)
         before = state
         state, diag = self._update(engine, state, *kept, config)
-        coef = np.asarray(to_host(state.coef))
-        short = diag.converged and lamm_stopped_short(
-            diag.stationarity_step, float(np.max(np.abs(coef), initial=0.0)),
-            config.resolved_tol(coef.dtype))
+        short = diag.converged and not math.isnan(diag.stationarity_step) and \
+            self._lamm_stopped_short(diag.stationarity_step, state.coef, config)
         if not diag.converged or short:
             stalled = dispatch.after_stalled_lamm(self, self.__dict__.get("_session"), X,
                                                   diag.n_iter, stopped_short=short)
@@ -1082,12 +1080,18 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         coef = np.asarray(to_host(self.coef_), dtype=np.float64)
         return max(float(np.max(np.abs(coef), initial=0.0)), abs(float(self.intercept_)))
 
+    @staticmethod
+    def _lamm_stopped_short(stationarity_step: float, beta: Any, config: Config) -> bool:
+        """lamm_stopped_short for a batch's new coefficients ``beta`` (the intercept's among
+        them) and the tolerance ``config`` resolves for their dtype."""
+        beta = np.asarray(to_host(beta))
+        return lamm_stopped_short(stationarity_step, float(np.max(np.abs(beta), initial=0.0)),
+                                  config.resolved_tol(beta.dtype))
+
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
         """At most one warning of each kind per batch: not converged (or LAMM stopped short of
         the minimizer), ill-conditioned, drift (below ``drift_alpha``)."""
         dtype = self.coef_.dtype
-        tol = self._config().resolved_tol(dtype)
-        size = self._coefficient_size()
         for k, diag in enumerate(diagnostics, start=first_batch):
             if self.drift_alpha is not None and diag.get("drift_pvalue", math.nan) < \
                     self.drift_alpha:
@@ -1096,10 +1100,12 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
             if ill_conditioned(diag["rcond"], dtype):
                 warnings.warn(ill_conditioning_message(k, diag, dtype, self.factorization),
                               IllConditionedWarning, stacklevel=3)
-            if diag["converged"] and lamm_stopped_short(
-                    diag.get("stationarity_step", math.nan), size, tol):
-                warnings.warn(stopped_short_message(k, diag, tol, size), ConvergenceWarning,
-                              stacklevel=3)
+            step = diag.get("stationarity_step", math.nan)
+            if diag["converged"] and not math.isnan(step):  # LAMM's: read only then
+                tol, size = self._config().resolved_tol(dtype), self._coefficient_size()
+                if lamm_stopped_short(step, size, tol):
+                    warnings.warn(stopped_short_message(k, diag, tol, size), ConvergenceWarning,
+                                  stacklevel=3)
             if not diag["converged"]:
                 lamm = diag["lambda"] > 0 and self._config().l1_solver == "lamm"
                 warnings.warn(

@@ -3,6 +3,7 @@ errors mapped to Python exceptions, and the caller's state never touched."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -79,8 +80,10 @@ def test_the_computation_dtype_is_the_input_dtype(dtype):
         "drift_statistic",
         "drift_df",
         "drift_pvalue",
+        "stationarity_step",
     }
     assert diag["converged"] is True and diag["solver"] == "cholesky"
+    assert math.isnan(diag["stationarity_step"])  # a Newton batch
     assert isinstance(diag["rcond"], float) and 0 < diag["rcond"] <= 1
 
 

@@ -152,12 +152,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "rh_cpu_fault_fail_allocations": (c_int, [c_int64, c_int64]),
     "rh_cpu_fault_fail_rung": (c_int, [c_int32, c_int64]),
     "rh_cpu_fault_clear": (c_int, [POINTER(c_int64)]),
-}
-# Calls added after ABI 2.0, bound where the loaded library has them: name: (minor, signature).
-_ADDED_SIGNATURES: dict[str, tuple[int, tuple[Any, list[Any]]]] = {
-    "rh_cpu_start_gradient": (1, (c_int, [_P, c_int32, c_int64, c_int64, _P, c_int32, c_int32,
-                                          c_double, c_double, c_int32, _P, POINTER(c_double)])),
-    "rh_cpu_predict": (2, (c_int, [_P, c_int32, c_int64, c_int64, _P, c_double, c_int32, _P])),
+    "rh_cpu_start_gradient": (c_int, [_P, c_int32, c_int64, c_int64, _P, c_int32, c_int32,
+                                      c_double, c_double, c_int32, _P, POINTER(c_double)]),
+    "rh_cpu_predict": (c_int, [_P, c_int32, c_int64, c_int64, _P, c_double, c_int32, _P]),
 }
 
 
@@ -166,23 +163,19 @@ class Library:
     while a call runs)."""
 
     def __init__(self, dll: ctypes.CDLL, path: Path) -> None:
+        # The version first: a library of another major may lack calls this binding declares.
+        dll.rh_cpu_abi_version.restype = c_uint32
+        dll.rh_cpu_abi_version.argtypes = []
+        abi = dll.rh_cpu_abi_version()
+        if abi >> 16 != ABI_VERSION_MAJOR:
+            raise ImportError(f"{path} speaks the C ABI {abi >> 16}.{abi & 0xFFFF}; this rhuber "
+                              f"binds major version {ABI_VERSION_MAJOR}")
         for name, (restype, argtypes) in _SIGNATURES.items():
             function = getattr(dll, name)
             function.restype = restype
             function.argtypes = argtypes
         self.dll = dll
         self.path = path
-        abi = dll.rh_cpu_abi_version()
-        if abi >> 16 != ABI_VERSION_MAJOR:
-            raise ImportError(f"{path} speaks the C ABI {abi >> 16}.{abi & 0xFFFF}; this rhuber "
-                              f"binds major version {ABI_VERSION_MAJOR}")
-        self.added = frozenset(name for name, (minor, _) in _ADDED_SIGNATURES.items()
-                               if abi & 0xFFFF >= minor)
-        for name in self.added:
-            restype, argtypes = _ADDED_SIGNATURES[name][1]
-            function = getattr(dll, name)
-            function.restype = restype
-            function.argtypes = argtypes
         self.version = dll.rh_cpu_version().decode()
 
 
@@ -192,15 +185,13 @@ def open_library(path: Path) -> Library:
 
 
 LIB: Any = None  # the loaded Library's CDLL (bind); None until rhuber._native.load
-ADDED: frozenset[str] = frozenset()  # the calls of _ADDED_SIGNATURES the loaded library has
 
 
 def bind(library: Library) -> None:
     """Make ``library`` the one this module's classes call (rhuber._native.load, once)."""
     # The module is the binding: its globals name the one library loaded in this process.
-    global LIB, ADDED, __version__, CONTRACT_FEATURES, BRICKS, LIBRARY_PATH  # noqa: PLW0603
+    global LIB, __version__, CONTRACT_FEATURES, BRICKS, LIBRARY_PATH  # noqa: PLW0603
     LIB = library.dll
-    ADDED = library.added
     LIBRARY_PATH = library.path
     __version__ = library.version
     CONTRACT_FEATURES = tuple(LIB.rh_cpu_contract_features().decode().split(","))
@@ -254,8 +245,8 @@ def start_gradient(X: np.ndarray, y: np.ndarray, *, tau: float | None, mad_facto
                    fit_intercept: bool) -> tuple[np.ndarray, float] | None:
     """The screen's start gradient over all rows of ``X`` and ``y`` (C-contiguous, float32 or
     float64 each), and the τ it used (rhuber.engines.regime.start_gradient); None where no
-    library is loaded in this process or the loaded one predates the call."""
-    if LIB is None or "rh_cpu_start_gradient" not in ADDED:
+    library is loaded in this process."""
+    if LIB is None:
         return None
     rows, cols = X.shape
     gradient = np.empty(cols)
@@ -273,9 +264,8 @@ def predict(X: np.ndarray, coef: np.ndarray, intercept: float, threads: int | No
             ) -> np.ndarray | None:
     """X coef + intercept on the engine's threads (``threads``; None: all cores), in the dtype of
     ``X`` and ``coef`` (the same one, float32 or float64; ``X`` C-contiguous, 2-D); None where no
-    library is loaded in this process (never loaded for this) or the loaded one predates the
-    call."""
-    if LIB is None or "rh_cpu_predict" not in ADDED:
+    library is loaded in this process (never loaded for this)."""
+    if LIB is None:
         return None
     rows, cols = X.shape
     out = np.empty(rows, dtype=X.dtype)
