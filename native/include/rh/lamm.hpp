@@ -140,7 +140,7 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
   // The last accepted step's slot and phi: its gradient mapping is reported once, on return.
   int last_slot = -1;
   double last_phi = 0.0;
-  const auto finish = [&]() -> SolveResult& {
+  const auto keep_gradient_mapping = [&] {
     if (last_slot >= 0) {
       std::vector<typename O::Scalar> step(ops.dim());
       ops.copy_to_host(steps[static_cast<std::size_t>(last_slot)], step);
@@ -149,7 +149,6 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
         result.gradient_mapping[j] = last_phi * static_cast<double>(step[j]);
       }
     }
-    return result;
   };
   for (std::int64_t k = 0; k < config.max_iter; ++k) {
     ++result.n_iter;
@@ -214,10 +213,12 @@ SolveResult lamm_solve(O& ops, typename O::Vector& beta, double tau, double lamb
     last_phi = phi;
     if (moved <= tol * std::max(1.0, ops.norm_inf(beta))) {
       result.converged = true;
-      return finish();
+      keep_gradient_mapping();
+      return result;
     }
   }
-  return finish();
+  keep_gradient_mapping();
+  return result;
 }
 
 }  // namespace rh
