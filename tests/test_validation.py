@@ -126,6 +126,22 @@ def test_non_convergence_warns_and_keeps_last_iterate():
     assert np.all(np.isfinite(model.coef_))
 
 
+def test_a_search_that_stops_early_is_not_called_out_of_iterations():
+    """The contract reports a batch whose search found no lowering step as not converged, as it
+    does one out of max_iter; the warning says which (a float32 batch of raw diabetes columns
+    stops that way on one engine after 7 iterations, at the objective's rounding)."""
+    from rhuber.estimator import not_converged_message
+
+    diag = {"n_iter": 7, "objective": 89476.2}
+    early = not_converged_message(1, diag, 500, False, np.float32)
+    assert "stopped after 7 iterations" in early and "line search" in early
+    assert "max_iter" not in early and "float64 input" in early
+    assert "float64 input" not in not_converged_message(1, diag, 500, False, np.float64)
+    assert "majorization" in not_converged_message(1, diag, 500, True, np.float64)
+    out = not_converged_message(2, {"n_iter": 500, "objective": 1.0}, 500, True, np.float64)
+    assert "did not converge within max_iter=500" in out and "prox_newton" in out
+
+
 def test_missing_engine_is_a_clear_error():
     from rhuber import EngineNotAvailableError
 

@@ -1108,17 +1108,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                                   stacklevel=3)
             if not diag["converged"]:
                 lamm = diag["lambda"] > 0 and self._config().l1_solver == "lamm"
-                warnings.warn(
-                    f"batch {k} did not converge within max_iter={self.max_iter} iterations "
-                    f"(objective {diag['objective']:.6g}); the last iterate was kept. Increase "
-                    "max_iter or tol" + (
-                        ", or solve it with l1_solver='prox_newton' (backend='native_cpu'): "
-                        "LAMM's rate follows the design's conditioning, and columns of very "
-                        "different scales or far from centred can need many times max_iter "
-                        "(backend='auto' switches by itself)" if lamm else "") + ".",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
+                warnings.warn(not_converged_message(k, diag, self.max_iter, lamm, dtype),
+                              ConvergenceWarning, stacklevel=3)
 
 
 #: How far past tol (times max(1, ‖β‖∞)) LAMM's stationarity step may be at a converged batch
@@ -1134,6 +1125,28 @@ def lamm_stopped_short(stationarity_step: float, beta_size: float, tol: float) -
     on its last gradient mapping) is over STOPPED_SHORT_FACTOR · tol · max(1, ``beta_size``),
     ``beta_size`` = ‖β‖∞ with the intercept. False where there is none (NaN: not LAMM)."""
     return bool(stationarity_step > STOPPED_SHORT_FACTOR * tol * max(1.0, beta_size))
+
+
+def not_converged_message(batch: int, diag: dict, max_iter: int, lamm: bool,
+                          dtype: Any) -> str:
+    """What a ConvergenceWarning says of a batch that did not converge: it ran out of
+    ``max_iter``, or (fewer iterations than that over all its solves) its search found no step
+    that lowers the objective, which the contract also reports as not converged."""
+    objective = f"objective {diag['objective']:.6g}"
+    if diag["n_iter"] < max_iter:
+        return (f"batch {batch} stopped after {diag['n_iter']} iterations without meeting tol "
+                f"({objective}): the {'majorization' if lamm else 'line search'} found no step "
+                "that lowers the objective measurably, so the last steps were at the objective's "
+                "rounding; the last iterate was kept. An ill-conditioned design (see any "
+                "IllConditionedWarning) is the usual cause" + (
+                    ": float32 reaches that rounding long before tol, and float64 input "
+                    "resolves more" if np.dtype(dtype) == np.float32 else "") + ".")
+    return (f"batch {batch} did not converge within max_iter={max_iter} iterations ({objective}); "
+            "the last iterate was kept. Increase max_iter or tol" + (
+                ", or solve it with l1_solver='prox_newton' (backend='native_cpu'): LAMM's rate "
+                "follows the design's conditioning, and columns of very different scales or far "
+                "from centred can need many times max_iter (backend='auto' switches by itself)"
+                if lamm else "") + ".")
 
 
 def stopped_short_message(batch: int, diag: dict, tol: float, beta_size: float) -> str:
