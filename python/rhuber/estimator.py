@@ -402,7 +402,9 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
         kept, dropped = _without_zero_weights(X, y, w)
         before = state
         state, diag = self._update(engine, state, *kept, config)
-        short = diag.converged and not math.isnan(diag.stationarity_step) and \
+        # Only auto re-solves a LAMM batch that stopped short (a user's solver warns, later).
+        short = self.backend == "auto" and diag.converged and \
+            not math.isnan(diag.stationarity_step) and \
             self._lamm_stopped_short(diag.stationarity_step, state.coef, config)
         if not diag.converged or short:
             stalled = dispatch.after_stalled_lamm(self, self.__dict__.get("_session"), X,
@@ -1077,15 +1079,16 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 
     def _coefficient_size(self) -> float:
         """‖β‖∞ of the fitted coefficients, the intercept's included."""
-        coef = np.asarray(to_host(self.coef_), dtype=np.float64)
-        return max(float(np.max(np.abs(coef), initial=0.0)), abs(float(self.intercept_)))
+        coef = np.asarray(to_host(self.coef_), dtype=np.float64).tolist()
+        return max(abs(float(self.intercept_)), *map(abs, coef))
 
     @staticmethod
     def _lamm_stopped_short(stationarity_step: float, beta: Any, config: Config) -> bool:
         """lamm_stopped_short for a batch's new coefficients ``beta`` (the intercept's among
         them) and the tolerance ``config`` resolves for their dtype."""
         beta = np.asarray(to_host(beta))
-        return lamm_stopped_short(stationarity_step, float(np.max(np.abs(beta), initial=0.0)),
+        # Python's max over the list: a third of NumPy's reduction's cost on a few coefficients.
+        return lamm_stopped_short(stationarity_step, max(map(abs, beta.tolist()), default=0.0),
                                   config.resolved_tol(beta.dtype))
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
