@@ -132,7 +132,7 @@ def test_later_streams_of_the_same_columns_start_on_proximal_newton():
 
 
 # tol = 1e-4 on the ill-scaled batch: LAMM meets its step rule in a few iterations, far from the
-# minimizer (its stationarity step ~0.4 against a bound of 10 * tol * max(1, |beta|) ~ 1e-3).
+# minimizer (its stationarity step ~0.4 against tol * max(1, |beta|) ~ 1e-4).
 SHORT = dict(alpha=0.01, tol=1e-4)
 
 
@@ -164,7 +164,7 @@ def test_lamm_stopping_short_as_the_user_set_it_warns(backend):
     far = np.abs(est.coef_ - fit(RenewableHuberRegressor(
         alpha=0.01, backend="native_cpu", l1_solver="prox_newton"), [ill_scaled_batch(0)])[0]
         .coef_).max()
-    assert far > 10 * SHORT["tol"] * max(1.0, size)
+    assert far > 100 * SHORT["tol"] * max(1.0, size)
 
 
 def test_the_engines_report_the_same_stationarity_step():
