@@ -337,11 +337,9 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
 
   double stationarity = std::numeric_limits<double>::quiet_NaN();
   if constexpr (DriftOps<O>) {
-    if (!solve.gradient_mapping.empty()) {  // a LAMM solve's: the solver is sized only then
-      stationarity = detail::stationarity_step(solve.gradient_mapping,
-                                               std::span<const T>(next.information), d,
-                                               ops.drift_solver());
-    }
+    stationarity = detail::stationarity_step(solve.gradient_mapping,
+                                             std::span<const T>(next.information), d,
+                                             ops.drift_solver());
   }
   Diagnostics diagnostics{.converged = solve.converged,
                           .n_iter = pilot.n_iter + solve.n_iter,
