@@ -1126,7 +1126,7 @@ STOPPED_SHORT_FACTOR = 100.0
 
 def lamm_stopped_short(stationarity_step: float, beta_size: float, tol: float) -> bool:
     """Whether a LAMM solve that met the contract's step rule stopped away from the minimizer:
-    its stationarity step (Diagnostics.stationarity_step: the Newton step from where it stopped,
+    its stationarity step (Diagnostics.stationarity_step: a Newton step along each coefficient
     on its last gradient mapping) is over STOPPED_SHORT_FACTOR · tol · max(1, ``beta_size``),
     ``beta_size`` = ‖β‖∞ with the intercept. False where there is none (NaN: not LAMM)."""
     return bool(stationarity_step > STOPPED_SHORT_FACTOR * tol * max(1.0, beta_size))
@@ -1157,8 +1157,8 @@ def not_converged_message(batch: int, diag: dict, max_iter: int, lamm: bool,
 def stopped_short_message(batch: int, diag: dict, tol: float, beta_size: float) -> str:
     """What a ConvergenceWarning says of a LAMM batch that stopped short (lamm_stopped_short)."""
     return (f"batch {batch}: LAMM met its step rule (the last step within tol={tol:g} of the "
-            "coefficients' size) but did not reach the minimizer: a Newton step from there "
-            f"would still move a coefficient by {diag['stationarity_step']:.3g}, "
+            "coefficients' size) but did not reach the minimizer: a Newton step along each "
+            f"coefficient would still move one by {diag['stationarity_step']:.3g}, "
             f"{diag['stationarity_step'] / (tol * max(1.0, beta_size)):.3g} times that bound. "
             "LAMM's step is set for the largest columns, so on columns of very different "
             "scales it becomes negligible long before the estimate converges. Standardize X, "

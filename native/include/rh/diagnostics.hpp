@@ -31,11 +31,11 @@ struct Diagnostics {
   double drift_df = std::numeric_limits<double>::quiet_NaN();
   double drift_pvalue = std::numeric_limits<double>::quiet_NaN();
   // A penalized batch solved by LAMM: how far its last iterate is from the minimizer, in
-  // coefficient units — ||J~^-1 (phi s)||_inf, s the last accepted step (phi s the proximal
-  // gradient mapping, 0 at a minimizer), J~ the new state's information: a Newton step from
-  // where LAMM stopped. The contract's step rule stops LAMM when s is within tol; phi is set by
-  // the largest columns, so on columns of very different scales s is small long before this is
-  // (docs/numerics.md, "LAMM's step rule"). NaN otherwise.
+  // coefficient units — max_j |phi s_j| / J~_jj over the coefficients of positive information,
+  // s the last accepted step, J~ the new state's information (a Newton step along each
+  // coefficient on the proximal gradient mapping). The contract's step rule stops LAMM when s
+  // is within tol; phi is set by the largest columns, so on columns of very different scales s
+  // is small long before this is (docs/numerics.md, "LAMM's step rule"). NaN otherwise.
   double stationarity_step = std::numeric_limits<double>::quiet_NaN();
 };
 

@@ -148,29 +148,21 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config,
   return true;
 }
 
-// Diagnostics::stationarity_step: ||J~^-1 G||_inf, the Newton step from where a LAMM solve
-// stopped on its gradient mapping G, J~ the new state's information (row-major d x d), solved by
-// the equilibrated ladder in float64 on the host as the drift test solves (`solver`); NaN
-// without a mapping, or where the solve cannot be formed (a diagnostic never fails its batch).
-template <class Solver, std::floating_point T>
+// Diagnostics::stationarity_step: max_j |G_j| / J_jj over the coefficients whose information
+// J_jj (row-major d x d) is finite and positive, G a LAMM solve's gradient mapping; NaN without
+// one.
+template <class T>
 double stationarity_step(const std::vector<double>& mapping, std::span<const T> information,
-                         std::size_t d, Solver& solver) {
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  if (mapping.size() != d) return nan;
-  try {
-    const std::vector<double> matrix(information.begin(), information.end());
-    std::vector<double> step;
-    host_ladder_solve(solver, std::span<const double>(matrix), std::span<const double>(mapping),
-                      d, 1, step, std::numeric_limits<T>::epsilon());
-    double largest = 0.0;
-    for (const double value : step) {
-      if (!std::isfinite(value)) return nan;
-      largest = std::max(largest, std::fabs(value));
-    }
-    return largest;
-  } catch (const NumericalError&) {
-    return nan;
+                         std::size_t d) {
+  double step = std::numeric_limits<double>::quiet_NaN();
+  if (mapping.size() != d) return step;
+  for (std::size_t j = 0; j < d; ++j) {
+    const auto curvature = static_cast<double>(information[j * d + j]);
+    if (!(std::isfinite(curvature) && curvature > 0.0)) continue;
+    const double along = std::fabs(mapping[j]) / curvature;
+    step = std::isnan(step) ? along : std::max(step, along);
   }
+  return step;
 }
 
 template <SolverOps O>
@@ -335,12 +327,6 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
   next.previous_lambda = lambda;
   next.scale = scale;
 
-  double stationarity = std::numeric_limits<double>::quiet_NaN();
-  if constexpr (DriftOps<O>) {
-    stationarity = detail::stationarity_step(solve.gradient_mapping,
-                                             std::span<const T>(next.information), d,
-                                             ops.drift_solver());
-  }
   Diagnostics diagnostics{.converged = solve.converged,
                           .n_iter = pilot.n_iter + solve.n_iter,
                           .objective = ops.objective(lambda),
@@ -352,7 +338,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
                           .drift_statistic = drift_result.statistic,
                           .drift_df = drift_result.df,
                           .drift_pvalue = drift_result.pvalue,
-                          .stationarity_step = stationarity};
+                          .stationarity_step = detail::stationarity_step(
+                              solve.gradient_mapping, std::span<const T>(next.information), d)};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");

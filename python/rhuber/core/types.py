@@ -265,8 +265,8 @@ class Diagnostics:
     drift_df: float = math.nan
     drift_pvalue: float = math.nan
     # A penalized batch solved by LAMM: how far its last iterate is from the minimizer, in
-    # coefficient units (‖J̃⁻¹ φ s‖∞: s the last accepted step, J̃ the new state's information;
-    # docs/numerics.md, "LAMM's step rule"); NaN otherwise.
+    # coefficient units (max_j |φ s_j| / J̃_jj: s the last accepted step, J̃ the new state's
+    # information; docs/numerics.md, "LAMM's step rule"); NaN otherwise.
     stationarity_step: float = math.nan
     extra: dict = field(default_factory=dict, compare=False)
 

@@ -17,7 +17,6 @@ from ..errors import NumericalError
 from ..profiling import _hooks as _prof
 from . import drift, inference, sqrt_info
 from .huber import robust_scale, weighted_median, weighted_std
-from .ladder import solve_matrix
 from .problem import BatchProblem
 from .solvers import newton_step, qr_step, reliable, solve
 from .types import Config, Diagnostics, State
@@ -244,18 +243,15 @@ def _update(
 
 
 def stationarity_step(mapping: Any, information: Any) -> float:
-    """How far a LAMM solve's last iterate is from the minimizer, in coefficient units:
-    ‖J̃⁻¹ G‖∞, the Newton step on its gradient mapping G with the new information J̃ (in the
-    stream's dtype), by the equilibrated ladder in float64 with that dtype's precision, as the
-    drift test solves; NaN without a mapping (Newton) or where the solve cannot be formed
-    (docs/numerics.md, "LAMM's step rule")."""
+    """How far a LAMM solve's last iterate is from the minimizer, in coefficient units: a Newton
+    step along each coefficient on the gradient mapping G, max_j |G_j| / J̃_jj over the
+    coefficients whose information J̃_jj is finite and positive; NaN without a mapping (Newton)
+    or without such a coefficient (docs/numerics.md, "LAMM's step rule")."""
     if mapping is None:
         return math.nan
-    information = np.asarray(to_host(information))
-    matrix = information.astype(np.float64)
-    rhs = np.asarray(to_host(mapping), dtype=np.float64)[:, None]
-    try:
-        step = solve_matrix(matrix, rhs, float(np.finfo(information.dtype).eps)).step[:, 0]
-    except NumericalError:
+    curvature = np.diag(np.asarray(to_host(information), dtype=np.float64))
+    mapping = np.asarray(to_host(mapping), dtype=np.float64)
+    usable = np.isfinite(curvature) & (curvature > 0)
+    if not usable.any():
         return math.nan
-    return float(np.max(np.abs(step))) if np.all(np.isfinite(step)) else math.nan
+    return float(np.max(np.abs(mapping[usable]) / curvature[usable]))
