@@ -1120,7 +1120,7 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 #: batches, alpha=0.01): on standardized columns it is 0.3-1 times that bound (φ is about every
 #: coefficient's own curvature); with column scales 1 … 4 about 15 (the estimate 4-7 tols off
 #: proximal Newton's), 1 … 10 50-2,000 (15-500 tols off), 1 … 30 2,000-3.5e7. It overstates the
-#: error about 3-6 times; at 100 the estimate is off by more than an order of magnitude of tol.
+#: error 2-10 times there; at 100 the estimate is off by more than an order of magnitude of tol.
 STOPPED_SHORT_FACTOR = 100.0
 
 

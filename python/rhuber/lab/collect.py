@@ -284,8 +284,6 @@ def measure_interleaved(workload: Workload, plans: Sequence[Plan], hardware_id: 
     return out
 
 
-
-
 @dataclass(frozen=True)
 class CollectSummary:
     measured: int  # in this call

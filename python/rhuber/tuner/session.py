@@ -236,15 +236,19 @@ class Session:
         (docs/tuner.md, "When LAMM does not converge")."""
         assert self.plan is not None
         plan = replace(self.plan, l1_solver="prox_newton")
-        detail = ("an earlier stream of these columns did not converge with LAMM in this "
-                  "process; proximal Newton runs this one" if iterations is None else
-                  f"{self.display} did not converge within {iterations} LAMM iterations; that "
-                  "batch was solved again with proximal Newton, which runs the rest of the stream"
-                  if not stopped_short else
-                  f"{self.display} stopped short of the minimizer after {iterations} LAMM "
-                  "iterations (its step rule met while a coefficient's own Newton step was still "
-                  "large: columns of very different scales); that batch was solved again with "
-                  "proximal Newton, which runs the rest of the stream")
+        resolved = ("that batch was solved again with proximal Newton, which runs the rest of the "
+                    "stream")
+        if iterations is None:
+            detail = ("an earlier stream of these columns did not converge with LAMM in this "
+                      "process; proximal Newton runs this one")
+        elif stopped_short:
+            detail = (f"{self.display} stopped short of the minimizer after {iterations} LAMM "
+                      "iterations (its step rule met while a coefficient's own Newton step was "
+                      f"still large: columns of very different scales); {resolved}")
+        else:
+            detail = (f"{self.display} did not converge within {iterations} LAMM iterations; "
+                      f"{resolved}")
+
         return Session(plan.id, LAMM_STALLED, detail, plan, settled=True, ran=self.ran,
                        rates=self.rates, length=self.length)
 
