@@ -168,6 +168,25 @@ def test_lamm_stopping_short_as_the_user_set_it_warns(backend):
     assert far > 100 * SHORT["tol"] * max(1.0, size)
 
 
+def test_a_prox_newton_batch_that_lamm_finished_short_does_not_advise_prox_newton():
+    # A column non-zero only on the 50 rows of the largest residuals has no curvature in the
+    # Newton model at the start: proximal Newton hands the batch to LAMM, which stops short.
+    X, y = ill_scaled_batch(0)
+    residual = y - X @ (np.linspace(-1, 1, FEATURES) / np.logspace(0, 2.5, FEATURES))
+    outside = np.argsort(-np.abs(residual))[:50]
+    column = np.zeros(ROWS)
+    column[outside] = np.sign(residual[outside])
+    est, caught = fit(RenewableHuberRegressor(**SHORT, backend="native_cpu",
+                                              l1_solver="prox_newton"),
+                      [(np.column_stack([X, column]), y)])
+    last = est.diagnostics_[-1]
+    assert last["converged"] and last["solver"] == "lamm"  # LAMM finished it
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "did not reach the minimizer" in message and "proximal Newton's model" in message
+    assert "l1_solver='prox_newton'" not in message
+
+
 def test_the_engines_report_the_same_stationarity_step():
     X, y = ill_scaled_batch(0)
     steps = [fit(RenewableHuberRegressor(**SHORT, backend=backend), [(X, y)])[0]

@@ -1079,16 +1079,14 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 
     def _coefficient_size(self) -> float:
         """‖β‖∞ of the fitted coefficients, the intercept's included."""
-        coef = np.asarray(to_host(self.coef_), dtype=np.float64).tolist()
-        return max(abs(float(self.intercept_)), *map(abs, coef))
+        return coefficient_size(np.append(to_host(self.coef_), float(self.intercept_)))
 
     @staticmethod
     def _lamm_stopped_short(stationarity_step: float, beta: Any, config: Config) -> bool:
         """lamm_stopped_short for a batch's new coefficients ``beta`` (the intercept's among
         them) and the tolerance ``config`` resolves for their dtype."""
         beta = np.asarray(to_host(beta))
-        # Python's max over the list: a third of NumPy's reduction's cost on a few coefficients.
-        return lamm_stopped_short(stationarity_step, max(map(abs, beta.tolist()), default=0.0),
+        return lamm_stopped_short(stationarity_step, coefficient_size(beta),
                                   config.resolved_tol(beta.dtype))
 
     def _warn_about(self, diagnostics: list[dict], first_batch: int = 1) -> None:
@@ -1105,10 +1103,12 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                               IllConditionedWarning, stacklevel=3)
             step = diag.get("stationarity_step", math.nan)
             if diag["converged"] and not math.isnan(step):  # LAMM's: read only then
-                tol, size = self._config().resolved_tol(dtype), self._coefficient_size()
+                config = self._config()
+                tol, size = config.resolved_tol(dtype), self._coefficient_size()
                 if lamm_stopped_short(step, size, tol):
-                    warnings.warn(stopped_short_message(k, diag, tol, size), ConvergenceWarning,
-                                  stacklevel=3)
+                    warnings.warn(stopped_short_message(k, diag, tol, size,
+                                                        config.l1_solver == "prox_newton"),
+                                  ConvergenceWarning, stacklevel=3)
             if not diag["converged"]:
                 lamm = diag["lambda"] > 0 and self._config().l1_solver == "lamm"
                 warnings.warn(not_converged_message(k, diag, self.max_iter, lamm, dtype),
@@ -1122,6 +1122,12 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
 #: proximal Newton's), 1 … 10 50-2,000 (15-500 tols off), 1 … 30 2,000-3.5e7. It overstates the
 #: error 2-10 times there; at 100 the estimate is off by more than an order of magnitude of tol.
 STOPPED_SHORT_FACTOR = 100.0
+
+
+def coefficient_size(beta: Any) -> float:
+    """‖β‖∞ of host coefficients (0 for none): the scale of the step rule's bound."""
+    # Python's max over the list: a third of NumPy's reduction's cost on a few coefficients.
+    return max(map(abs, np.asarray(beta, dtype=np.float64).ravel().tolist()), default=0.0)
 
 
 def lamm_stopped_short(stationarity_step: float, beta_size: float, tol: float) -> bool:
@@ -1154,16 +1160,27 @@ def not_converged_message(batch: int, diag: dict, max_iter: int, lamm: bool,
                 if lamm else "") + ".")
 
 
-def stopped_short_message(batch: int, diag: dict, tol: float, beta_size: float) -> str:
-    """What a ConvergenceWarning says of a LAMM batch that stopped short (lamm_stopped_short)."""
-    return (f"batch {batch}: LAMM met its step rule (the last step within tol={tol:g} of the "
-            "coefficients' size) but did not reach the minimizer: a Newton step along each "
-            f"coefficient would still move one by {diag['stationarity_step']:.3g}, "
+def stopped_short_message(batch: int, diag: dict, tol: float, beta_size: float,
+                          after_prox_newton: bool = False) -> str:
+    """What a ConvergenceWarning says of a LAMM batch that stopped short (lamm_stopped_short);
+    ``after_prox_newton``: l1_solver='prox_newton' was asked for, whose model gave no descending
+    step, so LAMM finished the batch from there."""
+    head = f"batch {batch}: " + ("proximal Newton's model gave no step that lowers the objective "
+                                 "(a direction without curvature, or the objective's rounding), "
+                                 "so LAMM went on from there; it " if after_prox_newton else
+                                 "LAMM ")
+    advice = ("Standardize X (LAMM's step then suits every column), and look for columns whose "
+              "nonzero rows all lie outside tau: they give the Newton model no curvature"
+              if after_prox_newton else
+              "Standardize X, or solve with l1_solver='prox_newton' (backend='native_cpu'); "
+              "backend='auto' switches by itself")
+    return (head + "met its step rule (the last step within tol="
+            f"{tol:g} of the coefficients' size) but did not reach the minimizer: a Newton step "
+            "along each coefficient would still move one by "
+            f"{diag['stationarity_step']:.3g}, "
             f"{diag['stationarity_step'] / (tol * max(1.0, beta_size)):.3g} times that bound. "
             "LAMM's step is set for the largest columns, so on columns of very different "
-            "scales it becomes negligible long before the estimate converges. Standardize X, "
-            "or solve with l1_solver='prox_newton' (backend='native_cpu'); backend='auto' "
-            "switches by itself.")
+            f"scales it becomes negligible long before the estimate converges. {advice}.")
 
 
 def drift_message(batch: int, diag: dict, drift_alpha: float) -> str:
