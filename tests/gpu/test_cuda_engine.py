@@ -36,12 +36,13 @@ def test_differential_against_the_reference(engine, dtype, alpha):
         assert g.converged == w.converged
         assert_close(g.objective, w.objective, rtol)
         assert_close(g.bandwidth, w.bandwidth, rtol)
-        # LAMM's distance from the minimizer (NaN for Newton), which the estimator warns on: of
-        # the size of tol at convergence, so compared on that scale, not relative to itself.
+        # LAMM's distance from the minimizer (NaN for Newton), which the estimator warns on: at
+        # a converged batch a few tol · max(1, |beta|) whichever path rounding took, so compared
+        # on that scale (an error in its formula shows as orders of magnitude), not on itself.
         assert math.isnan(g.stationarity_step) == math.isnan(w.stationarity_step) == (alpha == 0)
         if alpha > 0:
-            assert abs(g.stationarity_step - w.stationarity_step) <= 1e3 * rtol * max(
-                1.0, float(np.max(np.abs(want.coef))))
+            assert abs(g.stationarity_step - w.stationarity_step) <= 10 * config.resolved_tol(
+                dtype) * max(1.0, float(np.max(np.abs(want.coef))))
 
 
 def test_differential_against_native_cpu(engine):
