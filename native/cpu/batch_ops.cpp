@@ -817,10 +817,12 @@ double BatchOps<T>::smooth_change(const Vector& step, T factor, double loss_chan
 // --- the L1 model (proximal Newton) --------------------------------------------------------------
 
 template <std::floating_point T>
-double BatchOps<T>::l1_norm(const Vector& v) const {
-  double norm = 0.0;
-  for (std::size_t j = 0; j < features_; ++j) norm += std::fabs(static_cast<double>(v[j]));
-  return norm;
+double BatchOps<T>::l1_norm_change(const Vector& from, const Vector& to) const {
+  double change = 0.0;
+  for (std::size_t j = 0; j < features_; ++j) {
+    change += std::fabs(static_cast<double>(to[j])) - std::fabs(static_cast<double>(from[j]));
+  }
+  return change;
 }
 
 // Cyclic coordinate descent on g^T s + 1/2 s^T H s + c ||(beta + s)_S||_1, in float64, keeping
@@ -885,6 +887,9 @@ bool BatchOps<T>::solve_l1_model(const Vector& gradient, const Vector& beta, dou
   }
   bool full = working.size() == dim_;
   double first_move = 0.0;  // the largest move of the first sweep
+  double previous_move = 0.0;  // and of the sweep before the last
+  double last_move = 0.0;
+  bool exhausted = true;  // every sweep of the budget ran
   for (std::size_t sweep = 0; sweep < max_model_sweeps; ++sweep) {
     double largest_move = 0.0;
     double largest_value = 0.0;
@@ -904,12 +909,33 @@ bool BatchOps<T>::solve_l1_model(const Vector& gradient, const Vector& beta, dou
       }
     }
     if (sweep == 0) first_move = largest_move;
+    previous_move = last_move;
+    last_move = largest_move;
     const bool settled = largest_move <= std::max(tolerance * std::max(1.0, largest_value),
                                                   model_relative_tolerance * first_move);
-    if (settled && full) break;
+    if (settled && full) {
+      exhausted = false;
+      break;
+    }
     // A settled working set is checked by a full sweep; a full sweep that moved something goes
     // back to the working set unless that is every coordinate.
     full = settled || working.size() == dim_;
+  }
+  // Where the sweeps converge slowly (the last moved more than slow_model_sweep_ratio of the
+  // one before, or the budget ran out: correlated columns far from centred), the step they
+  // stopped at can be far short of the model's minimizer; from their pattern, the active-set
+  // solve (l1_model.hpp) finds it. Where they converge fast their step is close already, and
+  // the solve's d^3/3 would cost more than it saves.
+  if (exhausted || last_move > slow_model_sweep_ratio * previous_move) {
+    L1ModelBuffers& polish = ws_.model_polish;
+    polish.gradient.resize(dim_);
+    polish.beta.resize(dim_);
+    for (std::size_t j = 0; j < dim_; ++j) {
+      polish.gradient[j] = static_cast<double>(gradient[j]);
+      polish.beta[j] = static_cast<double>(beta[j]);
+    }
+    polish_l1_model_step(M, dim_, features_, polish.gradient.data(), polish.beta.data(),
+                         strength, s, polish);
   }
   for (std::size_t j = 0; j < dim_; ++j) out[j] = static_cast<T>(s[j]);
   return true;

@@ -170,7 +170,7 @@ class BatchOps {
   // rh::L1ModelOps, for the proximal Newton variant of the L1 solver.
   bool solve_l1_model(const Vector& gradient, const Vector& beta, double strength,
                       double tolerance, Vector& out);
-  double l1_norm(const Vector& v) const;
+  double l1_norm_change(const Vector& from, const Vector& to) const;
 
  private:
   // Below this many entries of X~ a batch runs on one thread: waking the pool's threads for each
@@ -207,6 +207,9 @@ class BatchOps {
   // rows in the quadratic zone than coefficients, at a first batch's pilot) converges along its
   // flat directions at a crawl, and any sweep's point is a descending step already.
   static constexpr std::size_t max_model_sweeps = 100;
+  // Coordinate descent's last sweep moving more than this share of the one before marks a
+  // slowly converging model, whose step solve_l1_model then solves exactly.
+  static constexpr double slow_model_sweep_ratio = 0.5;
   // An incremental update is tried only when at most rows / this many curvatures flipped, or,
   // from the batch's whole weighted Gram, (rows of the new curvature set) / max_flip_share_inverse
   // (update_gram_incrementally says why).

@@ -10,6 +10,7 @@
 
 #include "dense_solver.hpp"
 #include "fault_injection.hpp"
+#include "l1_model.hpp"
 #include "rh/lamm.hpp"
 #include "rh/trace.hpp"
 #include "rh/weighted_stats.hpp"
@@ -168,6 +169,7 @@ struct Workspace {
   std::vector<double> model_matrix;         // the symmetric part of H in float64 (sized on
                                             // first use, by proximal Newton)
   std::vector<std::size_t> model_working_set;  // the coordinates its sweeps visit
+  L1ModelBuffers model_polish;                 // its active-set solve's (l1_model.hpp)
   DenseSolver<T> solver;
   SquareRootBuffers<T> root;
   DenseSolver<double> drift_solver;  // the drift test's float64 host ladder (rh/drift.hpp)

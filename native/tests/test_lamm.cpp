@@ -47,10 +47,28 @@ TEST(Lamm, TwoBatchesMeetTheSubgradientConditions) {
 TEST(Lamm, StationarityStepIsTheLargestNewtonStepAlongACoefficient) {
   const std::vector<double> information = {4, 0, 0, 0, 3, 0, 0, 0, 0};  // J_22 = 0: skipped
   EXPECT_EQ(rh::detail::stationarity_step(std::vector<double>{2, -6, 100},
-                                          std::span<const double>(information), 3),
+                                          std::span<const double>(information), 3, false),
             2.0);
-  EXPECT_TRUE(std::isnan(rh::detail::stationarity_step(std::vector<double>{},
-                                                       std::span<const double>(information), 3)));
+  EXPECT_EQ(rh::detail::stationarity_step(std::vector<double>{2, -6, 100},
+                                          std::span<const double>(information), 3, true),
+            2.0);  // the intercept's information is 0: no pairs
+  EXPECT_TRUE(std::isnan(rh::detail::stationarity_step(
+      std::vector<double>{}, std::span<const double>(information), 3, false)));
+}
+
+// With an intercept, a slope and the intercept also step together: J = [[4, 1.9], [1.9, 1]]
+// and G = (0.2, -0.1) give 0.05 and 0.1 alone but (1, -2) as a pair. A column collinear with
+// the intercept (determinant 0) counts alone.
+TEST(Lamm, StationarityStepPairsEachSlopeWithTheIntercept) {
+  const std::vector<double> mapping = {0.2, -0.1};
+  const std::vector<double> coupled = {4, 1.9, 1.9, 1};
+  EXPECT_NEAR(rh::detail::stationarity_step(mapping, std::span<const double>(coupled), 2, true),
+              2.0, 1e-12);
+  EXPECT_EQ(rh::detail::stationarity_step(mapping, std::span<const double>(coupled), 2, false),
+            0.1);
+  const std::vector<double> collinear = {4, 2, 2, 1};
+  EXPECT_EQ(rh::detail::stationarity_step(mapping, std::span<const double>(collinear), 2, true),
+            0.1);
 }
 
 // LAMM's step rule (docs/numerics.md): on standardized columns a converged batch's stationarity

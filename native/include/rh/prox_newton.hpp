@@ -63,8 +63,8 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
       result.converged = true;
       return result;
     }
-    const double l1_now = ops.l1_norm(beta);
-    const double decrease = ops.dot(gradient, step) + strength * (ops.l1_norm(full) - l1_now);
+    const double decrease =
+        ops.dot(gradient, step) + strength * ops.l1_norm_change(beta, full);
     if (!(decrease < 0.0)) {
       if (record != nullptr) record->step_scale = 0.0;
       return continue_with_lamm();
@@ -76,7 +76,7 @@ SolveResult prox_newton_solve(O& ops, typename O::Vector& beta, double tau, doub
         [&](double s) {
           ops.copy(beta, trial);
           ops.axpy(s, step, trial);
-          return ops.objective_change(step, s) + strength * (ops.l1_norm(trial) - l1_now);
+          return ops.objective_change(step, s) + strength * ops.l1_norm_change(beta, trial);
         },
         decrease, result.halvings);
     if (record != nullptr) {

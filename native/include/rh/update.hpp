@@ -148,19 +148,39 @@ bool least_squares_start(O& ops, typename O::Vector& beta, const Config& config,
   return true;
 }
 
-// Diagnostics::stationarity_step: max_j |G_j| / J_jj over the coefficients whose information
-// J_jj (row-major d x d) is finite and positive, G a LAMM solve's gradient mapping; NaN without
-// one.
+// Diagnostics::stationarity_step: the Newton step on a LAMM solve's gradient mapping G along
+// each coefficient, max_j |G_j| / J_jj over the coefficients whose information J_jj (row-major
+// d x d) is finite and positive, and with an intercept (the last coefficient) along each slope
+// together with it: the 2 x 2 Newton step on (j, intercept), since a column far from centred
+// moves with the intercept and alone understates the distance. A pair whose determinant is not
+// above 1e-12 of its diagonal's product counts alone. NaN without a mapping. The reference's
+// update.stationarity_step, in the same order.
 template <class T>
 double stationarity_step(const std::vector<double>& mapping, std::span<const T> information,
-                         std::size_t d) {
+                         std::size_t d, bool intercept) {
   double step = std::numeric_limits<double>::quiet_NaN();
   if (mapping.size() != d) return step;
-  for (std::size_t j = 0; j < d; ++j) {
+  const auto usable = [&](std::size_t j) {
     const auto curvature = static_cast<double>(information[j * d + j]);
-    if (!(std::isfinite(curvature) && curvature > 0.0)) continue;
-    const double along = std::fabs(mapping[j]) / curvature;
+    return std::isfinite(curvature) && curvature > 0.0;
+  };
+  for (std::size_t j = 0; j < d; ++j) {
+    if (!usable(j)) continue;
+    const double along = std::fabs(mapping[j]) / static_cast<double>(information[j * d + j]);
     step = std::isnan(step) ? along : std::max(step, along);
+  }
+  const std::size_t last = d - 1;
+  if (!intercept || d == 0 || !usable(last)) return step;
+  const auto c = static_cast<double>(information[last * d + last]);
+  for (std::size_t j = 0; j < last; ++j) {
+    if (!usable(j)) continue;
+    const auto a = static_cast<double>(information[j * d + j]);
+    const auto b = static_cast<double>(information[j * d + last]);
+    const double det = a * c - b * b;
+    if (!(std::isfinite(det) && det > 1e-12 * (a * c))) continue;
+    const double along = std::fabs(c * mapping[j] - b * mapping[last]) / det;
+    const double with_intercept = std::fabs(a * mapping[last] - b * mapping[j]) / det;
+    step = std::max({step, along, with_intercept});
   }
   return step;
 }
@@ -339,7 +359,7 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
                           .drift_df = drift_result.df,
                           .drift_pvalue = drift_result.pvalue,
                           .stationarity_step = detail::stationarity_step(
-                              solve.gradient_mapping, std::span<const T>(next.information), d)};
+                              solve.gradient_mapping, std::span<const T>(next.information), d, ops.intercept())};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");

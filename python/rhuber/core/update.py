@@ -237,21 +237,39 @@ def _update(
         drift_statistic=test.statistic,
         drift_df=test.df,
         drift_pvalue=test.pvalue,
-        stationarity_step=stationarity_step(result.gradient_mapping, information),
+        stationarity_step=stationarity_step(result.gradient_mapping, information,
+                                            config.fit_intercept),
     )
     return next_state, diagnostics
 
 
-def stationarity_step(mapping: Any, information: Any) -> float:
+def stationarity_step(mapping: Any, information: Any, intercept: bool = False) -> float:
     """How far a LAMM solve's last iterate is from the minimizer, in coefficient units: a Newton
-    step along each coefficient on the gradient mapping G, max_j |G_j| / J̃_jj over the
-    coefficients whose information J̃_jj is finite and positive; NaN without a mapping (Newton)
-    or without such a coefficient (docs/numerics.md, "LAMM's step rule")."""
+    step on the gradient mapping G along each coefficient, max_j |G_j| / J̃_jj over the
+    coefficients whose information J̃_jj is finite and positive — and with an intercept (the last
+    coefficient), along each slope together with it, the 2 × 2 Newton step on (j, intercept),
+    since a column far from centred moves with the intercept and each alone understates that
+    distance (Statsmodels' cancer data: 2e-4 alone, 7.7 with it, 25 from the minimizer). A pair
+    whose determinant is not above 1e-12 of its diagonal's product (a column constant up to
+    rounding) counts alone. NaN without a mapping (Newton) or without a usable coefficient
+    (docs/numerics.md, "LAMM's step rule")."""
     if mapping is None:
         return math.nan
-    curvature = np.diag(np.asarray(to_host(information), dtype=np.float64))
+    J = np.asarray(to_host(information), dtype=np.float64)
+    curvature = np.diag(J)
     mapping = np.asarray(to_host(mapping), dtype=np.float64)
     usable = np.isfinite(curvature) & (curvature > 0)
     if not usable.any():
         return math.nan
-    return float(np.max(np.abs(mapping[usable]) / curvature[usable]))
+    step = float(np.max(np.abs(mapping[usable]) / curvature[usable]))
+    last = len(mapping) - 1
+    if intercept and usable[last]:
+        for j in np.flatnonzero(usable[:last]):
+            a, c, b = curvature[j], curvature[last], J[j, last]
+            det = a * c - b * b
+            if not (np.isfinite(det) and det > 1e-12 * (a * c)):
+                continue
+            along = abs(c * mapping[j] - b * mapping[last]) / det
+            with_intercept = abs(a * mapping[last] - b * mapping[j]) / det
+            step = max(step, along, with_intercept)
+    return step
