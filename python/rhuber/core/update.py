@@ -264,12 +264,13 @@ def stationarity_step(mapping: Any, information: Any, intercept: bool = False) -
     step = float(np.max(np.abs(mapping[usable]) / curvature[usable]))
     last = len(mapping) - 1
     if intercept and usable[last]:
-        for j in np.flatnonzero(usable[:last]):
-            a, c, b = curvature[j], curvature[last], J[j, last]
-            det = a * c - b * b
-            if not (np.isfinite(det) and det > 1e-12 * (a * c)):
-                continue
-            along = abs(c * mapping[j] - b * mapping[last]) / det
-            with_intercept = abs(a * mapping[last] - b * mapping[j]) / det
-            step = max(step, along, with_intercept)
+        slopes = np.flatnonzero(usable[:last])
+        a, c, b = curvature[slopes], curvature[last], J[slopes, last]
+        det = a * c - b * b
+        paired = np.isfinite(det) & (det > 1e-12 * (a * c))
+        if paired.any():
+            a, b, det, g = a[paired], b[paired], det[paired], mapping[slopes[paired]]
+            along = np.abs(c * g - b * mapping[last]) / det
+            with_intercept = np.abs(a * mapping[last] - b * g) / det
+            step = max(step, float(np.max(along)), float(np.max(with_intercept)))
     return step
