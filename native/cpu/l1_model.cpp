@@ -73,7 +73,8 @@ bool face_minimizer(const double* M, std::size_t dim, const double* gradient, co
     const double curvature = reduced(j, j);
     if (!(curvature > 0.0)) return false;
     b.scales[a] = 1.0 / std::sqrt(curvature);
-    const double rhs = right_side(j) - (free_last ? M[j * dim + q] * free_rhs / free_curvature : 0.0);
+    const double rhs = right_side(j) -
+                       (free_last ? M[j * dim + q] * free_rhs / free_curvature : 0.0);
     b.rhs[a] = b.scales[a] * rhs;
   }
   for (std::size_t c = 0; c < m; ++c) {

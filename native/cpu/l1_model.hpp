@@ -1,15 +1,15 @@
 #pragma once
 // The exact minimizer of proximal Newton's L1 model from coordinate descent's approximation:
 //   m(s) = g^T s + 1/2 s^T M s + c (||(beta + s)_S||_1 - ||beta_S||_1),
-// M symmetric positive definite (d x d, row-major, float64), S the penalized coordinates (the
-// first `penalized` ones; the intercept, last, is not: penalized is d or d - 1). Coordinate descent finds the model's
-// sign pattern quickly but its convergence within that pattern follows M's conditioning: on
-// correlated raw columns (the Grunfeld data's, say) it stopped at its sweep budget a short way
-// along, and proximal Newton took 500+ full steps without converging. On a fixed pattern the
-// model is a quadratic, whose minimizer one Cholesky solve of the active block gives; an
-// active-set loop corrects the pattern where that solve crosses zero or leaves an inactive
-// coordinate's optimality condition violated. Written here because LAPACK has no L1-penalized
-// quadratic solver; the factorization is LAPACK's.
+// M symmetric positive definite (d x d, row-major, float64), S the penalized coordinates: the
+// first `penalized` ones (d, or d - 1 with the intercept last and free). Coordinate descent
+// finds the model's sign pattern quickly, but its convergence within that pattern follows M's
+// conditioning: on correlated raw columns (the Grunfeld data's, say) it stopped at its sweep
+// budget a short way along, and proximal Newton took 500+ full steps without converging. On a
+// fixed pattern the model is a quadratic, whose minimizer one Cholesky solve of the active
+// block gives; an active-set loop corrects the pattern where that solve crosses zero or leaves
+// an inactive coordinate's optimality condition violated. Written here because LAPACK has no
+// L1-penalized quadratic solver; the factorization is LAPACK's.
 
 #include <cstddef>
 #include <vector>
@@ -22,9 +22,9 @@ namespace rh::cpu {
 struct L1ModelBuffers {
   std::vector<double> gradient;  // the caller's g and beta in float64
   std::vector<double> beta;
-  std::vector<double> matrix;   // the equilibrated active block, column-major
+  std::vector<double> matrix;   // the active slopes' centred block, equilibrated, column-major
   std::vector<double> rhs;      // its right-hand side, then its solution
-  std::vector<double> scales;   // 1 / sqrt(M_jj) of the active coordinates
+  std::vector<double> scales;   // its equilibration: 1 / sqrt of its diagonal
   std::vector<double> step;     // the minimizer of the model on a face
   std::vector<double> point;    // the active-set method's current step
   std::vector<double> product;  // M times the candidate step

@@ -359,7 +359,8 @@ std::pair<State<typename O::Scalar>, Diagnostics> renewable_update(
                           .drift_df = drift_result.df,
                           .drift_pvalue = drift_result.pvalue,
                           .stationarity_step = detail::stationarity_step(
-                              solve.gradient_mapping, std::span<const T>(next.information), d, ops.intercept())};
+                              solve.gradient_mapping, std::span<const T>(next.information), d,
+                              ops.intercept())};
 
   detail::require_finite(std::span<const T>(next.coef), "coef");
   detail::require_finite(std::span<const T>(next.information), "information matrix");
