@@ -41,10 +41,11 @@ double l1_model_value(const double* M, std::size_t dim, std::size_t penalized,
 
 // Replaces `s` by the model's exact minimizer when an active-set method started from s finds it
 // (every active coordinate keeps its sign, every inactive one meets |g_j + (M s)_j| <= c) within
-// 2 d + 8 faces, and its model value is not above s's; returns whether it did, and otherwise
-// leaves s as it was.
+// 2 d + 8 faces whose factorizations (m^3 / 3 flops for m active coordinates) add up to at most
+// `work`, and its model value is not above s's; returns whether it did, and otherwise leaves s
+// as it was.
 bool polish_l1_model_step(const double* M, std::size_t dim, std::size_t penalized,
                           const double* gradient, const double* beta, double strength,
-                          double* s, L1ModelBuffers& buffers);
+                          double* s, L1ModelBuffers& buffers, double work);
 
 }  // namespace rh::cpu

@@ -172,11 +172,37 @@ TEST(L1Model, TheActiveSetSolveReachesTheMinimizerFromAnyStart) {
       for (std::size_t j = 0; j < model.dim; ++j) s[j] = start * (j % 2 == 0 ? 1.0 : -2.0);
       ASSERT_TRUE(rh::cpu::polish_l1_model_step(model.M.data(), model.dim, model.dim - 1,
                                                 model.g.data(), model.beta.data(), model.c,
-                                                s.data(), buffers))
+                                                s.data(), buffers, 1e12))
           << "seed " << seed << ", start " << start;
       model.expect_optimal(s, 1e-8);
     }
   }
+}
+
+// From the zero step of a model whose minimizer has every coordinate active (a first batch's
+// pilot can start so), the coordinates join at once: a handful of faces, not one per coordinate
+// (the work allowed here is 8 factorizations of the whole block).
+TEST(L1Model, ManyCoordinatesJoinAtOnce) {
+  constexpr std::size_t dim = 61;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  L1Model model{dim, std::vector<double>(dim * dim), std::vector<double>(dim),
+                std::vector<double>(dim, 0.0), 1.0};
+  for (std::size_t i = 0; i < dim; ++i) {
+    model.M[i * dim + i] = 2.0;
+    for (std::size_t j = 0; j < i; ++j) {
+      model.M[i * dim + j] = model.M[j * dim + i] = 0.01 * normal(rng);
+    }
+    model.g[i] = (i % 2 == 0 ? 40.0 : -40.0) + normal(rng);
+  }
+  std::vector<double> s(dim, 0.0);
+  rh::cpu::L1ModelBuffers buffers;
+  const double block = 61.0 * 61.0 * 61.0 / 3.0;
+  ASSERT_TRUE(rh::cpu::polish_l1_model_step(model.M.data(), dim, dim - 1, model.g.data(),
+                                            model.beta.data(), model.c, s.data(), buffers,
+                                            8.0 * block));
+  model.expect_optimal(s, 1e-8);
+  for (std::size_t j = 0; j + 1 < dim; ++j) EXPECT_NE(s[j], 0.0) << "coordinate " << j;
 }
 
 // A model whose matrix is singular (a repeated coordinate) is left to coordinate descent: the
@@ -192,7 +218,8 @@ TEST(L1Model, ASingularModelLeavesTheStepAsItWas) {
   const std::vector<double> before = s;
   rh::cpu::L1ModelBuffers buffers;
   EXPECT_FALSE(rh::cpu::polish_l1_model_step(model.M.data(), 4, 3, model.g.data(),
-                                             model.beta.data(), model.c, s.data(), buffers));
+                                             model.beta.data(), model.c, s.data(), buffers,
+                                             1e12));
   EXPECT_EQ(s, before);
 }
 
