@@ -44,7 +44,7 @@ void multiply(const double* M, std::size_t dim, const double* s, double* product
 // min_polish_rcond, or gives a step that is not finite.
 bool face_minimizer(const double* M, std::size_t dim, const double* gradient, const double* beta,
                     double strength, L1ModelBuffers& b) {
-  std::size_t m = 0;  // the active slopes, then the free coordinate if any
+  std::size_t m = 0;  // the active slopes (the free coordinate is eliminated, below)
   bool free_last = false;
   for (std::size_t j = 0; j < dim; ++j) {
     if (b.sign[j] == free_coordinate) {
