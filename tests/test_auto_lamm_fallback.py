@@ -209,3 +209,16 @@ def test_a_converged_lamm_batch_on_standardized_columns_is_within_tol(dtype):
     # Newton (alpha = 0) reports none.
     newton, _ = fit(RenewableHuberRegressor(backend="native_cpu"), [(X, y)])
     assert np.isnan(newton.diagnostics_[-1]["stationarity_step"])
+
+
+def test_auto_gives_lamm_a_trial_of_iterations_not_all_of_max_iter():
+    # Raw columns stall LAMM for every iteration it is given: auto gives it
+    # LAMM_TRIAL_ITERATIONS a solve (the pilot's and the main one) before proximal Newton.
+    auto, caught = fit(RenewableHuberRegressor(alpha=0.01), [ill_scaled_batch(0)])
+    assert caught == [] and auto.plan_.reason == reasons.LAMM_STALLED
+    trial = 2 * dispatch.LAMM_TRIAL_ITERATIONS
+    assert f"within {trial} LAMM iterations" in auto.plan_.detail, auto.plan_.detail
+    # A solver the user set runs all of max_iter.
+    user, caught = fit(RenewableHuberRegressor(alpha=0.01, backend="native_cpu"),
+                       [ill_scaled_batch(0)])
+    assert len(caught) == 1 and user.diagnostics_[-1]["n_iter"] == 2 * user.max_iter > trial

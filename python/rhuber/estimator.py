@@ -401,7 +401,8 @@ class RenewableHuberRegressor(RegressorMixin, BaseEstimator):
                              "backend='numpy' or 'native_cpu'")
         kept, dropped = _without_zero_weights(X, y, w)
         before = state
-        state, diag = self._update(engine, state, *kept, config)
+        state, diag = self._update(engine, state, *kept, dispatch.lamm_trial(
+            self, self.__dict__.get("_session"), config))
         # Only auto re-solves a LAMM batch that stopped short (a user's solver warns, later).
         short = self.backend == "auto" and diag.converged and \
             not math.isnan(diag.stationarity_step) and \
