@@ -22,6 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from rhuber import RenewableHuberRegressor, dispatch
 from rhuber.core.types import default_tol
+from rhuber.core.update import stationarity_step
 from rhuber.dispatch import workload
 from rhuber.engines import native_cpu_available
 from rhuber.engines.plans import machine_cores
@@ -192,6 +193,17 @@ def test_the_engines_report_the_same_stationarity_step():
     steps = [fit(RenewableHuberRegressor(**SHORT, backend=backend), [(X, y)])[0]
              .diagnostics_[-1]["stationarity_step"] for backend in ("numpy", "native_cpu")]
     np.testing.assert_allclose(steps[1], steps[0], rtol=1e-9)
+
+
+def test_the_stationarity_step_pairs_each_slope_with_the_intercept():
+    # The reference's form, as the C++ test Lamm.StationarityStepPairsEachSlopeWithTheIntercept
+    # checks the engines': J = [[4, 1.9], [1.9, 1]], G = (0.2, -0.1) give 0.05 and 0.1 alone,
+    # (1, -2) as a pair; a column collinear with the intercept counts alone.
+    mapping = np.array([0.2, -0.1])
+    coupled = np.array([[4.0, 1.9], [1.9, 1.0]])
+    assert stationarity_step(mapping, coupled, intercept=True) == pytest.approx(2.0, rel=1e-12)
+    assert stationarity_step(mapping, coupled, intercept=False) == 0.1
+    assert stationarity_step(mapping, np.array([[4.0, 2.0], [2.0, 1.0]]), intercept=True) == 0.1
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -126,16 +126,3 @@ def test_lamm_stopping_short_with_the_intercept_warns():
         assert len(caught) == 1 and "did not reach the minimizer" in str(caught[0].message)
     auto, caught = fit(RenewableHuberRegressor(alpha=ALPHA), X, y)
     assert caught == [] and auto.diagnostics_[-1]["solver"] == "prox_newton"
-
-
-def test_the_stationarity_step_pairs_each_slope_with_the_intercept():
-    # The reference's form, as the C++ test Lamm.StationarityStepPairsEachSlopeWithTheIntercept
-    # checks the engines': J = [[4, 1.9], [1.9, 1]], G = (0.2, -0.1) give 0.05 and 0.1 alone,
-    # (1, -2) as a pair; a column collinear with the intercept counts alone.
-    from rhuber.core.update import stationarity_step
-
-    mapping = np.array([0.2, -0.1])
-    coupled = np.array([[4.0, 1.9], [1.9, 1.0]])
-    assert stationarity_step(mapping, coupled, intercept=True) == pytest.approx(2.0, rel=1e-12)
-    assert stationarity_step(mapping, coupled, intercept=False) == 0.1
-    assert stationarity_step(mapping, np.array([[4.0, 2.0], [2.0, 1.0]]), intercept=True) == 0.1

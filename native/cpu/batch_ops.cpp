@@ -923,7 +923,8 @@ bool BatchOps<T>::solve_l1_model(const Vector& gradient, const Vector& beta, dou
   }
   // Where the sweeps converge slowly (the last moved more than slow_model_sweep_ratio of the
   // one before, or the budget ran out: correlated columns far from centred), the step they
-  // stopped at can be far short of the model's minimizer; from their pattern, the active-set
+  // stopped at can be far short of the model's minimizer, even where a sweep's moves are below
+  // the tolerance asked (a crawl moves little each sweep); from their pattern, the active-set
   // solve (l1_model.hpp) finds it. Where they converge fast their step is close already, and
   // the solve's d^3/3 would cost more than it saves.
   if (exhausted || last_move > slow_model_sweep_ratio * previous_move) {
@@ -936,7 +937,7 @@ bool BatchOps<T>::solve_l1_model(const Vector& gradient, const Vector& beta, dou
     }
     // Its factorizations at most an eighth of the flops of the Gram that formed H (rows d^2 / 2,
     // which each iteration pays; LAPACK's Cholesky of a few hundred runs at a fraction of the
-    // Gram kernel's rate), or 1e7 flops (~1 ms) on a small batch: a 4,096 x 256 pilot, whose
+    // Gram kernel's rate), or 1e7 flops on a small batch: a 4,096 x 256 pilot, whose
     // nearly flat model the method did not finish in 42 faces, spent 19 ms on one iteration
     // with a whole Gram's worth.
     const double work = std::max(static_cast<double>(X_.rows) *

@@ -115,8 +115,7 @@ bool face_minimizer(const double* M, std::size_t dim, const double* gradient, co
   return true;
 }
 
-}  // namespace
-
+// The model's value m(s) (the constant c ||beta_S||_1 left out); M s into `product`.
 double l1_model_value(const double* M, std::size_t dim, std::size_t penalized,
                       const double* gradient, const double* beta, double strength,
                       const double* s, double* product) {
@@ -126,6 +125,9 @@ double l1_model_value(const double* M, std::size_t dim, std::size_t penalized,
   for (std::size_t j = 0; j < penalized; ++j) value += strength * std::fabs(beta[j] + s[j]);
   return value;
 }
+
+}  // namespace
+
 
 // A primal active-set method (as Lawson and Hanson's NNLS is one): from a point on a face of the
 // model (a sign pattern), move towards the face's minimizer; where a coordinate would cross zero

@@ -34,11 +34,6 @@ struct L1ModelBuffers {
   std::vector<signed char> sign;  // the sign each active penalized coordinate is solved for
 };
 
-// The model's value m(s) (the constant c ||beta_S||_1 left out).
-double l1_model_value(const double* M, std::size_t dim, std::size_t penalized,
-                      const double* gradient, const double* beta, double strength,
-                      const double* s, double* product);
-
 // Replaces `s` by the model's exact minimizer when an active-set method started from s finds it
 // (every active coordinate keeps its sign, every inactive one meets |g_j + (M s)_j| <= c) within
 // 2 d + 8 faces whose factorizations (m^3 / 3 flops for m active coordinates) add up to at most
